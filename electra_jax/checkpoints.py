@@ -1,0 +1,85 @@
+"""Orbax checkpoints of the train state in WORKDIR/checkpoints: async saves, bounded, resumable.
+
+Each checkpoint holds two items: `state` (the sharded `TrainState`: params, optimizer state,
+step, rng) and `meta` (JSON: step, data position, the config). Orbax writes a step to a
+temporary directory and renames it when complete, so a killed job never leaves a half-written
+checkpoint that a restart would pick up.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from absl import logging
+import orbax.checkpoint as ocp
+from orbax.checkpoint import checkpoint_managers
+
+from electra_jax.errors import ElectraError
+
+
+class Checkpointer:
+  """A thin policy layer over `ocp.CheckpointManager`.
+
+  Args:
+    directory: where step directories live (created if missing).
+    keep: how many of the newest checkpoints to keep.
+    async_save: write in a background thread while training continues.
+  """
+
+  def __init__(self, directory: str, keep: int, async_save: bool = True):
+    self.directory = os.path.abspath(directory)
+    if keep < 1:
+      raise ElectraError(f"train.keep_checkpoints={keep}; keep at least 1 checkpoint")
+    options = ocp.CheckpointManagerOptions(
+        preservation_policy=checkpoint_managers.LatestN(keep),
+        enable_async_checkpointing=async_save,
+        create=True,
+        cleanup_tmp_directories=True)
+    try:
+      self._manager = ocp.CheckpointManager(self.directory, options=options,
+                                            item_names=("state", "meta"))
+    except Exception as e:  # pylint: disable=broad-except
+      raise ElectraError(f"cannot open the checkpoint directory {self.directory}: {e}; check "
+                         "that the workdir is writable") from e
+
+  def latest_step(self) -> int | None:
+    return self._manager.latest_step()
+
+  def all_steps(self) -> list[int]:
+    return list(self._manager.all_steps())
+
+  def save(self, step: int, state: Any, meta: dict[str, Any]) -> None:
+    """Starts saving (asynchronously when enabled); returns once the arrays are copied."""
+    self._manager.save(step, args=ocp.args.Composite(
+        state=ocp.args.StandardSave(state), meta=ocp.args.JsonSave(meta)), force=True)
+
+  def restore(self, step: int, abstract_state: Any) -> tuple[Any, dict[str, Any]]:
+    """Restores `step` into the structure, shapes and shardings of `abstract_state`.
+
+    `abstract_state` is a tree of `jax.ShapeDtypeStruct` with `.sharding` set, so arrays are
+    read straight into their shards.
+    """
+    try:
+      restored = self._manager.restore(step, args=ocp.args.Composite(
+          state=ocp.args.StandardRestore(abstract_state), meta=ocp.args.JsonRestore()))
+    except Exception as e:  # pylint: disable=broad-except
+      path = os.path.join(self.directory, str(step))
+      raise ElectraError(
+          f"the checkpoint at {path} could not be restored ({type(e).__name__}: "
+          f"{str(e).splitlines()[0] if str(e) else ''}). It is corrupt, incomplete, or was "
+          "written with a different model config. Delete that step directory to resume from an "
+          "older checkpoint, or start over with a new --workdir") from e
+    logging.info("Restored checkpoint step %d from %s", step, self.directory)
+    return restored["state"], dict(restored["meta"])
+
+  def wait(self) -> None:
+    """Blocks until pending async saves are on disk."""
+    self._manager.wait_until_finished()
+
+  def reached_preemption(self, step: int) -> bool:
+    """True when the platform announced a preemption (multi-host TPU); save and stop then."""
+    return self._manager.reached_preemption(step)
+
+  def close(self) -> None:
+    self._manager.close()

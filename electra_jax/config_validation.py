@@ -1,0 +1,53 @@
+"""Checks a config before any work starts, so a bad value fails in one clear line."""
+
+from __future__ import annotations
+
+import ml_collections
+
+from electra_jax.errors import ElectraError
+
+
+def _require(condition: bool, message: str) -> None:
+  if not condition:
+    raise ElectraError(message)
+
+
+def validate(config: ml_collections.ConfigDict) -> None:
+  """Raises ElectraError naming the first field that cannot work, and how to fix it."""
+  m, d, t, o = config.model, config.data, config.train, config.objective
+  _require(d.max_seq_length <= m.max_position_embeddings,
+           f"data.max_seq_length={d.max_seq_length} exceeds model.max_position_embeddings="
+           f"{m.max_position_embeddings}; lower --config.data.max_seq_length or raise "
+           "--config.model.max_position_embeddings")
+  _require(d.max_seq_length >= 8,
+           f"data.max_seq_length={d.max_seq_length} is too short; use at least 8")
+  _require(m.hidden_size % m.num_heads == 0,
+           f"model.hidden_size={m.hidden_size} is not divisible by model.num_heads="
+           f"{m.num_heads}; pick a head count that divides the hidden size")
+  gen_hidden = int(round(m.hidden_size * m.generator_hidden_size))
+  gen_heads = max(1, gen_hidden // 64)
+  _require(gen_hidden >= 1 and gen_hidden % gen_heads == 0,
+           f"the generator's hidden size {gen_hidden} (model.hidden_size * "
+           f"model.generator_hidden_size) is not divisible by its {gen_heads} heads "
+           "(hidden // 64); change --config.model.generator_hidden_size")
+  _require(int(round(m.num_layers * m.generator_layers)) >= 1,
+           "model.generator_layers leaves the generator with no layers; raise it")
+  _require(m.vocab_size > 5, f"model.vocab_size={m.vocab_size} is too small")
+  _require(0.0 < o.mask_prob <= 1.0, f"objective.mask_prob={o.mask_prob} must be in (0, 1]")
+  _require(0.0 <= o.mask_token_prob <= 1.0,
+           f"objective.mask_token_prob={o.mask_token_prob} must be in [0, 1]")
+  _require(o.max_predictions <= d.max_seq_length,
+           f"objective.max_predictions={o.max_predictions} exceeds data.max_seq_length="
+           f"{d.max_seq_length}")
+  _require(o.temperature > 0, f"objective.temperature={o.temperature} must be positive")
+  _require(t.batch_size >= 1, f"train.batch_size={t.batch_size} must be positive")
+  _require(t.num_train_steps >= 1, f"train.num_train_steps={t.num_train_steps} must be positive")
+  _require(t.stop_at_step >= 0, f"train.stop_at_step={t.stop_at_step} must be >= 0")
+  _require(t.warmup_steps >= 0, f"train.warmup_steps={t.warmup_steps} must be >= 0")
+  _require(t.log_every_steps >= 1, f"train.log_every_steps={t.log_every_steps} must be >= 1")
+  _require(t.checkpoint_every_steps >= 1,
+           f"train.checkpoint_every_steps={t.checkpoint_every_steps} must be >= 1")
+  _require(t.eval_every_steps >= 0, f"train.eval_every_steps={t.eval_every_steps} must be >= 0")
+  _require(t.eval_batches >= 1, f"train.eval_batches={t.eval_batches} must be >= 1")
+  _require(0.0 <= d.eval_fraction < 1.0,
+           f"data.eval_fraction={d.eval_fraction} must be in [0, 1)")

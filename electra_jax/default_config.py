@@ -1,0 +1,84 @@
+"""Every pretraining setting, with ELECTRA-Small's values from the paper and original code.
+
+`configs/*.py` start from `get_config()` and change what differs per size. Any field can be
+overridden on the command line, e.g. `--config.train.learning_rate=1e-4`; a field that does
+not exist is an error.
+"""
+
+import ml_collections
+
+
+def get_config() -> ml_collections.ConfigDict:
+  """ELECTRA-Small (14M-parameter discriminator), as trained in the paper."""
+  config = ml_collections.ConfigDict()
+  config.seed = 0  # Seeds parameter init, masking, sampling, dropout and data order.
+
+  model = config.model = ml_collections.ConfigDict()
+  model.vocab_size = 30522  # Token ids; must equal the tokenizer's vocabulary size.
+  model.embedding_size = 128  # E: embedding width (projected to hidden_size when different).
+  model.hidden_size = 256  # H: discriminator width.
+  model.num_layers = 12  # Discriminator Transformer layers.
+  model.num_heads = 4  # Discriminator attention heads (must divide hidden_size).
+  model.intermediate_size = 1024  # Discriminator feed-forward width.
+  model.max_position_embeddings = 512  # Longest sequence the position embeddings cover.
+  model.type_vocab_size = 2  # Segment ids (A and B).
+  model.hidden_dropout_prob = 0.1  # Dropout on embeddings and residual branches.
+  model.attention_dropout_prob = 0.1  # Dropout on attention probabilities.
+  model.initializer_range = 0.02  # Std of the truncated-normal initialiser.
+  model.layer_norm_eps = 1e-12  # LayerNorm epsilon.
+  model.generator_hidden_size = 0.25  # Generator width as a fraction of hidden_size.
+  model.generator_layers = 1.0  # Generator depth as a fraction of num_layers.
+  model.untied_generator_embeddings = False  # True: generator gets its own embeddings.
+  model.dtype = "float32"  # Compute dtype: float32 or bfloat16 (parameters stay float32).
+
+  objective = config.objective = ml_collections.ConfigDict()
+  objective.name = "electra"  # Pretraining objective; "electra" = replaced-token detection.
+  objective.mask_prob = 0.15  # Share of real tokens the generator predicts.
+  objective.max_predictions = -1  # Masked slots per sequence; -1: int((mask_prob+0.005)*T).
+  objective.mask_token_prob = 0.85  # Chosen positions shown as [MASK]; the rest stay as is.
+  objective.gen_weight = 1.0  # Weight of the generator's MLM loss.
+  objective.disc_weight = 50.0  # Weight of the discriminator's loss.
+  objective.temperature = 1.0  # Temperature of the generator's sampling softmax.
+  objective.disallow_correct = False  # True: never sample the original token.
+
+  data = config.data = ml_collections.ConfigDict()
+  data.train_files = ""  # Comma-separated globs of text files; "": embedded stdlib-docs corpus.
+  data.eval_files = ""  # Held-out text files; "": hold out eval_fraction of train documents.
+  data.eval_fraction = 0.02  # Share of documents held out when eval_files is empty.
+  data.tokenizer_model = ""  # sentencepiece .model; "": train one into WORKDIR/tokenizer.
+  data.lowercase = True  # Lowercase text when training a tokenizer.
+  data.max_seq_length = 128  # T: tokens per example, [CLS] and [SEP]s included.
+  data.single_segment_prob = 0.1  # Share of examples with one segment instead of A and B.
+  data.short_seq_prob = 0.05  # Chance that the next example targets a random shorter length.
+
+  train = config.train = ml_collections.ConfigDict()
+  train.batch_size = 128  # Global batch (sequences per step, over all devices).
+  train.num_train_steps = 1_000_000  # Optimizer steps (sets the learning-rate schedule).
+  train.stop_at_step = 0  # Stop early at this step with a checkpoint (schedule unchanged); 0: off.
+  train.learning_rate = 5e-4  # Peak learning rate.
+  train.warmup_steps = 10_000  # Linear warmup steps (multiplies the linear decay to 0).
+  train.weight_decay = 0.01  # AdamW decoupled weight decay (not on LayerNorm or biases).
+  train.adam_b1 = 0.9  # Adam beta1.
+  train.adam_b2 = 0.999  # Adam beta2.
+  train.adam_eps = 1e-6  # Adam epsilon.
+  train.max_grad_norm = 1.0  # Clip gradients to this global norm; 0 disables clipping.
+  train.log_every_steps = 100  # Steps between metric writes and progress lines.
+  train.eval_every_steps = 10_000  # Steps between evaluations on held-out data; 0: never.
+  train.eval_batches = 20  # Batches per evaluation.
+  train.checkpoint_every_steps = 5_000  # Steps between checkpoints (one is also saved at the end).
+  train.keep_checkpoints = 3  # Newest checkpoints kept in WORKDIR/checkpoints.
+
+  mesh = config.mesh = ml_collections.ConfigDict()
+  mesh.data = -1  # Data-parallel degree; -1: all devices.
+  # Logical axis -> mesh axis (None: replicated). Parameters are replicated, batches sharded.
+  mesh.logical_axis_rules = [
+      ("batch", "data"),
+      ("length", None),
+      ("vocab", None),
+      ("embed", None),
+      ("hidden", None),
+      ("heads", None),
+      ("kv", None),
+      ("mlp", None),
+  ]
+  return config

@@ -1,0 +1,38 @@
+"""Pretrain ELECTRA.
+
+  python -m electra_jax.main --config=configs/small.py --workdir=runs/small \
+      [--config.train.learning_rate=1e-4 ...]
+
+Runs (or resumes, from the newest checkpoint in --workdir) pretraining as the config says.
+"""
+
+import sys
+
+from absl import app
+from absl import flags
+from absl import logging
+from ml_collections import config_flags
+
+from electra_jax.errors import ElectraError
+
+FLAGS = flags.FLAGS
+config_flags.DEFINE_config_file(
+    "config", None, "Config file (e.g. configs/small.py); override fields with --config.a.b=v.",
+    lock_config=True)
+flags.DEFINE_string("workdir", None, "Directory for checkpoints, TensorBoard logs, tokenizer.")
+flags.mark_flags_as_required(["config", "workdir"])
+
+
+def main(argv):
+  if len(argv) > 1:
+    raise app.UsageError(f"unexpected arguments: {argv[1:]}")
+  from electra_jax import train  # pylint: disable=import-outside-toplevel
+  try:
+    train.train_and_evaluate(FLAGS.config, FLAGS.workdir)
+  except ElectraError as e:
+    logging.flush()
+    sys.exit(f"error: {e}")
+
+
+if __name__ == "__main__":
+  app.run(main)

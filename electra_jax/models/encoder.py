@@ -1,0 +1,268 @@
+"""The ELECTRA/BERT Transformer encoder in Flax linen.
+
+Module and parameter names follow the original ELECTRA TensorFlow code and Hugging Face
+`transformers` (``embeddings/word_embeddings``, ``embeddings_project``,
+``encoder/layer_N/attention/self/query``, ...) so checkpoint conversion stays a name table.
+
+Every parameter carries logical axis names (``vocab``, ``embed``, ``hidden``, ``heads``,
+``kv``, ``mlp``) and the main activations are constrained with logical names (``batch``,
+``length``, ``hidden``); `electra_jax.parallel` maps them onto mesh axes by rules.
+
+Shapes: B = batch, T = sequence length, E = embedding size, H = hidden size,
+N = attention heads, D = H / N head size, F = intermediate (FFN) size.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import flax.linen as nn
+import jax
+import jax.numpy as jnp
+
+Dtype = Any
+
+
+@dataclasses.dataclass(frozen=True)
+class EncoderConfig:
+  """Architecture of one Transformer encoder (generator or discriminator).
+
+  Attributes:
+    vocab_size: number of token ids.
+    embedding_size: E, width of the token/position/type embeddings.
+    hidden_size: H, width of the Transformer layers.
+    num_layers: number of Transformer layers.
+    num_heads: attention heads; must divide hidden_size.
+    intermediate_size: F, width of the feed-forward layer.
+    max_position_embeddings: longest sequence the position table covers.
+    type_vocab_size: number of segment (token type) ids.
+    hidden_dropout_prob: dropout on embeddings and on every residual branch.
+    attention_dropout_prob: dropout on attention probabilities.
+    initializer_range: standard deviation of the truncated-normal initialiser.
+    layer_norm_eps: LayerNorm epsilon.
+    dtype: compute dtype of activations (parameters are always float32).
+  """
+  vocab_size: int
+  embedding_size: int
+  hidden_size: int
+  num_layers: int
+  num_heads: int
+  intermediate_size: int
+  max_position_embeddings: int = 512
+  type_vocab_size: int = 2
+  hidden_dropout_prob: float = 0.1
+  attention_dropout_prob: float = 0.1
+  initializer_range: float = 0.02
+  layer_norm_eps: float = 1e-12
+  dtype: Dtype = jnp.float32
+
+  @property
+  def head_size(self) -> int:
+    return self.hidden_size // self.num_heads
+
+
+def truncated_normal_init(stddev: float):
+  """Truncated normal (at 2 standard deviations) with the given std, as in the original code."""
+  # jax's truncated_normal initializer rescales so that the std of the truncated distribution
+  # equals `stddev`; TF's tf.truncated_normal_initializer(stddev) does not. Use the raw form.
+  def init(key, shape, dtype=jnp.float32):
+    return jax.random.truncated_normal(key, -2.0, 2.0, shape, dtype) * stddev
+  return init
+
+
+def _dense(features, cfg: EncoderConfig, axes: tuple[str, str], name: str,
+           use_bias: bool = True) -> nn.Dense:
+  return nn.Dense(
+      features,
+      use_bias=use_bias,
+      dtype=cfg.dtype,
+      param_dtype=jnp.float32,
+      kernel_init=nn.with_logical_partitioning(truncated_normal_init(cfg.initializer_range), axes),
+      bias_init=nn.with_logical_partitioning(nn.initializers.zeros_init(), (axes[1],)),
+      name=name)
+
+
+def _layer_norm(cfg: EncoderConfig, axis_name: str, name: str = "LayerNorm") -> nn.LayerNorm:
+  return nn.LayerNorm(
+      epsilon=cfg.layer_norm_eps,
+      dtype=cfg.dtype,
+      param_dtype=jnp.float32,
+      scale_init=nn.with_logical_partitioning(nn.initializers.ones_init(), (axis_name,)),
+      bias_init=nn.with_logical_partitioning(nn.initializers.zeros_init(), (axis_name,)),
+      name=name)
+
+
+def gelu(x):
+  """The exact (erf) GELU of BERT and ELECTRA."""
+  return nn.gelu(x, approximate=False)
+
+
+class Embeddings(nn.Module):
+  """Word + position + token-type embeddings, LayerNorm, dropout.  [B, T] ids -> [B, T, E]."""
+  config: EncoderConfig
+
+  def setup(self):
+    cfg = self.config
+    init = truncated_normal_init(cfg.initializer_range)
+    self.word_embeddings = nn.Embed(
+        cfg.vocab_size, cfg.embedding_size, param_dtype=jnp.float32, dtype=cfg.dtype,
+        embedding_init=nn.with_logical_partitioning(init, ("vocab", "embed")))
+    self.position_embeddings = nn.Embed(
+        cfg.max_position_embeddings, cfg.embedding_size, param_dtype=jnp.float32,
+        dtype=cfg.dtype, embedding_init=nn.with_logical_partitioning(init, (None, "embed")))
+    self.token_type_embeddings = nn.Embed(
+        cfg.type_vocab_size, cfg.embedding_size, param_dtype=jnp.float32, dtype=cfg.dtype,
+        embedding_init=nn.with_logical_partitioning(init, (None, "embed")))
+    self.LayerNorm = _layer_norm(cfg, "embed")  # pylint: disable=invalid-name
+    self.dropout = nn.Dropout(cfg.hidden_dropout_prob)
+
+  def __call__(self, input_ids, segment_ids, deterministic: bool):
+    """input_ids, segment_ids: int [B, T]. Returns [B, T, E] in the compute dtype."""
+    seq_len = input_ids.shape[-1]
+    if seq_len > self.config.max_position_embeddings:
+      raise ValueError(f"sequence length {seq_len} exceeds max_position_embeddings "
+                       f"{self.config.max_position_embeddings}")
+    positions = jnp.arange(seq_len)[None, :]
+    x = (self.word_embeddings(input_ids) + self.position_embeddings(positions)
+         + self.token_type_embeddings(segment_ids))
+    x = self.LayerNorm(x)
+    x = nn.with_logical_constraint(x, ("batch", "length", "embed"))
+    return self.dropout(x, deterministic=deterministic)
+
+  def attend(self, hidden):
+    """Tied output projection: [..., E] -> [..., vocab] logits against the word embeddings."""
+    return self.word_embeddings.attend(hidden)
+
+
+class SelfAttention(nn.Module):
+  """Multi-head self-attention: query/key/value projections and attention.  [B, T, H] -> [B, T, H].
+
+  The projection kernels are [H, N*D] (as in the original and Hugging Face); their output axis
+  is named "heads", so sharding it over a tensor-parallel axis splits whole heads.
+  """
+  config: EncoderConfig
+
+  @nn.compact
+  def __call__(self, x, attention_bias, deterministic: bool):
+    cfg = self.config
+    batch, seq_len = x.shape[:2]
+
+    def project(name):
+      h = _dense(cfg.hidden_size, cfg, ("hidden", "heads"), name)(x)
+      h = h.reshape(batch, seq_len, cfg.num_heads, cfg.head_size)
+      return nn.with_logical_constraint(h, ("batch", "length", "heads", "kv"))
+
+    query, key, value = project("query"), project("key"), project("value")
+    dropout_rng = None
+    if not deterministic and cfg.attention_dropout_prob > 0:
+      dropout_rng = self.make_rng("dropout")
+    context = nn.dot_product_attention(
+        query, key, value, bias=attention_bias, dropout_rng=dropout_rng,
+        dropout_rate=cfg.attention_dropout_prob, deterministic=deterministic, dtype=cfg.dtype)
+    return context.reshape(batch, seq_len, cfg.hidden_size)
+
+
+class AttentionOutput(nn.Module):
+  """Output projection, dropout, residual, LayerNorm.  [B, T, H] -> [B, T, H]."""
+  config: EncoderConfig
+
+  @nn.compact
+  def __call__(self, context, residual, deterministic: bool):
+    cfg = self.config
+    x = _dense(cfg.hidden_size, cfg, ("heads", "hidden"), "dense")(context)
+    x = nn.Dropout(cfg.hidden_dropout_prob)(x, deterministic=deterministic)
+    return _layer_norm(cfg, "hidden")(x + residual)
+
+
+class Attention(nn.Module):
+  """`attention/self` + `attention/output`, as in BERT.  [B, T, H] -> [B, T, H]."""
+  config: EncoderConfig
+
+  @nn.compact
+  def __call__(self, x, attention_bias, deterministic: bool):
+    context = SelfAttention(self.config, name="self")(x, attention_bias, deterministic)
+    return AttentionOutput(self.config, name="output")(context, x, deterministic)
+
+
+class Intermediate(nn.Module):
+  """`intermediate/dense` + GELU.  [B, T, H] -> [B, T, F]."""
+  config: EncoderConfig
+
+  @nn.compact
+  def __call__(self, x):
+    h = gelu(_dense(self.config.intermediate_size, self.config, ("hidden", "mlp"), "dense")(x))
+    return nn.with_logical_constraint(h, ("batch", "length", "mlp"))
+
+
+class Output(nn.Module):
+  """`output/dense`, dropout, residual, `output/LayerNorm`.  [B, T, F] -> [B, T, H]."""
+  config: EncoderConfig
+
+  @nn.compact
+  def __call__(self, h, residual, deterministic: bool):
+    cfg = self.config
+    x = _dense(cfg.hidden_size, cfg, ("mlp", "hidden"), "dense")(h)
+    x = nn.Dropout(cfg.hidden_dropout_prob)(x, deterministic=deterministic)
+    return _layer_norm(cfg, "hidden")(x + residual)
+
+
+class TransformerLayer(nn.Module):
+  """One post-LayerNorm Transformer layer.  [B, T, H] -> [B, T, H]."""
+  config: EncoderConfig
+
+  @nn.compact
+  def __call__(self, x, attention_bias, deterministic: bool):
+    x = Attention(self.config, name="attention")(x, attention_bias, deterministic)
+    h = Intermediate(self.config, name="intermediate")(x)
+    x = Output(self.config, name="output")(h, x, deterministic)
+    return nn.with_logical_constraint(x, ("batch", "length", "hidden"))
+
+
+def attention_bias_from_mask(input_mask, dtype) -> jax.Array:
+  """[B, T] 1/0 mask -> additive bias [B, 1, 1, T]: 0 for real keys, a large negative for padding."""
+  big_negative = jnp.finfo(dtype).min / 2
+  return jnp.where(input_mask[:, None, None, :] > 0, 0.0, big_negative).astype(dtype)
+
+
+class Transformer(nn.Module):
+  """`embeddings_project` (when E != H) followed by `encoder/layer_0..L-1`.
+
+  The embeddings are not part of this module, so one `Embeddings` can feed several
+  Transformers (ELECTRA's generator and discriminator share them).
+  """
+  config: EncoderConfig
+
+  @nn.compact
+  def __call__(self, embedded, input_mask, deterministic: bool):
+    """embedded: [B, T, E]; input_mask: int [B, T]. Returns hidden states [B, T, H]."""
+    cfg = self.config
+    x = embedded
+    if cfg.embedding_size != cfg.hidden_size:
+      x = _dense(cfg.hidden_size, cfg, ("embed", "hidden"), "embeddings_project")(x)
+    x = nn.with_logical_constraint(x, ("batch", "length", "hidden"))
+    bias = attention_bias_from_mask(input_mask, cfg.dtype)
+    encoder = _Encoder(cfg, name="encoder")
+    return encoder(x, bias, deterministic)
+
+
+class _Encoder(nn.Module):
+  """The stack of layers, named `layer_N` (Hugging Face's `encoder.layer.N`)."""
+  config: EncoderConfig
+
+  @nn.compact
+  def __call__(self, x, attention_bias, deterministic: bool):
+    for i in range(self.config.num_layers):
+      x = TransformerLayer(self.config, name=f"layer_{i}")(x, attention_bias, deterministic)
+    return x
+
+
+class ElectraModel(nn.Module):
+  """Embeddings + Transformer: the encoder that fine-tuning uses (Hugging Face `ElectraModel`)."""
+  config: EncoderConfig
+
+  @nn.compact
+  def __call__(self, input_ids, input_mask, segment_ids, deterministic: bool = True):
+    """int [B, T] ids, mask and segment ids -> hidden states [B, T, H]."""
+    embedded = Embeddings(self.config, name="embeddings")(input_ids, segment_ids, deterministic)
+    return Transformer(self.config, name="discriminator")(embedded, input_mask, deterministic)

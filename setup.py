@@ -1,0 +1,30 @@
+"""electra-jax: ELECTRA pretraining (replaced-token detection) in JAX/Flax."""
+
+import setuptools
+
+setuptools.setup(
+    name="electra-jax",
+    version="0.1.0",
+    description="ELECTRA pretraining of text encoders in JAX/Flax, TPU-first.",
+    long_description=open("README.md", encoding="utf-8").read(),
+    long_description_content_type="text/markdown",
+    packages=setuptools.find_packages(include=["electra_jax", "electra_jax.*"]),
+    python_requires=">=3.10",
+    install_requires=[
+        "absl-py>=2.1,<3",
+        "clu>=0.0.12,<0.1",
+        "flax>=0.12,<0.13",
+        "jax>=0.10,<0.11",
+        "ml_collections>=1.0,<2",
+        "numpy>=1.26",
+        "optax>=0.2.5,<0.3",
+        "orbax-checkpoint>=0.11,<0.13",
+        "sentencepiece>=0.2,<0.3",
+        "tensorboard>=2.18,<3",
+        "tensorflow-cpu>=2.18,<3",
+        "tensorflow-datasets>=4.9,<5",
+    ],
+    extras_require={
+        "test": ["pytest>=8", "scipy>=1.11"],
+    },
+)
