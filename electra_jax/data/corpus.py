@@ -1,0 +1,495 @@
+"""Plain-text corpora: reading them, the embedded standard-library corpus, held-out splits.
+
+A corpus is a list of documents and a document is a list of sentences (`str`, no newlines,
+never empty). On disk a corpus is UTF-8 text with one sentence (or line) per line and a blank
+line ending each document, the format of the original BERT/ELECTRA pretraining text.
+
+`write_stdlib_corpus` builds the default corpus, which needs no network and no data outside the
+Python installation: the docstrings of a fixed list of standard-library modules and of their
+classes, functions and methods, plus the help topics of `pydoc_data.topics`; one document per
+docstring or topic, with doctests and code-like lines dropped and the prose split into
+sentences. About 1.7 MB of text on CPython 3.11 (the whole standard library has only about
+1.7 MB of docstrings, so this is close to all there is).
+"""
+
+from __future__ import annotations
+
+import glob
+import importlib
+import inspect
+import json
+import os
+import re
+import sys
+import tempfile
+import warnings
+from collections.abc import Iterator, Sequence
+
+import numpy as np
+
+from electra_jax.errors import ElectraError
+
+Document = list[str]
+
+# Standard-library modules whose docstrings make the embedded corpus, sorted: the importable
+# modules of CPython 3.11 on Linux (pure Python, plus always-built C modules such as builtins),
+# private ones included. Left out: modules with side effects on import (this, antigravity,
+# idlelib, tkinter, turtle*, readline, site, __main__ modules), test packages, platform-only
+# modules (posix, pwd, fcntl, termios, curses, ...), codec tables (encodings.cp437 ...) and
+# modules deprecated or removed in recent Pythons (asyncore, distutils, imp, cgi, lib2to3, ...).
+# A module that fails to import (older or newer Python, a minimal build) is skipped.
+STDLIB_MODULES: tuple[str, ...] = tuple(sorted((
+    "_abc", "_ast", "_asyncio", "_bisect", "_bz2", "_collections", "_collections_abc",
+    "_compat_pickle", "_compression", "_contextvars", "_csv", "_datetime", "_decimal",
+    "_elementtree", "_functools", "_heapq", "_imp", "_io", "_json", "_locale", "_lzma",
+    "_markupbase", "_multiprocessing", "_opcode", "_operator", "_pickle", "_py_abc", "_pydecimal",
+    "_pyio", "_queue", "_random", "_signal", "_socket", "_sre", "_stat", "_statistics", "_string",
+    "_strptime", "_struct", "_symtable", "_thread", "_threading_local", "_tokenize", "_tracemalloc",
+    "_typing", "_warnings", "_weakref", "_weakrefset", "_zoneinfo", "abc", "argparse", "array",
+    "ast", "asyncio", "asyncio.base_events", "asyncio.base_futures", "asyncio.base_subprocess",
+    "asyncio.base_tasks", "asyncio.constants", "asyncio.coroutines", "asyncio.events",
+    "asyncio.exceptions", "asyncio.format_helpers", "asyncio.futures", "asyncio.locks",
+    "asyncio.log", "asyncio.mixins", "asyncio.proactor_events", "asyncio.protocols",
+    "asyncio.queues", "asyncio.runners", "asyncio.selector_events", "asyncio.sslproto",
+    "asyncio.staggered", "asyncio.streams", "asyncio.subprocess", "asyncio.taskgroups",
+    "asyncio.tasks", "asyncio.threads", "asyncio.timeouts", "asyncio.transports", "asyncio.trsock",
+    "atexit", "base64", "bdb", "binascii", "bisect", "builtins", "bz2", "cProfile", "calendar",
+    "cmath", "cmd", "code", "codecs", "codeop", "collections", "collections.abc", "colorsys",
+    "compileall", "concurrent", "concurrent.futures", "concurrent.futures._base",
+    "concurrent.futures.process", "concurrent.futures.thread", "configparser", "contextlib",
+    "contextvars", "copy", "copyreg", "csv", "ctypes", "ctypes._endian", "ctypes.util",
+    "dataclasses", "datetime", "dbm", "dbm.dumb", "decimal", "difflib", "dis", "doctest", "email",
+    "email._encoded_words", "email._header_value_parser", "email._parseaddr", "email._policybase",
+    "email.base64mime", "email.charset", "email.contentmanager", "email.encoders", "email.errors",
+    "email.feedparser", "email.generator", "email.header", "email.headerregistry",
+    "email.iterators", "email.message", "email.mime", "email.mime.application", "email.mime.audio",
+    "email.mime.base", "email.mime.image", "email.mime.message", "email.mime.multipart",
+    "email.mime.nonmultipart", "email.mime.text", "email.parser", "email.policy",
+    "email.quoprimime", "email.utils", "encodings", "encodings.idna", "encodings.punycode", "enum",
+    "errno", "faulthandler", "filecmp", "fileinput", "fnmatch", "fractions", "ftplib", "functools",
+    "gc", "genericpath", "getopt", "getpass", "gettext", "glob", "graphlib", "gzip", "hashlib",
+    "heapq", "hmac", "html", "html.entities", "html.parser", "http", "http.client",
+    "http.cookiejar", "http.cookies", "http.server", "imaplib", "importlib", "importlib._abc",
+    "importlib._bootstrap", "importlib._bootstrap_external", "importlib.abc", "importlib.machinery",
+    "importlib.metadata", "importlib.metadata._adapters", "importlib.metadata._collections",
+    "importlib.metadata._functools", "importlib.metadata._itertools", "importlib.metadata._meta",
+    "importlib.metadata._text", "importlib.readers", "importlib.resources",
+    "importlib.resources._adapters", "importlib.resources._common",
+    "importlib.resources._itertools", "importlib.resources._legacy", "importlib.resources.abc",
+    "importlib.resources.readers", "importlib.resources.simple", "importlib.simple",
+    "importlib.util", "inspect", "io", "ipaddress", "itertools", "json", "json.decoder",
+    "json.encoder", "json.scanner", "json.tool", "keyword", "linecache", "locale", "logging",
+    "logging.config", "logging.handlers", "lzma", "mailbox", "marshal", "math", "mimetypes",
+    "modulefinder", "multiprocessing", "multiprocessing.connection", "multiprocessing.context",
+    "multiprocessing.dummy", "multiprocessing.dummy.connection", "multiprocessing.forkserver",
+    "multiprocessing.heap", "multiprocessing.managers", "multiprocessing.pool",
+    "multiprocessing.process", "multiprocessing.queues", "multiprocessing.reduction",
+    "multiprocessing.resource_sharer", "multiprocessing.resource_tracker",
+    "multiprocessing.shared_memory", "multiprocessing.sharedctypes", "multiprocessing.spawn",
+    "multiprocessing.synchronize", "multiprocessing.util", "netrc", "ntpath", "nturl2path",
+    "numbers", "opcode", "operator", "optparse", "os", "pathlib", "pdb", "pickle", "pickletools",
+    "pkgutil", "platform", "plistlib", "poplib", "posixpath", "pprint", "profile", "pstats",
+    "py_compile", "pyclbr", "pydoc", "pyexpat", "queue", "quopri", "random", "re", "re._casefix",
+    "re._compiler", "re._constants", "re._parser", "reprlib", "runpy", "sched", "secrets",
+    "selectors", "shelve", "shlex", "shutil", "signal", "smtplib", "socket", "socketserver",
+    "sqlite3", "sqlite3.dbapi2", "sqlite3.dump", "sre_compile", "sre_constants", "sre_parse", "ssl",
+    "stat", "statistics", "string", "stringprep", "struct", "subprocess", "symtable", "sys",
+    "sysconfig", "tabnanny", "tarfile", "tempfile", "textwrap", "threading", "time", "timeit",
+    "token", "tokenize", "tomllib", "tomllib._parser", "tomllib._re", "tomllib._types", "trace",
+    "traceback", "tracemalloc", "types", "typing", "unicodedata", "unittest", "unittest._log",
+    "unittest.async_case", "unittest.case", "unittest.loader", "unittest.main", "unittest.mock",
+    "unittest.result", "unittest.runner", "unittest.signals", "unittest.suite", "unittest.util",
+    "urllib", "urllib.error", "urllib.parse", "urllib.request", "urllib.response",
+    "urllib.robotparser", "uuid", "venv", "warnings", "wave", "weakref", "webbrowser", "wsgiref",
+    "wsgiref.handlers", "wsgiref.headers", "wsgiref.simple_server", "wsgiref.types", "wsgiref.util",
+    "wsgiref.validate", "xml", "xml.dom", "xml.dom.NodeFilter", "xml.dom.domreg",
+    "xml.dom.expatbuilder", "xml.dom.minicompat", "xml.dom.minidom", "xml.dom.pulldom",
+    "xml.dom.xmlbuilder", "xml.etree", "xml.etree.ElementInclude", "xml.etree.ElementPath",
+    "xml.etree.ElementTree", "xml.parsers", "xml.parsers.expat", "xml.sax", "xml.sax._exceptions",
+    "xml.sax.expatreader", "xml.sax.handler", "xml.sax.saxutils", "xml.sax.xmlreader", "xmlrpc",
+    "xmlrpc.client", "xmlrpc.server", "zipapp", "zipfile", "zipimport", "zlib", "zoneinfo",
+    "zoneinfo._common", "zoneinfo._tzpath", "zoneinfo._zoneinfo",
+)))
+
+STDLIB_SHARD_PATTERN = "stdlib_docs_{:02d}.txt"
+STDLIB_MANIFEST = "stdlib_docs.json"
+
+
+# --------------------------------------------------------------------------------------------
+# Reading text files.
+
+
+def expand_patterns(patterns: str | Sequence[str], flag: str = "input files") -> list[str]:
+  """Expands comma-separated globs (or a list of globs) into a sorted, deduplicated file list.
+
+  Args:
+    patterns: "a/*.txt,b.txt" or ["a/*.txt", "b.txt"]. A `~` is expanded. (Paths that contain
+      commas must be passed as a list.)
+    flag: how the user set `patterns` (e.g. "--config.data.train_files"), used in errors.
+
+  Raises:
+    ElectraError: no patterns were given, or a pattern matches no file.
+  """
+  if isinstance(patterns, str):
+    items = [p.strip() for p in patterns.split(",")]
+  else:
+    items = [str(p).strip() for p in patterns]
+  items = [p for p in items if p]
+  if not items:
+    raise ElectraError(f"{flag} is empty; give one or more comma-separated file paths or globs")
+  files = set()
+  for pattern in items:
+    matches = [m for m in glob.glob(os.path.expanduser(pattern), recursive=True)
+               if os.path.isfile(m)]
+    if not matches:
+      raise ElectraError(f"no files match {flag}={pattern!r}; check the path or glob")
+    files.update(matches)
+  return sorted(files)
+
+
+def read_documents(path: str) -> list[Document]:
+  """Reads one text file: one sentence per line, a blank line ends a document.
+
+  Decodes UTF-8 with errors='replace', strips a byte-order mark, normalises CRLF/CR line ends
+  and surrounding whitespace. Empty documents (runs of blank lines) are dropped.
+  """
+  with open(path, "rb") as f:
+    text = f.read().decode("utf-8", errors="replace")
+  if text.startswith("\ufeff"):
+    text = text[1:]
+  text = text.replace("\r\n", "\n").replace("\r", "\n")
+  documents: list[Document] = []
+  current: Document = []
+  for line in text.split("\n"):
+    line = line.strip()
+    if line:
+      current.append(line)
+    elif current:
+      documents.append(current)
+      current = []
+  if current:
+    documents.append(current)
+  return documents
+
+
+def read_files(files: Sequence[str], flag: str = "input files") -> list[Document]:
+  """Reads the given files (paths, not globs), in order, into one list of documents.
+
+  Raises:
+    ElectraError: the files hold no text at all; `flag` names the setting they came from.
+  """
+  documents: list[Document] = []
+  for path in files:
+    documents.extend(read_documents(path))
+  if not documents:
+    shown = ", ".join(files[:3]) + (", ..." if len(files) > 3 else "")
+    raise ElectraError(
+        f"the {len(files)} file(s) from {flag} ({shown}) contain no text; point {flag} at "
+        "UTF-8 text files with one sentence per line and blank lines between documents")
+  return documents
+
+
+def read_text_files(patterns: str | Sequence[str],
+                    flag: str = "input files") -> list[Document]:
+  """Reads every file the globs match (in sorted path order) into one list of documents.
+
+  Args:
+    patterns: comma-separated globs, or a list of globs; see `expand_patterns`.
+    flag: how the user set `patterns` (e.g. "--config.data.train_files"), used in errors.
+
+  Returns:
+    Documents; each is a non-empty list of non-empty sentences.
+
+  Raises:
+    ElectraError: a pattern matches nothing, or the files hold no text at all.
+  """
+  return read_files(expand_patterns(patterns, flag), flag)
+
+
+def split_documents(documents: Sequence[Document], eval_fraction: float,
+                    seed: int) -> tuple[list[Document], list[Document]]:
+  """Holds out a deterministic, seeded share of whole documents for evaluation.
+
+  Args:
+    documents: the corpus.
+    eval_fraction: share of documents to hold out, in [0, 1). When > 0 at least one document
+      is held out.
+    seed: the split is a function of (number of documents, eval_fraction, seed).
+
+  Returns:
+    (train_documents, eval_documents), each in the corpus order.
+
+  Raises:
+    ElectraError: eval_fraction is out of range, or holding out leaves no training document.
+  """
+  if not 0.0 <= eval_fraction < 1.0:
+    raise ElectraError(
+        f"--config.data.eval_fraction={eval_fraction} is out of range; use a value in [0, 1)")
+  n = len(documents)
+  num_eval = 0 if eval_fraction == 0 else max(1, int(round(n * eval_fraction)))
+  if num_eval >= n:
+    raise ElectraError(
+        f"holding out eval_fraction={eval_fraction} of {n} document(s) leaves no training "
+        "documents; add more text (blank lines separate documents), lower "
+        "--config.data.eval_fraction, or set --config.data.eval_files")
+  held_out = np.zeros(n, dtype=bool)
+  held_out[np.random.default_rng(seed).permutation(n)[:num_eval]] = True
+  train = [d for d, h in zip(documents, held_out) if not h]
+  evaluation = [d for d, h in zip(documents, held_out) if h]
+  return train, evaluation
+
+
+# --------------------------------------------------------------------------------------------
+# The embedded standard-library corpus.
+
+_PROMPT = re.compile(r"^(>>>|\.\.\.)(\s|$)")
+_ITEM = re.compile(r"^([-*+\u2022]\s|\d{1,2}[.)]\s|\(\w\)\s|[\w.*\[\]]+(\s*\([^)]*\))?\s*(:|--)\s)")
+_CODE = re.compile(
+    r"^(def \w+\s*\(|class \w+\s*[(:]|import [\w.]+(\s*,\s*[\w.]+)*(\s+as\s+\w+)?$"
+    r"|from [\w.]+ import |print\(|@\w|#|(try|else|finally):$"
+    r"|(if|elif|for|while|with|except)\b.*[()\[\]=<>].*:$"
+    r"|[\w.\[\]'\"]+\s*[-+*/|&]?=\s*\S|[\w.]+\(.*\)[,;]?$|.*::=)")
+_ROLE = re.compile(r":[\w-]+(:[\w-]+)?:`~?([^`]*)`")
+_SENTENCE_BREAK = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[]?[A-Z])")
+
+
+def _is_code(line: str) -> bool:
+  """True for a stripped docstring line that looks like code rather than prose."""
+  if _CODE.match(line):
+    return True
+  nonspace = sum(1 for c in line if not c.isspace())
+  letters = sum(1 for c in line if c.isalpha())
+  return nonspace > 0 and letters < 0.6 * nonspace
+
+
+def _clean(text: str) -> str:
+  """Removes light reStructuredText markup and collapses whitespace."""
+  text = _ROLE.sub(r"\2", text).replace("``", "")
+  return " ".join(text.split())
+
+
+def _is_prose(sentence: str) -> bool:
+  """Keeps sentences of two or more words that are at least half letters."""
+  nonspace = sum(1 for c in sentence if not c.isspace())
+  letters = sum(1 for c in sentence if c.isalpha())
+  return len(sentence.split()) >= 2 and letters >= 0.5 * nonspace
+
+
+def docstring_sentences(doc: str) -> list[str]:
+  """Splits a cleaned docstring (`inspect.getdoc`) into prose sentences.
+
+  Drops doctests (`>>>`/`...` lines and their output), literal blocks (an indented block that
+  is not a list, after a blank line that follows a line ending in ':' or '::') and lines that
+  look like code; joins wrapped lines, keeps list items and "name: text" fields as their own
+  units, then splits units at sentence-ending punctuation and keeps those that read as prose
+  (two or more words, at least half letters).
+  """
+  units: list[list[str]] = []
+  current: list[str] = []
+  in_doctest = False
+  literal_indent = -1  # >= 0 while inside an indented literal block
+  colon_indent = -1  # >= 0 right after a line ending in ':', its indentation
+  blank_since_colon = False
+
+  def flush() -> None:
+    nonlocal current
+    if current:
+      units.append(current)
+      current = []
+
+  for raw in doc.expandtabs(8).split("\n"):
+    line = raw.strip()
+    indent = len(raw) - len(raw.lstrip())
+    if not line:
+      flush()
+      in_doctest = False
+      blank_since_colon = True
+      continue
+    if literal_indent >= 0:
+      if indent > literal_indent:
+        continue
+      literal_indent = -1
+    if (colon_indent >= 0 and blank_since_colon and indent > colon_indent and
+        not _ITEM.match(line)):
+      literal_indent, colon_indent = colon_indent, -1
+      flush()
+      continue
+    colon_indent = -1
+    if _PROMPT.match(line):
+      flush()
+      in_doctest = True
+      continue
+    if in_doctest:  # doctest output runs until a blank line
+      continue
+    if line.endswith(":"):
+      colon_indent, blank_since_colon = indent, False
+      if line.endswith("::"):
+        line = line[:-1].rstrip(" :") + ":" if line.rstrip(": ") else ""
+      if not line:
+        continue
+    if _is_code(line):
+      flush()
+      continue
+    if _ITEM.match(line):
+      flush()
+    current.append(line)
+  flush()
+
+  sentences = []
+  for unit in units:
+    for sentence in _SENTENCE_BREAK.split(_clean(" ".join(unit))):
+      if _is_prose(sentence):
+        sentences.append(sentence)
+  return sentences
+
+
+def _documented_objects(module) -> Iterator[object]:
+  """Yields a module, then its classes and functions (private ones too), each class followed by
+  its methods and descriptors (properties, slots), all in sorted name order."""
+  yield module
+  for name, value in sorted(vars(module).items()):
+    if not (inspect.isclass(value) or inspect.isroutine(value)):
+      continue
+    yield value
+    if inspect.isclass(value):
+      for _, member in sorted(vars(value).items()):
+        if isinstance(member, (staticmethod, classmethod)):
+          member = member.__func__
+        if inspect.isroutine(member) or inspect.isdatadescriptor(member):
+          yield member
+
+
+def _import_quietly(name: str):
+  """Imports a module with warnings silenced; None if it cannot be imported here."""
+  try:
+    with warnings.catch_warnings():
+      warnings.simplefilter("ignore")
+      return importlib.import_module(name)
+  except Exception:  # pylint: disable=broad-except
+    return None
+
+
+def stdlib_documents(modules: Sequence[str] = STDLIB_MODULES, include_topics: bool = True,
+                     group_by_module: bool = False) -> list[Document]:
+  """The documents of the embedded corpus.
+
+  One document per distinct docstring (with prose in it) of `modules` and of their classes,
+  functions, methods and properties, or with `group_by_module` one per module holding all of
+  its docstrings in order (module, then members by name; far longer documents, so examples
+  are fuller). Then, if `include_topics`, one per help topic of `pydoc_data.topics` (the
+  reference-manual text that `help()` shows, which the standard library ships next to the
+  docstrings). Modules that fail to import are skipped. Objects reachable from several
+  modules and repeated docstrings count once (first in sorted module order), so the result
+  is deterministic for a given Python build.
+  """
+  documents: list[Document] = []
+  seen_objects: set[int] = set()
+  seen_docs: set[str] = set()
+  for name in sorted(modules):
+    module = _import_quietly(name)
+    if module is None:
+      continue
+    module_sentences: Document = []
+    for obj in _documented_objects(module):
+      if id(obj) in seen_objects:
+        continue
+      seen_objects.add(id(obj))
+      try:
+        doc = inspect.getdoc(obj)
+      except Exception:  # pylint: disable=broad-except
+        continue
+      if not doc or doc in seen_docs:
+        continue
+      seen_docs.add(doc)
+      sentences = docstring_sentences(doc)
+      if group_by_module:
+        module_sentences.extend(sentences)
+      elif sentences:
+        documents.append(sentences)
+    if module_sentences:
+      documents.append(module_sentences)
+  topics = _import_quietly("pydoc_data.topics") if include_topics else None
+  for _, text in sorted(getattr(topics, "topics", {}).items()):
+    sentences = docstring_sentences(text)
+    if sentences:
+      documents.append(sentences)
+  return documents
+
+
+def _write_atomic(path: str, text: str) -> None:
+  """Writes UTF-8 text to `path` through a temporary file in the same directory."""
+  fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path) or ".", prefix=".tmp-")
+  try:
+    with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
+      f.write(text)
+    os.replace(tmp, path)
+  except BaseException:
+    if os.path.exists(tmp):
+      os.remove(tmp)
+    raise
+
+
+def write_stdlib_corpus(directory: str, modules: Sequence[str] = STDLIB_MODULES,
+                        shard_bytes: int = 512 * 1024,
+                        group_by_module: bool = False) -> list[str]:
+  """Writes the standard-library docstring corpus as text shards into `directory`.
+
+  Shards are `stdlib_docs_00.txt`, `stdlib_docs_01.txt`, ... of about `shard_bytes` each, one
+  sentence per line and a blank line after each document; each is written atomically, and a
+  manifest (`stdlib_docs.json`) is written last, so `stdlib_corpus` can reuse a complete
+  corpus. Takes a few seconds.
+
+  Returns:
+    The shard paths, sorted.
+  """
+  os.makedirs(directory, exist_ok=True)
+  manifest_path = os.path.join(directory, STDLIB_MANIFEST)
+  if os.path.exists(manifest_path):  # the corpus is incomplete until the new manifest is in
+    os.remove(manifest_path)
+  documents = stdlib_documents(modules, group_by_module=group_by_module)
+  shards: list[str] = []
+  pending: list[str] = []
+  size = 0
+  for document in documents:
+    block = "\n".join(document) + "\n\n"
+    pending.append(block)
+    size += len(block.encode("utf-8"))
+    if size >= shard_bytes:
+      shards.append("".join(pending))
+      pending, size = [], 0
+  if pending:
+    shards.append("".join(pending))
+
+  paths = []
+  for i, text in enumerate(shards):
+    path = os.path.join(directory, STDLIB_SHARD_PATTERN.format(i))
+    _write_atomic(path, text)
+    paths.append(path)
+  for stale in glob.glob(os.path.join(directory, "stdlib_docs_*.txt")):
+    if stale not in paths:
+      os.remove(stale)
+  manifest = {
+      "python": sys.version.split()[0],
+      "group_by_module": group_by_module,
+      "files": [os.path.basename(p) for p in paths],
+      "documents": len(documents),
+      "bytes": sum(len(s.encode("utf-8")) for s in shards),
+  }
+  _write_atomic(manifest_path, json.dumps(manifest, indent=1) + "\n")
+  return paths
+
+
+def stdlib_corpus(directory: str, group_by_module: bool = False) -> list[str]:
+  """The shard paths of the standard-library corpus in `directory`, writing it unless a
+  complete one with the same grouping is there (a restart reuses the corpus its tokenizer was
+  trained on, even under another Python version)."""
+  try:
+    with open(os.path.join(directory, STDLIB_MANIFEST), encoding="utf-8") as f:
+      manifest = json.load(f)
+    paths = [os.path.join(directory, name) for name in manifest["files"]]
+    if (paths and all(os.path.isfile(p) for p in paths) and
+        manifest.get("group_by_module", False) == group_by_module):
+      return paths
+  except (OSError, ValueError, KeyError, TypeError):
+    pass
+  return write_stdlib_corpus(directory, group_by_module=group_by_module)

@@ -1,0 +1,180 @@
+"""Pretraining examples from documents: ELECTRA's recipe, seeded and deterministic.
+
+The recipe follows the original ELECTRA `build_pretraining_dataset.py` (itself BERT's, without
+next-sentence prediction), with the segment split and truncation of BERT's
+`create_pretraining_data.py`:
+
+1. Every sentence is tokenized; sentences with no tokens are skipped.
+2. Each document is walked in order, adding sentences to the current chunk. A sentence longer
+   than the content budget (`target_length - 3`, room for [CLS] [SEP] [SEP]) is cut to it.
+   Once the chunk holds at least `target_length - 3` tokens it becomes an example; whatever
+   is left at the end of a document is flushed as a (shorter) example too, so examples never
+   cross documents.
+3. Making an example: with probability `single_segment_prob` the whole chunk is segment A and
+   the example is `[CLS] A [SEP]`. Otherwise the chunk is split into A = its first k sentences
+   and B = the rest, k uniform in [1, num_sentences - 1]; a chunk of one sentence is split
+   inside its tokens at a uniform point (a one-token chunk stays single-segment). The pair is
+   truncated to `target_length - 3` tokens by trimming the end of the longer segment (B on a
+   tie) one token at a time, and the example is `[CLS] A [SEP] B [SEP]`. A single segment is
+   cut to `target_length - 2` tokens.
+4. The target length is `max_seq_length`, except that after each example, with probability
+   `short_seq_prob`, the next example's target is uniform in [5, max_seq_length] (it is reset
+   to `max_seq_length` after that example). So every example has at most its target length.
+
+Segment ids are 0 for [CLS] A [SEP], 1 for B [SEP] and 0 on padding; input_mask is 1 on real
+tokens. All randomness comes from one `numpy.random.Generator(seed)`, drawn in document order,
+so the examples are a function of (documents, tokenizer, max_seq_length, seed, probabilities).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol
+
+import numpy as np
+
+from electra_jax.errors import ElectraError
+
+MIN_TARGET_LENGTH = 5
+
+
+class TokenizerLike(Protocol):
+  """What `build_examples` needs from a tokenizer (`encode_batch` is used when present)."""
+
+  pad_id: int
+  cls_id: int
+  sep_id: int
+
+  def encode(self, text: str) -> list[int]:
+    ...
+
+
+def _encode_all(tokenizer: TokenizerLike, sentences: list[str]) -> list[list[int]]:
+  """Token ids of each sentence, batched when the tokenizer supports it."""
+  encode_batch = getattr(tokenizer, "encode_batch", None)
+  if encode_batch is not None:
+    return encode_batch(sentences)
+  return [tokenizer.encode(s) for s in sentences]
+
+
+def truncate_pair(len_a: int, len_b: int, budget: int) -> tuple[int, int]:
+  """Lengths after trimming the longer of two segments (B on a tie) one token at a time until
+  their total fits `budget`; computed in closed form. Both stay >= 1 when budget >= 2."""
+  excess = len_a + len_b - budget
+  if excess <= 0:
+    return len_a, len_b
+  cut = min(excess, abs(len_a - len_b))
+  if len_a > len_b:
+    len_a -= cut
+  else:
+    len_b -= cut
+  excess -= cut
+  # The segments are now equal in length: B loses the first token, then they alternate.
+  return len_a - excess // 2, len_b - (excess + 1) // 2
+
+
+class _Builder:
+  """Accumulates one document's sentences into chunks and turns chunks into examples."""
+
+  def __init__(self, tokenizer: TokenizerLike, max_seq_length: int, rng: np.random.Generator,
+               single_segment_prob: float, short_seq_prob: float):
+    self.cls_id, self.sep_id = tokenizer.cls_id, tokenizer.sep_id
+    self.max_seq_length = max_seq_length
+    self.rng = rng
+    self.single_segment_prob = single_segment_prob
+    self.short_seq_prob = short_seq_prob
+    self.target_length = max_seq_length
+    self.chunk: list[list[int]] = []
+    self.chunk_length = 0
+    self.examples: list[tuple[list[int], int]] = []  # (token ids, length of [CLS] A [SEP])
+
+  def add_sentence(self, tokens: list[int]) -> None:
+    budget = self.target_length - 3
+    tokens = tokens[:budget]
+    self.chunk.append(tokens)
+    self.chunk_length += len(tokens)
+    if self.chunk_length >= budget:
+      self.flush()
+
+  def flush(self) -> None:
+    """Turns the current chunk (if any) into an example and picks the next target length."""
+    if not self.chunk:
+      return
+    rng, chunk, target = self.rng, self.chunk, self.target_length
+    a: list[int]
+    b: list[int] = []
+    if rng.random() < self.single_segment_prob:
+      a = [t for sentence in chunk for t in sentence]
+    elif len(chunk) >= 2:
+      k = int(rng.integers(1, len(chunk)))
+      a = [t for sentence in chunk[:k] for t in sentence]
+      b = [t for sentence in chunk[k:] for t in sentence]
+    elif len(chunk[0]) >= 2:
+      cut = int(rng.integers(1, len(chunk[0])))
+      a, b = chunk[0][:cut], chunk[0][cut:]
+    else:
+      a = chunk[0]
+    if b:
+      len_a, len_b = truncate_pair(len(a), len(b), target - 3)
+      ids = [self.cls_id, *a[:len_a], self.sep_id, *b[:len_b], self.sep_id]
+      self.examples.append((ids, len_a + 2))
+    else:
+      ids = [self.cls_id, *a[:target - 2], self.sep_id]
+      self.examples.append((ids, len(ids)))
+    self.chunk, self.chunk_length = [], 0
+    if rng.random() < self.short_seq_prob:
+      self.target_length = int(rng.integers(MIN_TARGET_LENGTH, self.max_seq_length + 1))
+    else:
+      self.target_length = self.max_seq_length
+
+
+def build_examples(documents: Sequence[Sequence[str]], tokenizer: TokenizerLike,
+                   max_seq_length: int, seed: int, single_segment_prob: float = 0.1,
+                   short_seq_prob: float = 0.05) -> dict[str, np.ndarray]:
+  """Builds padded pretraining examples from documents (see the module docstring).
+
+  Args:
+    documents: lists of sentences; examples never cross documents.
+    tokenizer: provides `encode` (or `encode_batch`), `pad_id`, `cls_id`, `sep_id`.
+    max_seq_length: T, the length of every row, [CLS] and [SEP]s included; at least 5.
+    seed: seeds the one random generator of the recipe.
+    single_segment_prob: probability that an example is `[CLS] A [SEP]`.
+    short_seq_prob: probability that the next example's target length is random.
+
+  Returns:
+    int32 arrays of shape [num_examples, T]: `input_ids` (padded with `tokenizer.pad_id`),
+    `input_mask` (1 on tokens, 0 on padding) and `segment_ids` (0 for [CLS] A [SEP], 1 for
+    B [SEP], 0 on padding). num_examples may be 0.
+
+  Raises:
+    ElectraError: max_seq_length < 5 or a probability outside [0, 1].
+  """
+  if max_seq_length < MIN_TARGET_LENGTH:
+    raise ElectraError(
+        f"--config.data.max_seq_length={max_seq_length} is too small; use at least "
+        f"{MIN_TARGET_LENGTH} (128 or 512 are usual)")
+  for name, p in (("single_segment_prob", single_segment_prob),
+                  ("short_seq_prob", short_seq_prob)):
+    if not 0.0 <= p <= 1.0:
+      raise ElectraError(f"--config.data.{name}={p} is not a probability; use a value in [0, 1]")
+
+  sentences = [s for document in documents for s in document]
+  encoded = iter(_encode_all(tokenizer, sentences))
+  builder = _Builder(tokenizer, max_seq_length, np.random.default_rng(seed),
+                     single_segment_prob, short_seq_prob)
+  for document in documents:
+    for _ in range(len(document)):
+      tokens = next(encoded)
+      if tokens:
+        builder.add_sentence(list(tokens))
+    builder.flush()
+
+  n = len(builder.examples)
+  input_ids = np.full((n, max_seq_length), tokenizer.pad_id, dtype=np.int32)
+  input_mask = np.zeros((n, max_seq_length), dtype=np.int32)
+  segment_ids = np.zeros((n, max_seq_length), dtype=np.int32)
+  for row, (ids, first_length) in enumerate(builder.examples):
+    input_ids[row, :len(ids)] = ids
+    input_mask[row, :len(ids)] = 1
+    segment_ids[row, first_length:len(ids)] = 1
+  return {"input_ids": input_ids, "input_mask": input_mask, "segment_ids": segment_ids}

@@ -1,0 +1,426 @@
+"""Tests of the data path: corpus, tokenizer, example recipe, pipeline and batch iterator."""
+
+import os
+import random
+import types
+
+import numpy as np
+import pytest
+import sentencepiece as spm
+
+from electra_jax.data import corpus
+from electra_jax.data import examples
+from electra_jax.data import pipeline
+from electra_jax.data import tokenizer as tokenizer_lib
+from electra_jax.errors import ElectraError
+
+PAD, UNK, CLS, SEP, MASK = range(5)
+
+
+# ---------------------------------------------------------------------------------------------
+# Fixtures.
+
+
+@pytest.fixture(scope="module")
+def stdlib_files(tmp_path_factory):
+  """The embedded corpus, written once for the module."""
+  return corpus.write_stdlib_corpus(str(tmp_path_factory.mktemp("stdlib")))
+
+
+@pytest.fixture(scope="module")
+def small_tokenizer(stdlib_files, tmp_path_factory):
+  """A 1000-piece lowercasing tokenizer trained on the first shard of the embedded corpus."""
+  prefix = os.path.join(str(tmp_path_factory.mktemp("tok")), "small")
+  return tokenizer_lib.Tokenizer(
+      tokenizer_lib.train_sentencepiece(stdlib_files[:1], prefix, vocab_size=1000))
+
+
+class WordTokenizer:
+  """A stand-in tokenizer for recipe tests: every distinct word gets its own id from 5 up."""
+
+  pad_id, unk_id, cls_id, sep_id, mask_id = PAD, UNK, CLS, SEP, MASK
+
+  def __init__(self):
+    self.vocab = {}
+
+  def encode(self, text):
+    return [self.vocab.setdefault(w, len(self.vocab) + 5) for w in text.split()]
+
+
+def make_documents(num_docs, sentences_per_doc, lengths=(1, 20), seed=0):
+  """Documents whose words are all distinct: word 'd{doc}_{k}' is the k-th word of doc."""
+  rng = random.Random(seed)
+  documents = []
+  for d in range(num_docs):
+    k = 0
+    document = []
+    for _ in range(sentences_per_doc):
+      n = rng.randint(*lengths)
+      document.append(" ".join(f"d{d}_{k + i}" for i in range(n)))
+      k += n
+    documents.append(document)
+  return documents
+
+
+def data_config(**overrides):
+  config = dict(train_files="", eval_files="", eval_fraction=0.05, tokenizer_model="",
+                lowercase=True, max_seq_length=64, single_segment_prob=0.1,
+                short_seq_prob=0.05)
+  config.update(overrides)
+  return types.SimpleNamespace(**config)
+
+
+def check_structure(arrays, max_seq_length, pad_id=PAD):
+  """Asserts the [CLS] A [SEP] (B [SEP]) layout of every example; returns (lengths, seps)."""
+  ids, mask, seg = arrays["input_ids"], arrays["input_mask"], arrays["segment_ids"]
+  assert ids.dtype == mask.dtype == seg.dtype == np.int32
+  assert ids.shape == mask.shape == seg.shape and ids.shape[1] == max_seq_length
+  lengths = mask.sum(1)
+  positions = np.arange(max_seq_length)[None, :]
+  np.testing.assert_array_equal(mask, (positions < lengths[:, None]).astype(np.int32))
+  np.testing.assert_array_equal(mask, (ids != pad_id).astype(np.int32))
+  assert np.all(ids[:, 0] == CLS) and np.all(lengths >= 3)
+  assert np.all(ids[np.arange(len(ids)), lengths - 1] == SEP)
+  assert np.all(seg[mask == 0] == 0)
+  num_seps = (ids == SEP).sum(1)
+  assert set(np.unique(num_seps)) <= {1, 2}
+  for row in range(len(ids)):
+    n = lengths[row]
+    seps = np.flatnonzero(ids[row, :n] == SEP)
+    expected = np.zeros(n, np.int32)
+    if len(seps) == 2:
+      assert seps[0] >= 2 and seps[1] - seps[0] >= 2  # A and B are not empty
+      expected[seps[0] + 1:] = 1
+    np.testing.assert_array_equal(seg[row, :n], expected)
+  assert not np.any((ids == CLS)[:, 1:])
+  return lengths, num_seps
+
+
+# ---------------------------------------------------------------------------------------------
+# Tokenizer.
+
+
+def test_special_tokens_take_ids_0_to_4(small_tokenizer):
+  tok = small_tokenizer
+  assert tok.vocab_size == 1000
+  assert [tok.id_to_piece(i) for i in range(5)] == list(tokenizer_lib.SPECIAL_TOKENS)
+  assert (tok.pad_id, tok.unk_id, tok.cls_id, tok.sep_id, tok.mask_id) == (0, 1, 2, 3, 4)
+
+
+def test_encode_decode_round_trips_lowercased_text(small_tokenizer):
+  text = "return the value of the attribute, or raise an error if it is not set."
+  ids = small_tokenizer.encode(text)
+  assert ids and all(5 <= i < 1000 for i in ids)
+  assert small_tokenizer.decode(ids) == text
+  assert small_tokenizer.decode(small_tokenizer.encode(text.upper())) == text
+  assert small_tokenizer.encode_batch([text, ""]) == [ids, []]
+
+
+def test_text_never_encodes_to_special_ids(small_tokenizer):
+  ids = small_tokenizer.encode("[CLS] a [SEP] b [MASK] c [PAD] d [UNK]")
+  assert not {PAD, CLS, SEP, MASK} & set(ids)
+  wrapped = small_tokenizer.decode([CLS] + small_tokenizer.encode("the end") + [SEP, PAD, PAD])
+  assert wrapped == "[CLS] the end [SEP]"
+
+
+def test_cased_tokenizer_keeps_case(stdlib_files, tmp_path):
+  path = tokenizer_lib.train_sentencepiece(stdlib_files[:1], str(tmp_path / "cased"), 600,
+                                           lowercase=False)
+  tok = tokenizer_lib.Tokenizer(path)
+  assert tok.decode(tok.encode("Return The Value")) == "Return The Value"
+  assert sorted(os.listdir(tmp_path)) == ["cased.model", "cased.vocab"]  # no temporaries
+
+
+def test_missing_model_file_is_a_user_error(tmp_path):
+  with pytest.raises(ElectraError, match="does not exist.*tokenizer_model"):
+    tokenizer_lib.Tokenizer(str(tmp_path / "nope.model"))
+
+
+def test_model_without_special_tokens_is_rejected(stdlib_files, tmp_path):
+  spm.SentencePieceTrainer.train(input=stdlib_files[0], model_prefix=str(tmp_path / "plain"),
+                                 vocab_size=300, logstream=open(os.devnull, "w"))
+  with pytest.raises(ElectraError, match=r"has no \[PAD\] piece"):
+    tokenizer_lib.Tokenizer(str(tmp_path / "plain.model"))
+
+
+def test_vocab_size_that_does_not_fit_the_corpus(tmp_path):
+  text = tmp_path / "tiny.txt"
+  text.write_text("a tiny corpus.\nwith few words.\n")
+  with pytest.raises(ElectraError, match="smaller --config.model.vocab_size or train on more"):
+    tokenizer_lib.train_sentencepiece([str(text)], str(tmp_path / "spm"), 5000)
+  with pytest.raises(ElectraError, match="set a larger --config.model.vocab_size"):
+    tokenizer_lib.train_sentencepiece([str(text)], str(tmp_path / "spm"), 8)
+  assert sorted(os.listdir(tmp_path)) == ["tiny.txt"]
+
+
+# ---------------------------------------------------------------------------------------------
+# Example recipe.
+
+
+def test_truncate_pair_matches_trimming_one_token_at_a_time():
+  for len_a in range(1, 25):
+    for len_b in range(1, 25):
+      for budget in range(2, 50):
+        a, b = len_a, len_b
+        while a + b > budget:
+          if a > b:
+            a -= 1
+          else:
+            b -= 1
+        assert examples.truncate_pair(len_a, len_b, budget) == (a, b)
+
+
+def test_examples_have_the_electra_layout_on_real_text(stdlib_files, small_tokenizer):
+  documents = corpus.read_text_files(stdlib_files[:1])
+  arrays = examples.build_examples(documents, small_tokenizer, 64, seed=0)
+  assert len(arrays["input_ids"]) > 1000
+  check_structure(arrays, 64)
+
+
+def test_examples_never_cross_documents_and_keep_text_order():
+  tok = WordTokenizer()
+  documents = make_documents(num_docs=300, sentences_per_doc=6)
+  arrays = examples.build_examples(documents, tok, 32, seed=1)
+  _, num_seps = check_structure(arrays, 32)
+  assert np.any(num_seps == 2) and np.any(num_seps == 1)
+  doc_of = {i: int(w[1:w.index("_")]) for w, i in tok.vocab.items()}
+  seen_docs = set()
+  for row, mask in zip(arrays["input_ids"], arrays["input_mask"]):
+    words = [int(i) for i in row[mask == 1] if i > MASK]
+    assert len({doc_of[i] for i in words}) == 1
+    seen_docs.add(doc_of[words[0]])
+    # Ids grow with position in the corpus, so A before B and no reordering inside them.
+    assert words == sorted(words) and len(set(words)) == len(words)
+  assert seen_docs == set(range(300))
+
+
+def test_recipe_statistics():
+  """Single-segment share ~ single_segment_prob; short targets give some short examples."""
+  documents = make_documents(num_docs=10, sentences_per_doc=2000, lengths=(3, 12))
+  t = 64
+  arrays = examples.build_examples(documents, WordTokenizer(), t, seed=0)
+  lengths, num_seps = check_structure(arrays, t)
+  n = len(lengths)
+  assert n > 2000
+  assert 0.075 < np.mean(num_seps == 1) < 0.125
+  # Non-final chunks reach the budget, so without a short target an example is >= t - 1 long;
+  # at most one final (shorter) chunk per document.
+  short = np.mean(lengths < t - 1)
+  assert 0.03 < short < 0.07 + 10 / n
+  assert lengths.min() < 20
+
+  plain = examples.build_examples(documents, WordTokenizer(), t, seed=0,
+                                  single_segment_prob=0.0, short_seq_prob=0.0)
+  plain_lengths, plain_seps = check_structure(plain, t)
+  assert np.all(plain_seps == 2)
+  assert np.sum(plain_lengths < t - 1) <= len(documents)
+
+
+def test_long_and_empty_sentences():
+  tok = WordTokenizer()
+  long_sentence = " ".join(f"d0_{k}" for k in range(500))
+  arrays = examples.build_examples([["", long_sentence, ""], [""]], tok, 32, seed=0,
+                                   short_seq_prob=0.0)
+  lengths, _ = check_structure(arrays, 32)
+  assert len(lengths) == 1 and lengths[0] == 32  # cut to the budget; empty ones skipped
+  empty = examples.build_examples([[""]], tok, 32, seed=0)
+  assert empty["input_ids"].shape == (0, 32)
+
+
+def test_examples_are_seeded_and_deterministic():
+  documents = make_documents(num_docs=50, sentences_per_doc=20)
+  first = examples.build_examples(documents, WordTokenizer(), 48, seed=7)
+  second = examples.build_examples(documents, WordTokenizer(), 48, seed=7)
+  other = examples.build_examples(documents, WordTokenizer(), 48, seed=8)
+  for key in first:
+    np.testing.assert_array_equal(first[key], second[key])
+  assert not np.array_equal(first["segment_ids"], other["segment_ids"])
+
+
+def test_bad_recipe_settings():
+  with pytest.raises(ElectraError, match="max_seq_length=4 is too small"):
+    examples.build_examples([["a b"]], WordTokenizer(), 4, seed=0)
+  with pytest.raises(ElectraError, match="short_seq_prob=1.5"):
+    examples.build_examples([["a b"]], WordTokenizer(), 8, seed=0, short_seq_prob=1.5)
+
+
+# ---------------------------------------------------------------------------------------------
+# Corpus.
+
+
+def test_read_text_files_format(tmp_path):
+  (tmp_path / "a.txt").write_bytes(
+      "\ufeffFirst sentence.\r\nSecond one.\r\n\r\n\r\n  Doc two.  \n".encode("utf-8"))
+  (tmp_path / "b.txt").write_bytes(b"Bad byte \xff here.\n\n")
+  documents = corpus.read_text_files(f"{tmp_path}/a.txt, {tmp_path}/*.txt")
+  assert documents == [["First sentence.", "Second one."], ["Doc two."],
+                       ["Bad byte \ufffd here."]]
+  assert corpus.read_text_files([str(tmp_path / "b.txt")]) == [["Bad byte \ufffd here."]]
+
+
+def test_missing_glob_and_empty_files_are_user_errors(tmp_path):
+  with pytest.raises(ElectraError, match=r"no files match --config.data.train_files='.*nothing"
+                     r"\*\.txt'; check the path or glob"):
+    corpus.read_text_files(f"{tmp_path}/nothing*.txt", "--config.data.train_files")
+  (tmp_path / "empty.txt").write_text("\n   \n\n")
+  with pytest.raises(ElectraError, match="contain no text"):
+    corpus.read_text_files(str(tmp_path / "empty.txt"))
+  with pytest.raises(ElectraError, match="is empty"):
+    corpus.read_text_files(" , ")
+
+
+def test_stdlib_corpus_is_large_and_clean(stdlib_files, tmp_path):
+  assert [os.path.basename(p) for p in stdlib_files][:2] == ["stdlib_docs_00.txt",
+                                                              "stdlib_docs_01.txt"]
+  size = sum(os.path.getsize(p) for p in stdlib_files)
+  assert size > 1_500_000
+  documents = corpus.read_text_files(stdlib_files)
+  assert len(documents) > 2000
+  lines = [s for d in documents for s in d]
+  assert not any(s.startswith(">>>") for s in lines)
+  # Reuse: a complete corpus in the directory is not rewritten.
+  directory = os.path.dirname(stdlib_files[0])
+  before = [os.path.getmtime(p) for p in stdlib_files]
+  assert corpus.stdlib_corpus(directory) == stdlib_files
+  assert [os.path.getmtime(p) for p in stdlib_files] == before
+
+
+def test_stdlib_corpus_is_deterministic(stdlib_files, tmp_path):
+  again = corpus.write_stdlib_corpus(str(tmp_path))
+  assert len(again) == len(stdlib_files)
+  for a, b in zip(stdlib_files, again):
+    with open(a, "rb") as fa, open(b, "rb") as fb:
+      assert fa.read() == fb.read()
+
+
+def test_docstring_sentences_drop_code():
+  doc = ("Return the sum of the numbers.  Numbers may be floats.\n\n"
+         ">>> add(1, 2)\n3\n\n"
+         "Example::\n\n    total = add(a, b)\n    print(total)\n\n"
+         "Args:\n  x: the first number to add.\n  y: the second number to add.\n")
+  assert corpus.docstring_sentences(doc) == [
+      "Return the sum of the numbers.", "Numbers may be floats.",
+      "x: the first number to add.", "y: the second number to add."]  # no one-word lines
+
+
+def test_split_documents():
+  documents = [[f"doc {i}"] for i in range(100)]
+  train, evaluation = corpus.split_documents(documents, 0.1, seed=3)
+  assert len(evaluation) == 10 and len(train) == 90
+  assert sorted(train + evaluation) == sorted(documents)
+  assert not {d[0] for d in train} & {d[0] for d in evaluation}
+  assert corpus.split_documents(documents, 0.1, seed=3) == (train, evaluation)
+  assert corpus.split_documents(documents, 0.1, seed=4)[1] != evaluation
+  assert len(corpus.split_documents(documents, 0.001, seed=0)[1]) == 1
+  assert corpus.split_documents(documents, 0.0, seed=0) == (documents, [])
+  with pytest.raises(ElectraError, match="leaves no training documents"):
+    corpus.split_documents([["only one"]], 0.5, seed=0)
+
+
+# ---------------------------------------------------------------------------------------------
+# Pipeline.
+
+
+def test_pipeline_trains_and_reuses_tokenizer(stdlib_files, tmp_path):
+  workdir = str(tmp_path)
+  config = data_config(train_files=stdlib_files[0])
+  data = pipeline.build_pretraining_data(config, workdir, vocab_size=1000, seed=0)
+  model_file = os.path.join(workdir, "tokenizer", "spm.model")
+  assert data.tokenizer.model_file == model_file and data.corpus_files == stdlib_files[:1]
+  check_structure(data.train, 64)
+  check_structure(data.eval, 64)
+  assert len(data.eval["input_ids"]) > 0 and len(data.train["input_ids"]) > 1000
+
+  mtime = os.path.getmtime(model_file)
+  again = pipeline.build_pretraining_data(config, workdir, vocab_size=1000, seed=0)
+  assert os.path.getmtime(model_file) == mtime
+  for split in ("train", "eval"):
+    for key in data.train:
+      np.testing.assert_array_equal(getattr(data, split)[key], getattr(again, split)[key])
+
+  with pytest.raises(ElectraError, match=r"1000 pieces.*vocab_size=999.*vocab_size=1000"):
+    pipeline.build_pretraining_data(config, workdir, vocab_size=999, seed=0)
+  provided = data_config(train_files=stdlib_files[0], tokenizer_model=model_file)
+  with pytest.raises(ElectraError, match=r"set --config.model.vocab_size=1000"):
+    pipeline.build_pretraining_data(provided, str(tmp_path / "other"), vocab_size=4096, seed=0)
+
+
+def test_pipeline_default_corpus_and_eval_files(small_tokenizer, stdlib_files, tmp_path):
+  config = data_config(tokenizer_model=small_tokenizer.model_file, eval_files=stdlib_files[-1])
+  data = pipeline.build_pretraining_data(config, str(tmp_path), vocab_size=1000, seed=0)
+  assert data.corpus_files == corpus.stdlib_corpus(str(tmp_path / "corpus"))
+  assert [os.path.basename(p) for p in data.corpus_files] == [
+      os.path.basename(p) for p in stdlib_files]
+  assert len(data.eval["input_ids"]) > 0
+  # With eval_files nothing is held out of the training documents.
+  no_eval = pipeline.build_pretraining_data(data_config(tokenizer_model=small_tokenizer.model_file,
+                                                        eval_fraction=0.0),
+                                            str(tmp_path), vocab_size=1000, seed=0)
+  assert no_eval.eval["input_ids"].shape == (0, 64)
+  np.testing.assert_array_equal(no_eval.train["input_ids"], data.train["input_ids"])
+
+
+def test_pipeline_without_examples_or_files(small_tokenizer, tmp_path):
+  (tmp_path / "blank.txt").write_text("\u200b\n\u200b\n")  # text that encodes to no tokens
+  config = data_config(train_files=str(tmp_path / "blank.txt"),
+                       tokenizer_model=small_tokenizer.model_file, eval_fraction=0.0)
+  with pytest.raises(ElectraError, match="no examples"):
+    pipeline.build_pretraining_data(config, str(tmp_path), vocab_size=1000, seed=0)
+  config.train_files = str(tmp_path / "missing*.txt")
+  with pytest.raises(ElectraError, match="no files match --config.data.train_files="):
+    pipeline.build_pretraining_data(config, str(tmp_path), vocab_size=1000, seed=0)
+
+
+# ---------------------------------------------------------------------------------------------
+# Batches.
+
+
+def toy_arrays(n=10, t=4):
+  ids = np.arange(n * t, dtype=np.int32).reshape(n, t)
+  return {"input_ids": ids, "input_mask": np.ones_like(ids), "segment_ids": np.zeros_like(ids)}
+
+
+def test_each_epoch_is_a_permutation():
+  arrays = toy_arrays()
+  iterator = pipeline.BatchIterator(arrays, batch_size=3, seed=5)
+  assert iterator.batches_per_epoch == 3
+  for epoch in range(3):
+    rows = np.concatenate([next(iterator)["input_ids"][:, 0] // 4 for _ in range(3)])
+    expected = np.random.default_rng([5, epoch]).permutation(10)[:9]
+    np.testing.assert_array_equal(rows, expected)
+    assert len(set(rows)) == 9
+  assert iterator.position == 9 and iterator.epoch == 3
+  batch = next(iterator)
+  assert all(v.shape == (3, 4) and v.dtype == np.int32 for v in batch.values())
+
+
+def test_resume_sees_the_same_batches():
+  arrays = toy_arrays(n=23)
+  straight = pipeline.BatchIterator(arrays, batch_size=4, seed=1)
+  reference = [next(straight) for _ in range(20)]
+  for k in (0, 3, 5, 11):
+    resumed = pipeline.BatchIterator(arrays, batch_size=4, seed=1, position=k)
+    for expected in reference[k:k + 8]:
+      got = next(resumed)
+      for key in arrays:
+        np.testing.assert_array_equal(got[key], expected[key])
+    assert resumed.position == k + 8
+
+
+def test_unshuffled_order_and_small_corpus():
+  iterator = pipeline.BatchIterator(toy_arrays(), batch_size=4, seed=0, shuffle=False)
+  rows = [next(iterator)["input_ids"][:, 0] // 4 for _ in range(3)]
+  np.testing.assert_array_equal(np.concatenate(rows), [0, 1, 2, 3, 4, 5, 6, 7, 0, 1, 2, 3])
+  with pytest.raises(ElectraError, match="smaller train.batch_size or more"):
+    pipeline.BatchIterator(toy_arrays(n=3), batch_size=4, seed=0)
+
+
+def test_eval_batches():
+  arrays = toy_arrays(n=10)
+  batches = pipeline.eval_batches(arrays, batch_size=3, max_batches=2)
+  assert len(batches) == 2
+  np.testing.assert_array_equal(batches[1]["input_ids"], arrays["input_ids"][3:6])
+  assert len(pipeline.eval_batches(arrays, batch_size=3)) == 3
+  (small,) = pipeline.eval_batches(toy_arrays(n=2), batch_size=5, max_batches=4)
+  np.testing.assert_array_equal(small["input_ids"][:, 0] // 4, [0, 1, 0, 1, 0])
+  assert pipeline.eval_batches(toy_arrays(n=0), batch_size=2) == []
