@@ -1,7 +1,13 @@
-"""A tiny ELECTRA for the demo and the tests: trains in minutes on 2 CPU cores.
+"""A tiny ELECTRA for the demo and the tests: learns within minutes on 2 CPU cores.
 
 With no data settings it trains on the embedded corpus (the Python standard library's own
-docstrings) and a 4096-piece sentencepiece vocabulary it learns into the workdir.
+documentation) and a 4096-piece sentencepiece vocabulary it learns into the workdir.
+
+Two settings differ from the paper's recipe, for speed on a CPU, and are not for real runs:
+dropout is off, and the generator samples at temperature 3. At temperature 1 the generator's
+samples are frequent, plausible tokens within a few hundred steps, and a 2-layer discriminator
+needs far more than a few CPU minutes to beat the all-"original" baseline on them (measured:
+held-out AUC 0.55 after 750 steps); flatter samples give it a signal it learns in minutes.
 """
 
 from electra_jax import default_config
@@ -17,13 +23,17 @@ def get_config():
   config.model.intermediate_size = 512  # 4 * H.
   config.model.max_position_embeddings = 128  # Enough for max_seq_length.
   config.model.generator_hidden_size = 0.25  # Generator width 32, one head.
-  config.data.max_seq_length = 128  # Sequence length.
-  config.train.batch_size = 32  # Global batch.
-  config.train.num_train_steps = 1500  # A few minutes on 2 CPU cores.
-  config.train.learning_rate = 1e-3  # Higher peak rate for a tiny model and a short run.
+  config.model.hidden_dropout_prob = 0.0  # No dropout: a tiny model on a short run underfits.
+  config.model.attention_dropout_prob = 0.0  # Likewise.
+  config.objective.temperature = 3.0  # Flatter samples: a signal the tiny model learns fast.
+  config.data.max_seq_length = 64  # Sequence length.
+  config.data.eval_fraction = 0.08  # Hold out ~30 of the ~420 module documents.
+  config.train.batch_size = 64  # Global batch.
+  config.train.num_train_steps = 1000  # About 4 minutes on 2 CPU cores.
+  config.train.learning_rate = 2e-3  # Higher peak rate for a tiny model and a short run.
   config.train.warmup_steps = 100  # Short warmup.
   config.train.log_every_steps = 50  # Frequent progress lines.
-  config.train.eval_every_steps = 500  # Evaluate three times.
-  config.train.eval_batches = 10  # 320 held-out sequences.
-  config.train.checkpoint_every_steps = 500  # Checkpoint three times.
+  config.train.eval_every_steps = 500  # Evaluate twice.
+  config.train.eval_batches = 4  # 256 held-out sequences.
+  config.train.checkpoint_every_steps = 500  # Checkpoint twice.
   return config

@@ -65,6 +65,7 @@ class Setup:
   batch_sharding: jax.sharding.NamedSharding
   init_state: Callable[[jax.Array], TrainState]
   train_step: Callable[[TrainState, dict], tuple[TrainState, dict]]
+  train_jit: Any  # The jitted train step itself (call through train_step; for lowering).
   eval_step: Callable[[TrainState, dict, jax.Array], tuple[dict, dict]]
 
   def abstract_state(self) -> TrainState:
@@ -138,7 +139,7 @@ def build_setup(config: ml_collections.ConfigDict, special_ids: objectives.Speci
   return Setup(config=config, model=model, objective=objective, tx=tx, schedule=schedule,
                mesh=mesh, rules=rules, state_shardings=state_shardings,
                batch_sharding=batch_sharding, init_state=init_jit, train_step=train_step,
-               eval_step=eval_step)
+               train_jit=train_jit, eval_step=eval_step)
 
 
 def make_train_step(objective: objectives.Objective, tx: optax.GradientTransformation,
@@ -252,6 +253,9 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> dict[
                                       position=data_position)
   eval_batches = pipeline.eval_batches(data.eval, config.train.batch_size,
                                        config.train.eval_batches)
+  if config.train.eval_every_steps and not eval_batches:
+    logging.warning("No held-out examples (data.eval_fraction=0 and no data.eval_files): "
+                    "evaluation is off")
   tokens_per_step = config.train.batch_size * config.data.max_seq_length
   pending: list[dict] = []
   last_eval: dict[str, float] = {}
@@ -284,7 +288,8 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> dict[
       logging.info("%s", _progress_line(step, total, values, steps_per_s,
                                         values["tokens_per_s"]))
       window_start, window_steps = time.perf_counter(), 0
-    if config.train.eval_every_steps and (step % config.train.eval_every_steps == 0
+    if eval_batches and config.train.eval_every_steps and (
+        step % config.train.eval_every_steps == 0
                                           or step == total):
       last_eval = evaluate(setup, state, eval_batches, config.seed)
       writer.write_scalars(step, {f"eval/{k}": v for k, v in last_eval.items()})

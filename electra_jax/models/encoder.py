@@ -63,12 +63,12 @@ class EncoderConfig:
 
 
 def truncated_normal_init(stddev: float):
-  """Truncated normal (at 2 standard deviations) with the given std, as in the original code."""
-  # jax's truncated_normal initializer rescales so that the std of the truncated distribution
-  # equals `stddev`; TF's tf.truncated_normal_initializer(stddev) does not. Use the raw form.
-  def init(key, shape, dtype=jnp.float32):
-    return jax.random.truncated_normal(key, -2.0, 2.0, shape, dtype) * stddev
-  return init
+  """N(0, stddev) truncated at 2 standard deviations, like TF's truncated_normal_initializer.
+
+  As in the original code, `stddev` is that of the normal before truncation (the samples' std
+  is about 0.88 * stddev).
+  """
+  return nn.initializers.truncated_normal(stddev, lower=-2.0, upper=2.0)
 
 
 def _dense(features, cfg: EncoderConfig, axes: tuple[str, str], name: str,
@@ -159,7 +159,8 @@ class SelfAttention(nn.Module):
       dropout_rng = self.make_rng("dropout")
     context = nn.dot_product_attention(
         query, key, value, bias=attention_bias, dropout_rng=dropout_rng,
-        dropout_rate=cfg.attention_dropout_prob, deterministic=deterministic, dtype=cfg.dtype)
+        dropout_rate=cfg.attention_dropout_prob, broadcast_dropout=False,
+        deterministic=deterministic, dtype=cfg.dtype)
     return context.reshape(batch, seq_len, cfg.hidden_size)
 
 

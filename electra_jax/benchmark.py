@@ -1,0 +1,123 @@
+"""Times the real ELECTRA train step on synthetic batches.
+
+  python -m electra_jax.benchmark --config=configs/small.py --config.train.batch_size=32 \
+      [--steps=10] [--warmup=2] [--peak_tflops=989]
+
+Compiles the exact step that training runs (same model, objective, optimizer, shardings),
+runs `--warmup` untimed steps, then `--steps` timed ones, and prints the median step time,
+`tokens_per_s=<n>`, the compiled step's FLOPs and memory, and peak memory (device memory
+statistics where the backend has them, else the process's peak resident memory).
+"""
+
+import resource
+import statistics
+import time
+
+from absl import app
+from absl import flags
+import jax
+import numpy as np
+from ml_collections import config_flags
+
+from electra_jax import objectives
+from electra_jax import parallel
+from electra_jax import train
+from electra_jax.errors import ElectraError
+
+FLAGS = flags.FLAGS
+config_flags.DEFINE_config_file("config", None, "Config file to benchmark.", lock_config=True)
+flags.DEFINE_integer("steps", 10, "Timed steps (the median is reported).")
+flags.DEFINE_integer("warmup", 2, "Untimed steps after compilation.")
+flags.DEFINE_float("peak_tflops", 0.0,
+                   "The devices' peak dense TFLOP/s each (e.g. 989 for H100 bf16); when set, "
+                   "model FLOPs utilisation (MFU) is printed.")
+flags.mark_flags_as_required(["config"])
+
+# Synthetic data uses the special ids of electra-jax's sentencepiece models.
+SPECIAL = objectives.SpecialIds(pad=0, cls=2, sep=3, mask=4)
+
+
+def synthetic_batch(batch_size: int, seq_len: int, vocab_size: int, seed: int = 0):
+  """Full-length `[CLS] A [SEP] B [SEP]` batches of random ordinary tokens."""
+  rng = np.random.default_rng(seed)
+  ids = rng.integers(5, vocab_size, (batch_size, seq_len), dtype=np.int32)
+  half = seq_len // 2
+  ids[:, 0], ids[:, half - 1], ids[:, -1] = SPECIAL.cls, SPECIAL.sep, SPECIAL.sep
+  segment_ids = np.zeros_like(ids)
+  segment_ids[:, half:] = 1
+  return {"input_ids": ids, "input_mask": np.ones_like(ids), "segment_ids": segment_ids}
+
+
+def _memory_line(compiled) -> str:
+  parts = []
+  analysis = compiled.memory_analysis()
+  if analysis is not None:
+    gib = 2.0**30
+    parts.append(f"compiled_step_temp_gib={analysis.temp_size_in_bytes / gib:.3f}")
+    parts.append(f"compiled_step_args_gib={analysis.argument_size_in_bytes / gib:.3f}")
+  stats = jax.local_devices()[0].memory_stats()
+  if stats and "peak_bytes_in_use" in stats:
+    parts.append(f"peak_device_memory_gib={stats['peak_bytes_in_use'] / 2.0**30:.3f}")
+  peak_rss_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+  parts.append(f"peak_host_rss_gib={peak_rss_kib / 2.0**20:.3f}")
+  return " ".join(parts)
+
+
+def run(config, steps: int, warmup: int, peak_tflops: float) -> dict:
+  """Benchmarks `config`'s train step; returns the measurements printed by `main`."""
+  setup = train.build_setup(config, SPECIAL)
+  batch_size, seq_len = config.train.batch_size, config.data.max_seq_length
+  host_batch = synthetic_batch(batch_size, seq_len, config.model.vocab_size)
+  batch = parallel.device_put_batch(host_batch, setup.batch_sharding)
+  state = setup.new_state(config.seed)
+  start = time.perf_counter()
+  with parallel.activate(setup.mesh, setup.rules):
+    compiled = setup.train_jit.lower(state, batch).compile()
+  compile_s = time.perf_counter() - start
+  for _ in range(warmup):
+    state, metrics = setup.train_step(state, batch)
+  jax.block_until_ready(state)
+  times = []
+  for _ in range(steps):
+    start = time.perf_counter()
+    state, metrics = setup.train_step(state, batch)
+    jax.block_until_ready((state, metrics))
+    times.append(time.perf_counter() - start)
+  step_s = statistics.median(times)
+  cost = compiled.cost_analysis()
+  cost = cost[0] if isinstance(cost, (list, tuple)) else cost
+  flops = float(cost.get("flops", 0.0)) if cost else 0.0
+  result = {
+      "devices": jax.device_count(),
+      "platform": jax.devices()[0].platform,
+      "device_kind": jax.devices()[0].device_kind,
+      "batch_size": batch_size,
+      "seq_len": seq_len,
+      "compile_s": compile_s,
+      "step_s": step_s,
+      "tokens_per_s": batch_size * seq_len / step_s,
+      "flops_per_step": flops,
+      "memory": _memory_line(compiled),
+  }
+  if peak_tflops > 0 and flops > 0:
+    result["mfu"] = flops / step_s / (peak_tflops * 1e12 * jax.device_count())
+  return result
+
+
+def main(argv):
+  del argv
+  try:
+    r = run(FLAGS.config, FLAGS.steps, FLAGS.warmup, FLAGS.peak_tflops)
+  except ElectraError as e:
+    raise SystemExit(f"error: {e}") from None
+  print(f"device={r['device_kind']} ({r['platform']}) x{r['devices']} "
+        f"batch={r['batch_size']} seq={r['seq_len']} dtype={FLAGS.config.model.dtype}")
+  print(f"compile_s={r['compile_s']:.1f} step_time_ms={1000 * r['step_s']:.1f} "
+        f"(median of {FLAGS.steps}) tokens_per_s={r['tokens_per_s']:.0f} "
+        f"tflops_per_s={r['flops_per_step'] / r['step_s'] / 1e12:.3f}"
+        + (f" mfu={r['mfu']:.3f}" if "mfu" in r else ""))
+  print(r["memory"])
+
+
+if __name__ == "__main__":
+  app.run(main)

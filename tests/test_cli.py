@@ -1,0 +1,82 @@
+"""`python -m electra_jax.main`: a real run, and one clear error (exit 1) for each bad input."""
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from tests import testing
+
+# The fast test model (see testing.fast_config) as command-line overrides of configs/tiny.py.
+FAST = ["--config.model.hidden_size=64", "--config.model.embedding_size=32",
+        "--config.model.num_layers=1", "--config.model.intermediate_size=128",
+        "--config.model.max_position_embeddings=64", "--config.data.max_seq_length=32",
+        "--config.train.batch_size=8", "--config.train.num_train_steps=2",
+        "--config.train.warmup_steps=1", "--config.train.log_every_steps=1",
+        "--config.train.eval_every_steps=2", "--config.train.eval_batches=1"]
+
+
+def run_main(workdir, *overrides, config="configs/tiny.py"):
+  env = dict(os.environ, JAX_PLATFORMS="cpu", TF_CPP_MIN_LOG_LEVEL="3")
+  return subprocess.run(
+      [sys.executable, "-m", "electra_jax.main", f"--config={config}", f"--workdir={workdir}",
+       *overrides], cwd=testing.REPO, env=env, capture_output=True, text=True, timeout=600,
+      check=False)
+
+
+@pytest.fixture(scope="module")
+def text_corpus(tmp_path_factory):
+  """Plain text of a few hundred short documents and a tokenizer for it."""
+  from electra_jax.data import corpus, tokenizer  # pylint: disable=import-outside-toplevel
+  root = tmp_path_factory.mktemp("cli_corpus")
+  paths = corpus.write_stdlib_corpus(str(root / "text"))[:2]
+  model = tokenizer.train_sentencepiece(paths, str(root / "spm"), vocab_size=512)
+  return ",".join(paths), model
+
+
+def test_run_then_corrupt_checkpoint_is_reported(tmp_path, text_corpus):
+  files, model = text_corpus
+  workdir = tmp_path / "run"
+  args = [*FAST, f"--config.data.train_files={files}", f"--config.data.tokenizer_model={model}",
+          "--config.model.vocab_size=512"]
+  proc = run_main(workdir, *args)
+  assert proc.returncode == 0, proc.stderr[-3000:]
+  assert "step 2/2 (100.0%)" in proc.stderr and "ETA" in proc.stderr
+  assert "disc_auc" in proc.stderr
+  assert os.path.isdir(workdir / "checkpoints" / "2")
+  assert os.path.isfile(workdir / "metrics.jsonl") and os.path.isfile(workdir / "config.json")
+
+  # Garble every file of the saved state, then ask for more steps: one clear error.
+  for root, _, names in os.walk(workdir / "checkpoints" / "2" / "state"):
+    for name in names:
+      with open(os.path.join(root, name), "wb") as f:
+        f.write(b"not a checkpoint")
+  proc = run_main(workdir, *args, "--config.train.num_train_steps=4")
+  assert proc.returncode == 1
+  last = proc.stderr.strip().splitlines()[-1]
+  assert last.startswith("error: the checkpoint at") and "could not be restored" in last
+  assert "Delete that step directory" in last
+
+
+@pytest.mark.parametrize("overrides, message", [
+    (["--config.train.no_such_field=1"], "no_such_field"),
+    (["--config.data.max_seq_length=256"],
+     "error: data.max_seq_length=256 exceeds model.max_position_embeddings=128"),
+    (["--config.data.train_files=/nonexistent/dir/*.txt"],
+     "error: no files match --config.data.train_files"),
+])
+def test_bad_input_is_one_clear_error(tmp_path, overrides, message):
+  proc = run_main(tmp_path / "run", *FAST, *overrides)
+  assert proc.returncode != 0
+  assert message in proc.stderr
+  assert "Traceback" not in proc.stderr
+
+
+def test_empty_corpus_is_one_clear_error(tmp_path):
+  empty = tmp_path / "empty.txt"
+  empty.write_text("\n\n   \n")
+  proc = run_main(tmp_path / "run", *FAST, f"--config.data.train_files={empty}")
+  assert proc.returncode == 1
+  assert proc.stderr.strip().splitlines()[-1].startswith("error: ")
+  assert "Traceback" not in proc.stderr

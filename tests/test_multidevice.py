@@ -1,0 +1,36 @@
+"""Data parallelism on 8 simulated CPU devices (in a child process; see multidevice_check.py)."""
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from tests import testing
+
+
+@pytest.fixture(scope="module")
+def report():
+  env = dict(os.environ, JAX_PLATFORMS="cpu", TF_CPP_MIN_LOG_LEVEL="3")
+  proc = subprocess.run([sys.executable, "-m", "tests.multidevice_check"], cwd=testing.REPO,
+                        env=env, capture_output=True, text=True, timeout=600, check=False)
+  assert proc.returncode == 0, proc.stderr[-3000:]
+  return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def test_eight_devices_give_the_single_device_losses(report):
+  assert report["device_count"] == 8
+  assert report["one_losses"][-1] != report["one_losses"][0]  # training moved
+  np.testing.assert_allclose(report["eight_losses"], report["one_losses"], rtol=2e-5)
+
+
+def test_batch_is_sharded_over_the_data_axis(report):
+  assert report["one_batch_devices"] == 1
+  assert report["eight_batch_devices"] == 8
+  assert report["eight_shard_shapes"] == ["[1, 32]"]
+
+
+def test_batch_not_divisible_by_devices_is_a_clear_error(report):
+  assert "train.batch_size=6 is not divisible by the 8 batch shards" in report["batch6_error"]

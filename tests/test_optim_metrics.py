@@ -1,0 +1,322 @@
+"""Tests for electra_jax.optim (schedule, decay mask, AdamW) and electra_jax.metrics."""
+
+import importlib.util
+import math
+import os
+
+import flax.linen as nn
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+import pytest
+
+from electra_jax import default_config
+from electra_jax import metrics
+from electra_jax import optim
+from electra_jax.models import electra
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def load_config(name):
+  """configs/<name>.py's get_config()."""
+  spec = importlib.util.spec_from_file_location(
+      f"config_{name}", os.path.join(REPO, "configs", f"{name}.py"))
+  module = importlib.util.module_from_spec(spec)
+  spec.loader.exec_module(module)
+  return module.get_config()
+
+
+def path_str(path):
+  return "/".join(str(getattr(k, "key", k)) for k in path)
+
+
+# ---------------------------------------------------------------------------------------------
+# learning_rate_schedule
+# ---------------------------------------------------------------------------------------------
+
+
+def reference_lr(peak, warmup, total, step):
+  warm = min(1.0, step / warmup) if warmup > 0 else 1.0
+  return peak * warm * max(0.0, 1.0 - step / total)
+
+
+@pytest.mark.parametrize("peak,warmup,total", [(5e-4, 10_000, 1_000_000), (1e-3, 100, 1500),
+                                               (2e-4, 0, 400)])
+def test_schedule_values(peak, warmup, total):
+  """peak * min(1, s / w) * max(0, 1 - s / total) at the interesting steps."""
+  schedule = optim.learning_rate_schedule(peak, warmup, total)
+  steps = [0, 1, warmup // 2, warmup, warmup + 1, total // 2, total - 1, total, total + 1,
+           2 * total]
+  for step in steps:
+    np.testing.assert_allclose(float(schedule(step)), reference_lr(peak, warmup, total, step),
+                               rtol=1e-6, atol=1e-6 * peak, err_msg=str(step))  # float32.
+  assert float(schedule(0)) == pytest.approx(peak if warmup == 0 else 0.0, rel=1e-6)
+  assert float(schedule(total)) == 0.0 and float(schedule(2 * total)) == 0.0
+
+
+def test_schedule_peak_below_nominal():
+  """The highest rate, reached at the end of warmup, is peak * (1 - warmup / total)."""
+  schedule = optim.learning_rate_schedule(1.0, 100, 1000)
+  values = np.asarray(jax.vmap(schedule)(jnp.arange(1001)))
+  assert int(np.argmax(values)) == 100
+  np.testing.assert_allclose(values.max(), 0.9, rtol=1e-6)
+  assert np.all(np.diff(values[:101]) > 0) and np.all(np.diff(values[100:]) < 0)
+
+
+def test_schedule_jits_with_traced_step():
+  """The schedule works on a traced int32 step (as inside the train step)."""
+  schedule = optim.learning_rate_schedule(1e-3, 10, 100)
+  got = jax.jit(schedule)(jnp.int32(5))
+  np.testing.assert_allclose(float(got), reference_lr(1e-3, 10, 100, 5), rtol=1e-6)
+
+
+# ---------------------------------------------------------------------------------------------
+# decay_mask
+# ---------------------------------------------------------------------------------------------
+
+
+def test_decay_mask_on_small_model():
+  """False exactly for LayerNorm parameters and biases; True for kernels and embeddings."""
+  model = electra.build_pretrainer(load_config("small").model)
+  ids = jax.ShapeDtypeStruct((1, 8), jnp.int32)
+  pos = jax.ShapeDtypeStruct((1, 2), jnp.int32)
+  abstract = jax.eval_shape(model.init, {"params": jax.random.PRNGKey(0),
+                                         "dropout": jax.random.PRNGKey(0)}, ids, ids, ids, pos)
+  params = nn.meta.unbox(abstract["params"])
+  mask = optim.decay_mask(params)
+  assert jax.tree_util.tree_structure(mask) == jax.tree_util.tree_structure(params)
+  flat = {path_str(p): bool(v) for p, v in jax.tree_util.tree_leaves_with_path(mask)}
+  leaf_names = {n.split("/")[-1] for n in flat}
+  assert leaf_names == {"kernel", "embedding", "scale", "bias", "output_bias"}
+  for name, decayed in flat.items():
+    last = name.split("/")[-1]
+    assert decayed == (last in ("kernel", "embedding")), name
+    if "LayerNorm" in name:
+      assert not decayed, name
+  assert flat["embeddings/word_embeddings/embedding"] is True
+  assert flat["embeddings/LayerNorm/scale"] is False
+  assert flat["generator_predictions/output_bias"] is False
+  assert flat["generator_predictions/LayerNorm/bias"] is False
+  assert flat["discriminator/encoder/layer_0/attention/output/LayerNorm/scale"] is False
+  assert flat["discriminator/encoder/layer_0/attention/self/query/bias"] is False
+  assert flat["discriminator_predictions/dense_prediction/kernel"] is True
+  assert sum(flat.values()) > 50 and sum(not v for v in flat.values()) > 50
+
+
+# ---------------------------------------------------------------------------------------------
+# build_optimizer vs a numpy AdamW
+# ---------------------------------------------------------------------------------------------
+
+DECAYED = {"dense/kernel", "embed/embedding"}
+
+
+def toy_params():
+  rng = np.random.default_rng(0)
+  return {"dense": {"kernel": rng.normal(size=(3, 2)).astype(np.float32),
+                    "bias": rng.normal(size=(2,)).astype(np.float32)},
+          "LayerNorm": {"scale": (1 + 0.1 * rng.normal(size=(2,))).astype(np.float32),
+                        "bias": rng.normal(size=(2,)).astype(np.float32)},
+          "embed": {"embedding": rng.normal(size=(4, 2)).astype(np.float32)},
+          "output_bias": rng.normal(size=(4,)).astype(np.float32)}
+
+
+def toy_grads(scales, seed=1):
+  """One gradient tree per step, with the given global norms."""
+  rng = np.random.default_rng(seed)
+  out = []
+  for scale in scales:
+    g = jax.tree_util.tree_map(lambda p: rng.normal(size=p.shape).astype(np.float32),
+                               toy_params())
+    norm = math.sqrt(sum(float(np.sum(x.astype(np.float64) ** 2))
+                         for x in jax.tree_util.tree_leaves(g)))
+    out.append(jax.tree_util.tree_map(lambda x, n=norm, s=scale: (x * s / n).astype(np.float32),
+                                      g))
+  return out
+
+
+def train_config(**overrides):
+  t = default_config.get_config().train
+  t.learning_rate, t.warmup_steps, t.num_train_steps = 0.1, 2, 10
+  t.adam_b1, t.adam_b2, t.adam_eps = 0.9, 0.99, 1e-3
+  t.weight_decay, t.max_grad_norm = 0.05, 0.0
+  for k, v in overrides.items():
+    setattr(t, k, v)
+  return t
+
+
+def numpy_adamw(t, params, grads_per_step):
+  """AdamW with bias correction, masked decoupled decay, global-norm clipping, the schedule."""
+  flat_p = {path_str(k): v.astype(np.float64) for k, v in
+            jax.tree_util.tree_leaves_with_path(params)}
+  m = {k: np.zeros_like(v) for k, v in flat_p.items()}
+  v2 = {k: np.zeros_like(v) for k, v in flat_p.items()}
+  for step, grads in enumerate(grads_per_step):
+    g = {path_str(k): x.astype(np.float64) for k, x in jax.tree_util.tree_leaves_with_path(grads)}
+    if t.max_grad_norm > 0:
+      norm = math.sqrt(sum(float(np.sum(x ** 2)) for x in g.values()))
+      if norm > t.max_grad_norm:
+        g = {k: x * t.max_grad_norm / norm for k, x in g.items()}
+    lr = reference_lr(t.learning_rate, t.warmup_steps, t.num_train_steps, step)
+    n = step + 1
+    for k in flat_p:
+      m[k] = t.adam_b1 * m[k] + (1 - t.adam_b1) * g[k]
+      v2[k] = t.adam_b2 * v2[k] + (1 - t.adam_b2) * g[k] ** 2
+      m_hat = m[k] / (1 - t.adam_b1 ** n)
+      v_hat = v2[k] / (1 - t.adam_b2 ** n)
+      update = m_hat / (np.sqrt(v_hat) + t.adam_eps)
+      if k in DECAYED:
+        update = update + t.weight_decay * flat_p[k]
+      flat_p[k] = flat_p[k] - lr * update
+  return flat_p
+
+
+def run_optimizer(t, params, grads_per_step):
+  tx, schedule = optim.build_optimizer(t)
+  state = tx.init(params)
+  update = jax.jit(tx.update)
+  p = jax.tree_util.tree_map(jnp.asarray, params)
+  for grads in grads_per_step:
+    updates, state = update(grads, state, p)
+    p = optax.apply_updates(p, updates)
+  return {path_str(k): np.asarray(v) for k, v in jax.tree_util.tree_leaves_with_path(p)}, schedule
+
+
+def assert_trees_close(got, want, rtol=1e-5, atol=1e-6):
+  assert set(got) == set(want)
+  for k in want:
+    np.testing.assert_allclose(got[k], want[k], rtol=rtol, atol=atol, err_msg=k)
+
+
+def test_adamw_one_step_no_warmup():
+  """One step at lr = peak (warmup 0) equals numpy AdamW."""
+  t = train_config(warmup_steps=0)
+  params, grads = toy_params(), toy_grads([3.0])
+  got, schedule = run_optimizer(t, params, grads)
+  assert float(schedule(0)) == pytest.approx(0.1)
+  assert_trees_close(got, numpy_adamw(t, params, grads))
+  # One Adam step moves every parameter by about lr (|m_hat / sqrt(v_hat)| ~ 1).
+  flat = {path_str(k): v for k, v in jax.tree_util.tree_leaves_with_path(params)}
+  moved = np.abs(got["dense/bias"] - flat["dense/bias"])
+  assert np.all(moved > 0.09) and np.all(moved < 0.11)
+
+
+def test_adamw_weight_decay_mask():
+  """With zero gradients only kernels and embeddings shrink, by exactly lr * weight_decay."""
+  t = train_config(warmup_steps=0)
+  params = toy_params()
+  zeros = [jax.tree_util.tree_map(np.zeros_like, params)]
+  got, _ = run_optimizer(t, params, zeros)
+  for k, v in jax.tree_util.tree_leaves_with_path(params):
+    name = path_str(k)
+    factor = 1 - 0.1 * 0.05 if name in DECAYED else 1.0
+    np.testing.assert_allclose(got[name], v * factor, rtol=1e-6, err_msg=name)
+
+
+@pytest.mark.parametrize("max_grad_norm", [0.0, 1.0])
+def test_adamw_steps_with_schedule_and_clipping(max_grad_norm):
+  """Four steps with warmup and gradients of norms 10, 0.3, 5, 0.8 equal numpy AdamW."""
+  t = train_config(max_grad_norm=max_grad_norm)
+  params, grads = toy_params(), toy_grads([10.0, 0.3, 5.0, 0.8])
+  got, _ = run_optimizer(t, params, grads)
+  want = numpy_adamw(t, params, grads)
+  assert_trees_close(got, want)
+  # The clipping setting really matters here: the other reference is far away.
+  other = numpy_adamw(train_config(max_grad_norm=1.0 - max_grad_norm), params, grads)
+  assert max(np.abs(want[k] - other[k]).max() for k in want) > 1e-3
+  # lr(0) = 0 with warmup: the first step changes nothing.
+  first, _ = run_optimizer(t, params, grads[:1])
+  for k, v in jax.tree_util.tree_leaves_with_path(params):
+    np.testing.assert_array_equal(first[path_str(k)], v)
+
+
+def test_build_optimizer_is_clip_then_adamw():
+  """With max_grad_norm > 0 the update is optax's clip-by-global-norm then masked AdamW."""
+  params = toy_params()
+  big, small = toy_grads([7.0, 0.5])
+  adamw = optax.adamw(0.1, b1=0.9, b2=0.99, eps=1e-3, weight_decay=0.05, mask=optim.decay_mask)
+  for max_norm, reference in ((0.0, adamw),
+                              (1.0, optax.chain(optax.clip_by_global_norm(1.0), adamw))):
+    ours, _ = optim.build_optimizer(train_config(warmup_steps=0, max_grad_norm=max_norm,
+                                                 num_train_steps=10**9))
+    for grads in (big, small):
+      a, _ = ours.update(grads, ours.init(params), params)
+      b, _ = reference.update(grads, reference.init(params), params)
+      for x, y in zip(jax.tree_util.tree_leaves(a), jax.tree_util.tree_leaves(b)):
+        np.testing.assert_allclose(x, y, rtol=1e-5, atol=1e-9)
+
+
+# ---------------------------------------------------------------------------------------------
+# metrics
+# ---------------------------------------------------------------------------------------------
+
+
+def test_ratio_accumulator_sums_parts():
+  """Ratios are sums of numerators over sums of denominators, not means of ratios."""
+  acc = metrics.RatioAccumulator()
+  assert not acc
+  acc.add({"precision": (2.0, 4.0), "loss": (jnp.float32(3.0), 1.0)})
+  assert acc
+  acc.add({"precision": (np.float32(1.0), jnp.float32(1.0)), "loss": (1.0, 1.0),
+           "late": (1.0, 2.0)})
+  result = acc.result()
+  assert result["precision"] == pytest.approx(3.0 / 5.0)
+  assert result["precision"] != pytest.approx((2.0 / 4.0 + 1.0 / 1.0) / 2)
+  assert result["loss"] == pytest.approx(2.0)
+  assert result["late"] == pytest.approx(0.5)
+  assert set(result) == {"precision", "loss", "late"}
+
+
+def test_ratio_accumulator_zero_denominator_is_nan():
+  """A metric whose denominators sum to 0 is nan; adding later fixes it."""
+  acc = metrics.RatioAccumulator()
+  acc.add({"recall": (0.0, 0.0)})
+  assert math.isnan(acc.result()["recall"])
+  acc.add({"recall": (1.0, 4.0)})
+  assert acc.result()["recall"] == pytest.approx(0.25)
+
+
+def test_ratio_accumulator_is_exact_in_float64():
+  """Many small float32 numerators sum without float32 round-off."""
+  acc = metrics.RatioAccumulator()
+  for _ in range(10_000):
+    acc.add({"x": (np.float32(0.1), np.float32(1.0))})
+  assert acc.result()["x"] == pytest.approx(float(np.float32(0.1)), rel=1e-12)
+
+
+def brute_auc(scores, labels):
+  pos, neg = scores[labels == 1], scores[labels == 0]
+  diff = pos[:, None] - neg[None, :]
+  return float(((diff > 0) + 0.5 * (diff == 0)).mean())
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_binary_auc_matches_brute_force(seed):
+  """Equals the pairwise count with ties as 1/2, on data with many ties."""
+  rng = np.random.default_rng(seed)
+  n = 500
+  labels = (rng.random(n) < 0.3).astype(np.int32)
+  scores = np.round(rng.random(n) + 0.3 * labels, 1)  # Rounded: lots of ties.
+  assert len(np.unique(scores)) < 20
+  got = metrics.binary_auc(scores, labels)
+  assert got == pytest.approx(brute_auc(scores, labels), abs=1e-12)
+  assert 0.5 < got < 1.0
+  # Continuous scores (no ties), 2-D inputs and float32 scores.
+  cont = rng.normal(size=(10, 50)).astype(np.float32)
+  lab = (rng.random((10, 50)) < 0.5).astype(np.int64)
+  assert metrics.binary_auc(cont, lab) == pytest.approx(brute_auc(cont.ravel(), lab.ravel()),
+                                                        abs=1e-12)
+
+
+def test_binary_auc_edge_cases():
+  """1 for separated scores, 0 when reversed, 0.5 for constant scores, nan for one class."""
+  labels = np.array([0, 0, 1, 1, 0, 1])
+  scores = np.array([0.1, 0.2, 0.8, 0.9, 0.3, 0.7])
+  assert metrics.binary_auc(scores, labels) == 1.0
+  assert metrics.binary_auc(-scores, labels) == 0.0
+  assert metrics.binary_auc(np.full(6, 0.4), labels) == 0.5
+  assert math.isnan(metrics.binary_auc(scores, np.ones(6)))
+  assert math.isnan(metrics.binary_auc(scores, np.zeros(6)))
+  assert metrics.binary_auc(np.array([0.5, 0.5, 0.9]), np.array([1, 0, 0])) == pytest.approx(0.25)
+  assert metrics.binary_auc(scores, labels.astype(bool)) == 1.0

@@ -1,0 +1,41 @@
+"""Shared helpers for the tests: loading config files and a small, fast pretraining config."""
+
+import importlib.util
+import os
+
+import ml_collections
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def load_config(name: str) -> ml_collections.ConfigDict:
+  """configs/<name>.py's get_config()."""
+  path = os.path.join(REPO, "configs", f"{name}.py")
+  spec = importlib.util.spec_from_file_location(f"configs_{name}", path)
+  module = importlib.util.module_from_spec(spec)
+  spec.loader.exec_module(module)
+  return module.get_config()
+
+
+def fast_config(train_files: str = "", tokenizer_model: str = "",
+                vocab_size: int = 512) -> ml_collections.ConfigDict:
+  """The tiny config shrunk further so that a few steps take well under a second."""
+  config = load_config("tiny")
+  config.model.vocab_size = vocab_size
+  config.model.hidden_size = 64
+  config.model.embedding_size = 32
+  config.model.num_layers = 1
+  config.model.num_heads = 2
+  config.model.intermediate_size = 128
+  config.model.max_position_embeddings = 64
+  config.data.max_seq_length = 32
+  config.data.train_files = train_files
+  config.data.tokenizer_model = tokenizer_model
+  config.train.batch_size = 8
+  config.train.num_train_steps = 8
+  config.train.warmup_steps = 2
+  config.train.log_every_steps = 1
+  config.train.eval_every_steps = 4
+  config.train.eval_batches = 2
+  config.train.checkpoint_every_steps = 4
+  return config
