@@ -13,16 +13,15 @@ import resource
 import statistics
 import time
 
-from absl import app
 from absl import flags
 import jax
 import numpy as np
 from ml_collections import config_flags
 
+from electra_jax import cli
 from electra_jax import objectives
 from electra_jax import parallel
 from electra_jax import train
-from electra_jax.errors import ElectraError
 
 FLAGS = flags.FLAGS
 config_flags.DEFINE_config_file("config", None, "Config file to benchmark.", lock_config=True)
@@ -106,10 +105,7 @@ def run(config, steps: int, warmup: int, peak_tflops: float) -> dict:
 
 def main(argv):
   del argv
-  try:
-    r = run(FLAGS.config, FLAGS.steps, FLAGS.warmup, FLAGS.peak_tflops)
-  except ElectraError as e:
-    raise SystemExit(f"error: {e}") from None
+  r = run(FLAGS.config, FLAGS.steps, FLAGS.warmup, FLAGS.peak_tflops)
   print(f"device={r['device_kind']} ({r['platform']}) x{r['devices']} "
         f"batch={r['batch_size']} seq={r['seq_len']} dtype={FLAGS.config.model.dtype}")
   print(f"compile_s={r['compile_s']:.1f} step_time_ms={1000 * r['step_s']:.1f} "
@@ -120,4 +116,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-  app.run(main)
+  cli.run(main)

@@ -6,14 +6,11 @@
 Runs (or resumes, from the newest checkpoint in --workdir) pretraining as the config says.
 """
 
-import sys
-
 from absl import app
 from absl import flags
-from absl import logging
 from ml_collections import config_flags
 
-from electra_jax.errors import ElectraError
+from electra_jax import cli
 
 FLAGS = flags.FLAGS
 config_flags.DEFINE_config_file(
@@ -27,12 +24,8 @@ def main(argv):
   if len(argv) > 1:
     raise app.UsageError(f"unexpected arguments: {argv[1:]}")
   from electra_jax import train  # pylint: disable=import-outside-toplevel
-  try:
-    train.train_and_evaluate(FLAGS.config, FLAGS.workdir)
-  except ElectraError as e:
-    logging.flush()
-    sys.exit(f"error: {e}")
+  train.train_and_evaluate(FLAGS.config, FLAGS.workdir)
 
 
 if __name__ == "__main__":
-  app.run(main)
+  cli.run(main)

@@ -12,7 +12,7 @@ import json
 import math
 import os
 import time
-from typing import Any, Callable, Iterator
+from typing import Any, Callable
 
 from absl import logging
 from clu import metric_writers
@@ -31,6 +31,7 @@ from electra_jax import metrics as metrics_lib
 from electra_jax import objectives
 from electra_jax import optim
 from electra_jax import parallel
+from electra_jax.errors import ElectraError
 from electra_jax.models import electra
 
 INPUT_KEYS = ("input_ids", "input_mask", "segment_ids")
@@ -219,6 +220,10 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> dict[
   """
   from electra_jax.data import pipeline  # pylint: disable=import-outside-toplevel
   config_validation.validate(config)
+  if jax.process_count() > 1:
+    raise ElectraError(
+        f"this run has {jax.process_count()} processes, but the input pipeline feeds one host "
+        "only so far; run on a single host (multi-host input is planned)")
   # Check the mesh and batch before the (slower) data preparation.
   parallel.check_batch_divides(config.train.batch_size, parallel.make_mesh(config.mesh),
                                parallel.axis_rules(config.mesh))

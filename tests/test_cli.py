@@ -17,8 +17,9 @@ FAST = ["--config.model.hidden_size=64", "--config.model.embedding_size=32",
         "--config.train.eval_every_steps=2", "--config.train.eval_batches=1"]
 
 
-def run_main(workdir, *overrides, config="configs/tiny.py"):
-  env = dict(os.environ, JAX_PLATFORMS="cpu", TF_CPP_MIN_LOG_LEVEL="3")
+def run_main(workdir, *overrides, config="configs/tiny.py", devices=1):
+  env = dict(os.environ, JAX_PLATFORMS="cpu", TF_CPP_MIN_LOG_LEVEL="3",
+             XLA_FLAGS=f"--xla_force_host_platform_device_count={devices}")
   return subprocess.run(
       [sys.executable, "-m", "electra_jax.main", f"--config={config}", f"--workdir={workdir}",
        *overrides], cwd=testing.REPO, env=env, capture_output=True, text=True, timeout=600,
@@ -60,15 +61,17 @@ def test_run_then_corrupt_checkpoint_is_reported(tmp_path, text_corpus):
 
 
 @pytest.mark.parametrize("overrides, message", [
-    (["--config.train.no_such_field=1"], "no_such_field"),
+    (["--config.train.no_such_field=1"],
+     "error: unknown config field 'no_such_field' in --config.train.no_such_field=1"),
+    (["--config.train.batch_size=abc"], "error: flag --config.train.batch_size=abc"),
     (["--config.data.max_seq_length=256"],
-     "error: data.max_seq_length=256 exceeds model.max_position_embeddings=128"),
+     "error: data.max_seq_length=256 exceeds model.max_position_embeddings=64"),
     (["--config.data.train_files=/nonexistent/dir/*.txt"],
      "error: no files match --config.data.train_files"),
 ])
 def test_bad_input_is_one_clear_error(tmp_path, overrides, message):
   proc = run_main(tmp_path / "run", *FAST, *overrides)
-  assert proc.returncode != 0
+  assert proc.returncode == 1
   assert message in proc.stderr
   assert "Traceback" not in proc.stderr
 
@@ -80,3 +83,11 @@ def test_empty_corpus_is_one_clear_error(tmp_path):
   assert proc.returncode == 1
   assert proc.stderr.strip().splitlines()[-1].startswith("error: ")
   assert "Traceback" not in proc.stderr
+
+
+def test_batch_not_divisible_by_devices_is_one_clear_error(tmp_path):
+  proc = run_main(tmp_path / "run", *FAST, "--config.train.batch_size=6", devices=4)
+  assert proc.returncode == 1
+  last = proc.stderr.strip().splitlines()[-1]
+  assert last == ("error: train.batch_size=6 is not divisible by the 4 batch shards of the mesh "
+                  "{'data': 4}; use a batch size that is a multiple of 4")

@@ -262,7 +262,10 @@ VOCAB = 64
 
 
 def tiny_config(dtype="float32"):
+  """configs/tiny.py with vocab 64, 16 positions and the paper's dropout (tiny turns it off)."""
   config = load_config("tiny")
+  config.model.hidden_dropout_prob = 0.1
+  config.model.attention_dropout_prob = 0.1
   config.model.vocab_size = VOCAB
   config.model.max_position_embeddings = SEQ
   config.model.dtype = dtype

@@ -70,8 +70,8 @@ def test_learns_on_the_embedded_corpus(tmp_path):
   assert os.path.isfile(tmp_path / "run" / "tokenizer" / "spm.model")
   chance = 1.0 / config.model.vocab_size
   assert result["masked_lm_accuracy"] > 100 * chance
-  assert result["disc_accuracy"] > result["all_original_accuracy"] + 0.01
-  assert result["disc_auc"] > 0.65
+  assert result["disc_accuracy"] > result["all_original_accuracy"], result
+  assert result["disc_auc"] > 0.7, result
 
 
 def test_benchmark_reports_throughput():
