@@ -46,9 +46,6 @@ class Checkpointer:
   def latest_step(self) -> int | None:
     return self._manager.latest_step()
 
-  def all_steps(self) -> list[int]:
-    return list(self._manager.all_steps())
-
   def save(self, step: int, state: Any, meta: dict[str, Any]) -> None:
     """Starts saving (asynchronously when enabled); returns once the arrays are copied."""
     self._manager.save(step, args=ocp.args.Composite(

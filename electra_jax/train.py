@@ -273,43 +273,48 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> dict[
                             "config": json.loads(config.to_json_best_effort())})
 
   step = start_step
-  while step < stop_at:
-    batch = parallel.device_put_batch(next(train_iter), setup.batch_sharding)
-    state, step_metrics = setup.train_step(state, batch)
-    pending.append(step_metrics)
-    step += 1
-    window_steps += 1
-    if step % config.train.log_every_steps == 0 or step == stop_at:
-      accumulator = metrics_lib.RatioAccumulator()
-      for m in jax.device_get(pending):
-        accumulator.add(m)
-      pending.clear()
-      values = accumulator.result()
-      elapsed = time.perf_counter() - window_start
-      steps_per_s = window_steps / elapsed
-      values["steps_per_s"] = steps_per_s
-      values["tokens_per_s"] = steps_per_s * tokens_per_step
-      writer.write_scalars(step, {f"train/{k}": v for k, v in values.items()})
-      logging.info("%s", _progress_line(step, total, values, steps_per_s,
-                                        values["tokens_per_s"]))
-      window_start, window_steps = time.perf_counter(), 0
-    if eval_batches and config.train.eval_every_steps and (
-        step % config.train.eval_every_steps == 0
-                                          or step == total):
-      last_eval = evaluate(setup, state, eval_batches, config.seed)
-      writer.write_scalars(step, {f"eval/{k}": v for k, v in last_eval.items()})
-      logging.info("eval at step %d: %s", step,
-                   " | ".join(f"{k} {v:.4f}" for k, v in sorted(last_eval.items())))
-      window_start, window_steps = time.perf_counter(), 0
-    if step % config.train.checkpoint_every_steps == 0 or step == stop_at:
-      save(step)
-    elif ckpt.reached_preemption(step):
-      logging.warning("Preemption announced at step %d: saving and stopping", step)
-      save(step)
-      break
-  ckpt.wait()
-  ckpt.close()
-  writer.close()
+  if step >= stop_at:
+    logging.info("Nothing to do: the newest checkpoint is at step %d and the run stops at %d",
+                 step, stop_at)
+  try:
+    while step < stop_at:
+      batch = parallel.device_put_batch(next(train_iter), setup.batch_sharding)
+      state, step_metrics = setup.train_step(state, batch)
+      pending.append(step_metrics)
+      step += 1
+      window_steps += 1
+      if step % config.train.log_every_steps == 0 or step == stop_at:
+        accumulator = metrics_lib.RatioAccumulator()
+        for m in jax.device_get(pending):
+          accumulator.add(m)
+        pending.clear()
+        values = accumulator.result()
+        steps_per_s = window_steps / (time.perf_counter() - window_start)
+        values["steps_per_s"] = steps_per_s
+        values["tokens_per_s"] = steps_per_s * tokens_per_step
+        writer.write_scalars(step, {f"train/{k}": v for k, v in values.items()})
+        logging.info("%s", _progress_line(step, total, values, steps_per_s,
+                                          values["tokens_per_s"]))
+        window_start, window_steps = time.perf_counter(), 0
+      eval_due = config.train.eval_every_steps and (
+          step % config.train.eval_every_steps == 0 or step == total)
+      if eval_batches and eval_due:
+        last_eval = evaluate(setup, state, eval_batches, config.seed)
+        writer.write_scalars(step, {f"eval/{k}": v for k, v in last_eval.items()})
+        logging.info("eval at step %d: %s", step,
+                     " | ".join(f"{k} {v:.4f}" for k, v in sorted(last_eval.items())))
+        window_start, window_steps = time.perf_counter(), 0
+      if step % config.train.checkpoint_every_steps == 0 or step == stop_at:
+        save(step)
+      elif ckpt.reached_preemption(step):
+        logging.warning("Preemption announced at step %d: saving and stopping", step)
+        save(step)
+        break
+  finally:
+    # Even when training fails, let checkpoints already started finish writing.
+    ckpt.wait()
+    ckpt.close()
+    writer.close()
   return last_eval
 
 

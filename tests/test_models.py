@@ -1,9 +1,7 @@
 """Tests for electra_jax.models: sizes, parameter names and axes, masking, init, dtypes."""
 
 import functools
-import importlib.util
 import math
-import os
 
 import flax.linen as nn
 import jax
@@ -15,23 +13,12 @@ from jax.sharding import PartitionSpec
 from electra_jax import default_config
 from electra_jax.models import electra
 from electra_jax.models import encoder as enc
+from tests.testing import load_config, path_str
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # The std of a standard normal truncated at +-2: sqrt(1 - 4 phi(2) / (2 Phi(2) - 1)).
 TRUNCATED_STD = 0.87962566
 
 
-def load_config(name):
-  """configs/<name>.py's get_config()."""
-  spec = importlib.util.spec_from_file_location(
-      f"config_{name}", os.path.join(REPO, "configs", f"{name}.py"))
-  module = importlib.util.module_from_spec(spec)
-  spec.loader.exec_module(module)
-  return module.get_config()
-
-
-def path_str(path):
-  return "/".join(str(getattr(k, "key", k)) for k in path)
 
 
 def dummy_inputs(seq_len=8, max_predictions=2, abstract=False):

@@ -2,8 +2,6 @@
 
 import dataclasses
 import functools
-import importlib.util
-import os
 
 import flax.linen as nn
 import jax
@@ -14,25 +12,14 @@ from scipy import stats
 
 from electra_jax import objectives
 from electra_jax.models import electra
+from tests.testing import load_config, path_str
 
 PAD, CLS, SEP, MASK = 0, 2, 3, 4
 SPECIAL = (PAD, CLS, SEP, MASK)
 SPECIAL_IDS = objectives.SpecialIds(pad=PAD, cls=CLS, sep=SEP, mask=MASK)
 FIRST_WORD = 5  # Ordinary token ids are >= FIRST_WORD.
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-def load_config(name):
-  """configs/<name>.py's get_config()."""
-  spec = importlib.util.spec_from_file_location(
-      f"config_{name}", os.path.join(REPO, "configs", f"{name}.py"))
-  module = importlib.util.module_from_spec(spec)
-  spec.loader.exec_module(module)
-  return module.get_config()
-
-
-def path_str(path):
-  return "/".join(str(getattr(k, "key", k)) for k in path)
 
 
 def flat(tree):

@@ -1,8 +1,6 @@
 """Tests for electra_jax.optim (schedule, decay mask, AdamW) and electra_jax.metrics."""
 
-import importlib.util
 import math
-import os
 
 import flax.linen as nn
 import jax
@@ -15,21 +13,10 @@ from electra_jax import default_config
 from electra_jax import metrics
 from electra_jax import optim
 from electra_jax.models import electra
-
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
-def load_config(name):
-  """configs/<name>.py's get_config()."""
-  spec = importlib.util.spec_from_file_location(
-      f"config_{name}", os.path.join(REPO, "configs", f"{name}.py"))
-  module = importlib.util.module_from_spec(spec)
-  spec.loader.exec_module(module)
-  return module.get_config()
+from tests.testing import load_config, path_str
 
 
-def path_str(path):
-  return "/".join(str(getattr(k, "key", k)) for k in path)
+
 
 
 # ---------------------------------------------------------------------------------------------

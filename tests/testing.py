@@ -17,6 +17,11 @@ def load_config(name: str) -> ml_collections.ConfigDict:
   return module.get_config()
 
 
+def path_str(path) -> str:
+  """A jax tree path as "a/b/c"."""
+  return "/".join(str(getattr(k, "key", k)) for k in path)
+
+
 def fast_config(train_files: str = "", tokenizer_model: str = "",
                 vocab_size: int = 512) -> ml_collections.ConfigDict:
   """The tiny config shrunk further so that a few steps take well under a second."""

@@ -19,7 +19,7 @@ import ml_collections
 
 from electra_jax.models import encoder as enc
 
-DTYPES = {"float32": jnp.float32, "bfloat16": jnp.bfloat16, "float16": jnp.float16}
+DTYPES = {"float32": jnp.float32, "bfloat16": jnp.bfloat16}
 
 
 def encoder_configs(model_config: ml_collections.ConfigDict

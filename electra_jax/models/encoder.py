@@ -164,14 +164,19 @@ class SelfAttention(nn.Module):
     return context.reshape(batch, seq_len, cfg.hidden_size)
 
 
-class AttentionOutput(nn.Module):
-  """Output projection, dropout, residual, LayerNorm.  [B, T, H] -> [B, T, H]."""
+class ResidualOutput(nn.Module):
+  """`dense`, dropout, residual add, `LayerNorm`: BERT's `attention/output` and `output`.
+
+  [B, T, H or F] -> [B, T, H]; `input_axis` is the logical name of the input width
+  ("heads" after attention, "mlp" after the feed-forward layer).
+  """
   config: EncoderConfig
+  input_axis: str
 
   @nn.compact
-  def __call__(self, context, residual, deterministic: bool):
+  def __call__(self, h, residual, deterministic: bool):
     cfg = self.config
-    x = _dense(cfg.hidden_size, cfg, ("heads", "hidden"), "dense")(context)
+    x = _dense(cfg.hidden_size, cfg, (self.input_axis, "hidden"), "dense")(h)
     x = nn.Dropout(cfg.hidden_dropout_prob)(x, deterministic=deterministic)
     return _layer_norm(cfg, "hidden")(x + residual)
 
@@ -183,7 +188,7 @@ class Attention(nn.Module):
   @nn.compact
   def __call__(self, x, attention_bias, deterministic: bool):
     context = SelfAttention(self.config, name="self")(x, attention_bias, deterministic)
-    return AttentionOutput(self.config, name="output")(context, x, deterministic)
+    return ResidualOutput(self.config, "heads", name="output")(context, x, deterministic)
 
 
 class Intermediate(nn.Module):
@@ -196,18 +201,6 @@ class Intermediate(nn.Module):
     return nn.with_logical_constraint(h, ("batch", "length", "mlp"))
 
 
-class Output(nn.Module):
-  """`output/dense`, dropout, residual, `output/LayerNorm`.  [B, T, F] -> [B, T, H]."""
-  config: EncoderConfig
-
-  @nn.compact
-  def __call__(self, h, residual, deterministic: bool):
-    cfg = self.config
-    x = _dense(cfg.hidden_size, cfg, ("mlp", "hidden"), "dense")(h)
-    x = nn.Dropout(cfg.hidden_dropout_prob)(x, deterministic=deterministic)
-    return _layer_norm(cfg, "hidden")(x + residual)
-
-
 class TransformerLayer(nn.Module):
   """One post-LayerNorm Transformer layer.  [B, T, H] -> [B, T, H]."""
   config: EncoderConfig
@@ -216,7 +209,7 @@ class TransformerLayer(nn.Module):
   def __call__(self, x, attention_bias, deterministic: bool):
     x = Attention(self.config, name="attention")(x, attention_bias, deterministic)
     h = Intermediate(self.config, name="intermediate")(x)
-    x = Output(self.config, name="output")(h, x, deterministic)
+    x = ResidualOutput(self.config, "mlp", name="output")(h, x, deterministic)
     return nn.with_logical_constraint(x, ("batch", "length", "hidden"))
 
 
