@@ -22,6 +22,7 @@ from electra_jax import cli
 from electra_jax import objectives
 from electra_jax import parallel
 from electra_jax import train
+from electra_jax.errors import ElectraError
 
 FLAGS = flags.FLAGS
 config_flags.DEFINE_config_file("config", None, "Config file to benchmark.", lock_config=True)
@@ -64,6 +65,8 @@ def _memory_line(compiled) -> str:
 
 def run(config, steps: int, warmup: int, peak_tflops: float) -> dict:
   """Benchmarks `config`'s train step; returns the measurements printed by `main`."""
+  if steps < 1 or warmup < 0:
+    raise ElectraError(f"--steps={steps} --warmup={warmup}: time at least 1 step, warm up >= 0")
   setup = train.build_setup(config, SPECIAL)
   batch_size, seq_len = config.train.batch_size, config.data.max_seq_length
   host_batch = synthetic_batch(batch_size, seq_len, config.model.vocab_size)
@@ -97,6 +100,7 @@ def run(config, steps: int, warmup: int, peak_tflops: float) -> dict:
       "tokens_per_s": batch_size * seq_len / step_s,
       "flops_per_step": flops,
       "memory": _memory_line(compiled),
+      "final_loss": float(metrics["loss"][0]),
   }
   if peak_tflops > 0 and flops > 0:
     result["mfu"] = flops / step_s / (peak_tflops * 1e12 * jax.device_count())
