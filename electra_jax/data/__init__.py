@@ -15,14 +15,5 @@ ELECTRA example recipe) and `pipeline` (`build_pretraining_data` and `BatchItera
   lowercase: whether a newly trained tokenizer case-folds its input.
   max_seq_length: length T of every example.
   single_segment_prob, short_seq_prob: see `electra_jax.data.examples`.
+
 """
-
-from electra_jax.data.examples import build_examples
-from electra_jax.data.pipeline import BatchIterator, PretrainingData, build_pretraining_data
-from electra_jax.data.pipeline import eval_batches
-from electra_jax.data.tokenizer import SPECIAL_TOKENS, Tokenizer, train_sentencepiece
-
-__all__ = [
-    "BatchIterator", "PretrainingData", "SPECIAL_TOKENS", "Tokenizer", "build_examples",
-    "build_pretraining_data", "eval_batches", "train_sentencepiece",
-]

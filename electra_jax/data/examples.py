@@ -1,29 +1,25 @@
-"""Pretraining examples from documents: ELECTRA's recipe, seeded and deterministic.
+"""Pretraining examples from documents: the original ELECTRA recipe, seeded and deterministic.
 
-The recipe follows the original ELECTRA `build_pretraining_dataset.py` (itself BERT's, without
-next-sentence prediction), with the segment split and truncation of BERT's
-`create_pretraining_data.py`:
+This follows `ExampleBuilder` in the original ELECTRA `build_pretraining_dataset.py`:
 
 1. Every sentence is tokenized; sentences with no tokens are skipped.
-2. Each document is walked in order, adding sentences to the current chunk. A sentence longer
-   than the content budget (`target_length - 3`, room for [CLS] [SEP] [SEP]) is cut to it.
-   Once the chunk holds at least `target_length - 3` tokens it becomes an example; whatever
-   is left at the end of a document is flushed as a (shorter) example too, so examples never
-   cross documents.
-3. Making an example: with probability `single_segment_prob` the whole chunk is segment A and
-   the example is `[CLS] A [SEP]`. Otherwise the chunk is split into A = its first k sentences
-   and B = the rest, k uniform in [1, num_sentences - 1]; a chunk of one sentence is split
-   inside its tokens at a uniform point (a one-token chunk stays single-segment). The pair is
-   truncated to `target_length - 3` tokens by trimming the end of the longer segment (B on a
-   tie) one token at a time, and the example is `[CLS] A [SEP] B [SEP]`. A single segment is
-   cut to `target_length - 2` tokens.
+2. Each document is walked in order, adding sentences to the current chunk; once the chunk
+   holds at least `target_length` tokens it becomes an example, and whatever is left at the end
+   of a document becomes a (shorter) example too, so examples never cross documents.
+3. Making an example: with probability `single_segment_prob` the first segment's target is
+   unbounded (everything goes to A); otherwise it is (target_length - 3) // 2. Sentences are
+   dealt in order: a sentence goes to A if A is empty, or if it keeps A under its target, or
+   (while B is still empty and A is under its target) with probability 1/2; otherwise to B.
+   A is cut to max_seq_length - 2 tokens and B to what is left after [CLS] A [SEP] ... [SEP];
+   the example is `[CLS] A [SEP] B [SEP]`, or `[CLS] A [SEP]` when B is empty (a forced single
+   segment, a one-sentence chunk, or an A that fills the sequence).
 4. The target length is `max_seq_length`, except that after each example, with probability
-   `short_seq_prob`, the next example's target is uniform in [5, max_seq_length] (it is reset
-   to `max_seq_length` after that example). So every example has at most its target length.
+   `short_seq_prob`, the next target is uniform in [5, max_seq_length].
 
 Segment ids are 0 for [CLS] A [SEP], 1 for B [SEP] and 0 on padding; input_mask is 1 on real
-tokens. All randomness comes from one `numpy.random.Generator(seed)`, drawn in document order,
-so the examples are a function of (documents, tokenizer, max_seq_length, seed, probabilities).
+tokens. All randomness comes from one `numpy.random.Generator(seed)`, drawn in document order
+(in the same order as the original's draws), so the examples are a function of (documents,
+tokenizer, max_seq_length, seed, probabilities).
 """
 
 from __future__ import annotations
@@ -57,22 +53,6 @@ def _encode_all(tokenizer: TokenizerLike, sentences: list[str]) -> list[list[int
   return [tokenizer.encode(s) for s in sentences]
 
 
-def truncate_pair(len_a: int, len_b: int, budget: int) -> tuple[int, int]:
-  """Lengths after trimming the longer of two segments (B on a tie) one token at a time until
-  their total fits `budget`; computed in closed form. Both stay >= 1 when budget >= 2."""
-  excess = len_a + len_b - budget
-  if excess <= 0:
-    return len_a, len_b
-  cut = min(excess, abs(len_a - len_b))
-  if len_a > len_b:
-    len_a -= cut
-  else:
-    len_b -= cut
-  excess -= cut
-  # The segments are now equal in length: B loses the first token, then they alternate.
-  return len_a - excess // 2, len_b - (excess + 1) // 2
-
-
 class _Builder:
   """Accumulates one document's sentences into chunks and turns chunks into examples."""
 
@@ -89,38 +69,35 @@ class _Builder:
     self.examples: list[tuple[list[int], int]] = []  # (token ids, length of [CLS] A [SEP])
 
   def add_sentence(self, tokens: list[int]) -> None:
-    budget = self.target_length - 3
-    tokens = tokens[:budget]
     self.chunk.append(tokens)
     self.chunk_length += len(tokens)
-    if self.chunk_length >= budget:
+    if self.chunk_length >= self.target_length:
       self.flush()
 
   def flush(self) -> None:
     """Turns the current chunk (if any) into an example and picks the next target length."""
     if not self.chunk:
       return
-    rng, chunk, target = self.rng, self.chunk, self.target_length
-    a: list[int]
-    b: list[int] = []
+    rng = self.rng
     if rng.random() < self.single_segment_prob:
-      a = [t for sentence in chunk for t in sentence]
-    elif len(chunk) >= 2:
-      k = int(rng.integers(1, len(chunk)))
-      a = [t for sentence in chunk[:k] for t in sentence]
-      b = [t for sentence in chunk[k:] for t in sentence]
-    elif len(chunk[0]) >= 2:
-      cut = int(rng.integers(1, len(chunk[0])))
-      a, b = chunk[0][:cut], chunk[0][cut:]
+      first_target = float("inf")
     else:
-      a = chunk[0]
+      first_target = (self.target_length - 3) // 2
+    a: list[int] = []
+    b: list[int] = []
+    for sentence in self.chunk:
+      # Short-circuit order as in the original, so the 1/2 draw happens only when reached.
+      if (not a or len(a) + len(sentence) < first_target
+          or (not b and len(a) < first_target and rng.random() < 0.5)):
+        a.extend(sentence)
+      else:
+        b.extend(sentence)
+    a = a[:self.max_seq_length - 2]
+    b = b[:max(0, self.max_seq_length - len(a) - 3)]
     if b:
-      len_a, len_b = truncate_pair(len(a), len(b), target - 3)
-      ids = [self.cls_id, *a[:len_a], self.sep_id, *b[:len_b], self.sep_id]
-      self.examples.append((ids, len_a + 2))
+      self.examples.append(([self.cls_id, *a, self.sep_id, *b, self.sep_id], len(a) + 2))
     else:
-      ids = [self.cls_id, *a[:target - 2], self.sep_id]
-      self.examples.append((ids, len(ids)))
+      self.examples.append(([self.cls_id, *a, self.sep_id], len(a) + 2))
     self.chunk, self.chunk_length = [], 0
     if rng.random() < self.short_seq_prob:
       self.target_length = int(rng.integers(MIN_TARGET_LENGTH, self.max_seq_length + 1))
@@ -138,7 +115,7 @@ def build_examples(documents: Sequence[Sequence[str]], tokenizer: TokenizerLike,
     tokenizer: provides `encode` (or `encode_batch`), `pad_id`, `cls_id`, `sep_id`.
     max_seq_length: T, the length of every row, [CLS] and [SEP]s included; at least 5.
     seed: seeds the one random generator of the recipe.
-    single_segment_prob: probability that an example is `[CLS] A [SEP]`.
+    single_segment_prob: probability that an example is forced to be `[CLS] A [SEP]`.
     short_seq_prob: probability that the next example's target length is random.
 
   Returns:

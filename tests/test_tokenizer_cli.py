@@ -1,0 +1,108 @@
+"""`python -m electra_jax.data.tokenizer train`: trained files, flags, and one-line errors."""
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from electra_jax.data import corpus
+from electra_jax.data import tokenizer as tokenizer_lib
+from tests import testing
+
+VOCAB_SIZE = 400
+CASED_SENTENCE = "The Python Module returns None."
+
+
+def run_tokenizer(*args):
+  env = dict(os.environ, JAX_PLATFORMS="cpu", TF_CPP_MIN_LOG_LEVEL="3")
+  return subprocess.run([sys.executable, "-m", "electra_jax.data.tokenizer", *args],
+                        cwd=testing.REPO, env=env, capture_output=True, text=True, timeout=300,
+                        check=False)
+
+
+def last_line(proc):
+  lines = proc.stderr.strip().splitlines()
+  return lines[-1] if lines else ""
+
+
+@pytest.fixture(scope="module")
+def text_dir(tmp_path_factory):
+  """~100 KB of the embedded corpus (whole documents) as two files, plus the cased sentence."""
+  root = tmp_path_factory.mktemp("tokenizer_cli")
+  shard = corpus.write_stdlib_corpus(str(root / "stdlib"))[0]
+  with open(shard, encoding="utf-8") as f:
+    text = f.read(100_000)
+  documents = text[:text.rfind("\n\n")].split("\n\n")
+  half = len(documents) // 2
+  text_dir = root / "text"
+  text_dir.mkdir()
+  (text_dir / "a.txt").write_text("\n\n".join(documents[:half]) + "\n", encoding="utf-8")
+  (text_dir / "b.txt").write_text(
+      "\n\n".join(documents[half:]) + f"\n\n{CASED_SENTENCE}\n", encoding="utf-8")
+  return text_dir
+
+
+def test_trains_a_lowercasing_tokenizer_and_refuses_to_overwrite_it(text_dir, tmp_path):
+  out = tmp_path / "tok"
+  args = ["train", f"--input={text_dir}/*.txt", f"--vocab_size={VOCAB_SIZE}", f"--output={out}"]
+  proc = run_tokenizer(*args)
+  assert proc.returncode == 0, proc.stderr[-3000:]
+  model = out / "spm.model"
+  assert model.is_file() and (out / "spm.vocab").is_file()
+  assert sorted(os.listdir(out)) == ["spm.model", "spm.vocab"]  # No temporary files left.
+  summary = proc.stdout.strip().splitlines()
+  assert len(summary) == 1, proc.stdout
+  assert str(model) in summary[0] and f"vocab_size={VOCAB_SIZE}" in summary[0]
+  assert "[PAD]=0 [UNK]=1 [CLS]=2 [SEP]=3 [MASK]=4" in summary[0]
+  assert " -> ▁" in summary[0] and "trained in" in summary[0]
+
+  tok = tokenizer_lib.Tokenizer(str(model))
+  assert tok.vocab_size == VOCAB_SIZE
+  assert (tok.pad_id, tok.unk_id, tok.cls_id, tok.sep_id, tok.mask_id) == (0, 1, 2, 3, 4)
+  assert tok.decode(tok.encode(CASED_SENTENCE)) == CASED_SENTENCE.lower()
+
+  before = model.read_bytes()
+  proc = run_tokenizer(*args)
+  assert proc.returncode == 1
+  assert last_line(proc).startswith("error: ") and "--overwrite" in last_line(proc)
+  assert model.read_bytes() == before
+
+  proc = run_tokenizer(*args, "--overwrite", "--input_sentence_size=0")
+  assert proc.returncode == 0, proc.stderr[-3000:]
+
+
+def test_nolowercase_keeps_case(text_dir, tmp_path):
+  out = tmp_path / "cased"
+  proc = run_tokenizer("train", f"--input={text_dir}/a.txt,{text_dir}/b.txt",
+                       f"--vocab_size={VOCAB_SIZE}", f"--output={out}", "--nolowercase")
+  assert proc.returncode == 0, proc.stderr[-3000:]
+  tok = tokenizer_lib.Tokenizer(str(out / "spm.model"))
+  assert tok.vocab_size == VOCAB_SIZE
+  assert tok.decode(tok.encode(CASED_SENTENCE)) == CASED_SENTENCE
+
+
+@pytest.mark.parametrize("make_args, message", [
+    (lambda d, t: ["train", f"--input={d}/missing*.txt", "--vocab_size=400", f"--output={t}/out"],
+     "error: no files match --input="),
+    (lambda d, t: ["train", f"--input={d}/*.txt", "--vocab_size=5", f"--output={t}/out"],
+     "error: --vocab_size=5 is too small"),
+    (lambda d, t: ["train", f"--input={d}/*.txt", "--vocab_size=100000", f"--output={t}/out"],
+     "error: the corpus is too small for a 100000-piece vocabulary"),
+    (lambda d, t: ["train", f"--input={t}/blank.txt", "--vocab_size=400", f"--output={t}/out"],
+     "error: the --input files hold no text"),
+    (lambda d, t: ["train", f"--input={d}/*.txt", f"--output={t}/out"],
+     "error: train needs --vocab_size"),
+    (lambda d, t: ["fit", f"--input={d}/*.txt", "--vocab_size=400", f"--output={t}/out"],
+     "error: unknown subcommand 'fit'; the subcommand is 'train'"),
+    (lambda d, t: [], "error: no subcommand given; the subcommand is 'train'"),
+], ids=["missing_glob", "vocab_below_6", "vocab_too_large", "blank_input", "missing_flag",
+        "unknown_subcommand", "no_subcommand"])
+def test_errors_are_one_line(text_dir, tmp_path, make_args, message):
+  """`make_args(text_dir, tmp_path)` gives the command line; it must fail with `message`."""
+  (tmp_path / "blank.txt").write_text("\n\n  \n", encoding="utf-8")
+  proc = run_tokenizer(*make_args(text_dir, tmp_path))
+  assert proc.returncode == 1, proc.stderr[-3000:]
+  assert last_line(proc).startswith(message), proc.stderr[-3000:]
+  assert "Traceback" not in proc.stderr
+  assert not (tmp_path / "out" / "spm.model").exists()
