@@ -41,8 +41,11 @@ def test_run_then_corrupt_checkpoint_is_reported(tmp_path, text_corpus):
   workdir = tmp_path / "run"
   args = [*FAST, f"--config.data.train_files={files}", f"--config.data.tokenizer_model={model}",
           "--config.model.vocab_size=512"]
-  proc = run_main(workdir, *args)
+  proc = run_main(workdir, *args, "--config.train.checkpoint_every_steps=1",
+                  "--config.train.keep_checkpoints=1")
   assert proc.returncode == 0, proc.stderr[-3000:]
+  # Steps 1 and 2 were saved; keep_checkpoints=1 leaves only the newest.
+  assert sorted(d for d in os.listdir(workdir / "checkpoints") if d.isdigit()) == ["2"]
   assert "step 2/2 (100.0%)" in proc.stderr and "ETA" in proc.stderr
   assert "disc_auc" in proc.stderr
   assert os.path.isdir(workdir / "checkpoints" / "2")
