@@ -12,3 +12,17 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 import jax  # pylint: disable=g-import-not-at-top
 
 jax.config.update("jax_platforms", "cpu")
+
+
+import pytest  # pylint: disable=g-import-not-at-top,g-bad-import-order
+
+
+@pytest.fixture(scope="session")
+def corpus_and_tokenizer(tmp_path_factory):
+  """(comma-separated text files, sentencepiece model path): three shards of the embedded
+  corpus and a 512-piece tokenizer trained on them, shared by the loop and CLI tests."""
+  from electra_jax.data import corpus, tokenizer  # pylint: disable=import-outside-toplevel
+  root = tmp_path_factory.mktemp("corpus")
+  paths = corpus.write_stdlib_corpus(str(root / "text"))[:3]
+  model = tokenizer.train_sentencepiece(paths, str(root / "spm"), vocab_size=512)
+  return ",".join(paths), model

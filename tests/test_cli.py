@@ -26,18 +26,8 @@ def run_main(workdir, *overrides, config="configs/tiny.py", devices=1):
       check=False)
 
 
-@pytest.fixture(scope="module")
-def text_corpus(tmp_path_factory):
-  """Plain text of a few hundred short documents and a tokenizer for it."""
-  from electra_jax.data import corpus, tokenizer  # pylint: disable=import-outside-toplevel
-  root = tmp_path_factory.mktemp("cli_corpus")
-  paths = corpus.write_stdlib_corpus(str(root / "text"))[:2]
-  model = tokenizer.train_sentencepiece(paths, str(root / "spm"), vocab_size=512)
-  return ",".join(paths), model
-
-
-def test_run_then_corrupt_checkpoint_is_reported(tmp_path, text_corpus):
-  files, model = text_corpus
+def test_run_then_corrupt_checkpoint_is_reported(tmp_path, corpus_and_tokenizer):
+  files, model = corpus_and_tokenizer
   workdir = tmp_path / "run"
   args = [*FAST, f"--config.data.train_files={files}", f"--config.data.tokenizer_model={model}",
           "--config.model.vocab_size=512"]

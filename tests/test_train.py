@@ -7,18 +7,7 @@ import pytest
 
 from electra_jax import benchmark
 from electra_jax import train
-from electra_jax.data import corpus
-from electra_jax.data import tokenizer as tokenizer_lib
 from tests import testing
-
-
-@pytest.fixture(scope="module")
-def corpus_and_tokenizer(tmp_path_factory):
-  """A few shards of the embedded corpus and a 512-piece tokenizer trained on them."""
-  root = tmp_path_factory.mktemp("corpus")
-  paths = corpus.write_stdlib_corpus(str(root / "text"))[:3]
-  model = tokenizer_lib.train_sentencepiece(paths, str(root / "spm"), vocab_size=512)
-  return ",".join(paths), model
 
 
 def _train_losses(workdir):
