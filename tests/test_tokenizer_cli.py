@@ -1,4 +1,5 @@
-"""`python -m electra_jax.data.tokenizer train`: trained files, flags, and one-line errors."""
+"""`python -m electra_jax.data.tokenizer train`: trained files (sentencepiece and WordPiece), flags,
+and one-line errors."""
 
 import os
 import subprocess
@@ -82,6 +83,57 @@ def test_nolowercase_keeps_case(text_dir, tmp_path):
   assert tok.decode(tok.encode(CASED_SENTENCE)) == CASED_SENTENCE
 
 
+def test_trains_a_wordpiece_vocab_txt(text_dir, tmp_path):
+  out = tmp_path / "wp"
+  args = ["train", f"--input={text_dir}/*.txt", f"--vocab_size={VOCAB_SIZE}", f"--output={out}",
+          "--type=wordpiece"]
+  proc = run_tokenizer(*args)
+  assert proc.returncode == 0, proc.stderr[-3000:]
+  vocab = out / "vocab.txt"
+  assert sorted(os.listdir(out)) == ["vocab.txt"]  # No temporary files left.
+  summary = proc.stdout.strip().splitlines()
+  assert len(summary) == 1, proc.stdout
+  assert summary[0].startswith(f"wrote {vocab}: vocab_size={VOCAB_SIZE}, special ids "
+                               "[PAD]=0 [UNK]=1 [CLS]=2 [SEP]=3 [MASK]=4, ")
+  assert " -> " in summary[0] and "▁" not in summary[0] and "skipped" not in summary[0]
+  assert summary[0].endswith(
+      f"; pretrain with --config.data.tokenizer_type=wordpiece --config.data.tokenizer_model="
+      f"{vocab} --config.model.vocab_size={VOCAB_SIZE}")
+
+  tok = tokenizer_lib.load_tokenizer(str(vocab))
+  assert isinstance(tok, tokenizer_lib.WordPieceTokenizer) and tok.vocab_size == VOCAB_SIZE
+  assert vocab.read_text(encoding="utf-8").split("\n")[:5] == list(tokenizer_lib.SPECIAL_TOKENS)
+  assert tok.decode(tok.encode(CASED_SENTENCE)) == "the python module returns none ."
+
+  before = vocab.read_bytes()
+  proc = run_tokenizer(*args, "--nolowercase")
+  assert proc.returncode == 1
+  assert last_line(proc).startswith("error: ") and "--overwrite" in last_line(proc)
+  assert vocab.read_bytes() == before
+
+  proc = run_tokenizer(*args, "--nolowercase", "--overwrite")
+  assert proc.returncode == 0, proc.stderr[-3000:]
+  assert proc.stdout.strip().endswith(
+      f"--config.model.vocab_size={VOCAB_SIZE} --config.data.lowercase=False")
+  cased = tokenizer_lib.WordPieceTokenizer(str(vocab), lowercase=False)
+  assert cased.decode(cased.encode(CASED_SENTENCE)) == "The Python Module returns None ."
+
+
+def test_reports_lines_too_long_for_sentencepiece(text_dir, tmp_path):
+  long_file = tmp_path / "long.txt"
+  long_file.write_text("a short line\n" + "word " * 20_000 + "\n", encoding="utf-8")
+  out = tmp_path / "tok"
+  proc = run_tokenizer("train", f"--input={text_dir}/*.txt,{long_file}",
+                       f"--vocab_size={VOCAB_SIZE}", f"--output={out}")
+  assert proc.returncode == 0, proc.stderr[-3000:]
+  assert (f", skipped 1 line(s) longer than 65536 bytes (the first is line 2 of {long_file}), "
+          "trained in ") in proc.stdout
+  assert "Sentencepiece training skips 1 line(s) longer than 65536 bytes" in proc.stderr
+  assert proc.stdout.strip().endswith(
+      f"; pretrain with --config.data.tokenizer_type=sentencepiece --config.data.tokenizer_model="
+      f"{out / 'spm.model'} --config.model.vocab_size={VOCAB_SIZE}")
+
+
 @pytest.mark.parametrize("make_args, message", [
     (lambda d, t: ["train", f"--input={d}/missing*.txt", "--vocab_size=400", f"--output={t}/out"],
      "error: no files match --input="),
@@ -96,8 +148,21 @@ def test_nolowercase_keeps_case(text_dir, tmp_path):
     (lambda d, t: ["fit", f"--input={d}/*.txt", "--vocab_size=400", f"--output={t}/out"],
      "error: unknown subcommand 'fit'; the subcommand is 'train'"),
     (lambda d, t: [], "error: no subcommand given; the subcommand is 'train'"),
+    (lambda d, t: ["train", f"--input={d}/*.txt", "--vocab_size=100000", f"--output={t}/out",
+                   "--type=wordpiece"],
+     "error: the corpus is too small for a 100000-token WordPiece vocabulary"),
+    (lambda d, t: ["train", f"--input={d}/*.txt", "--vocab_size=50", f"--output={t}/out",
+                   "--type=wordpiece"],
+     "error: a 50-token WordPiece vocabulary cannot hold the corpus's characters"),
+    (lambda d, t: ["train", f"--input={d}/*.txt", "--vocab_size=400", f"--output={t}/out",
+                   "--type=wordpiece", "--input_sentence_size=1000"],
+     "error: --input_sentence_size applies only to --type=sentencepiece"),
+    (lambda d, t: ["train", f"--input={d}/*.txt", "--vocab_size=400", f"--output={t}/out",
+                   "--type=bpe"],
+     "error: flag --type=bpe: value should be one of <sentencepiece|wordpiece>"),
 ], ids=["missing_glob", "vocab_below_6", "vocab_too_large", "blank_input", "missing_flag",
-        "unknown_subcommand", "no_subcommand"])
+        "unknown_subcommand", "no_subcommand", "wordpiece_vocab_too_large",
+        "wordpiece_vocab_too_small", "wordpiece_sentence_size", "unknown_type"])
 def test_errors_are_one_line(text_dir, tmp_path, make_args, message):
   """`make_args(text_dir, tmp_path)` gives the command line; it must fail with `message`."""
   (tmp_path / "blank.txt").write_text("\n\n  \n", encoding="utf-8")
@@ -106,3 +171,4 @@ def test_errors_are_one_line(text_dir, tmp_path, make_args, message):
   assert last_line(proc).startswith(message), proc.stderr[-3000:]
   assert "Traceback" not in proc.stderr
   assert not (tmp_path / "out" / "spm.model").exists()
+  assert not (tmp_path / "out" / "vocab.txt").exists()
