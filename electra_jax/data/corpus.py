@@ -1,8 +1,7 @@
-"""Plain-text corpora: reading them, the embedded standard-library corpus, held-out splits.
+"""The embedded standard-library corpus, and held-out splits of a corpus.
 
 A corpus is a list of documents and a document is a list of sentences (`str`, no newlines,
-never empty). On disk a corpus is UTF-8 text with one sentence (or line) per line and a blank
-line ending each document, the format of the original BERT/ELECTRA pretraining text.
+never empty); `electra_jax.data.text_files` reads them from text files.
 
 `write_stdlib_corpus` builds the default corpus, which needs no network and no data outside the
 Python installation: the docstrings of a fixed list of standard-library modules and of their
@@ -117,93 +116,6 @@ STDLIB_MANIFEST = "stdlib_docs.json"
 
 # --------------------------------------------------------------------------------------------
 # Reading text files.
-
-
-def expand_patterns(patterns: str | Sequence[str], flag: str = "input files") -> list[str]:
-  """Expands comma-separated globs (or a list of globs) into a sorted, deduplicated file list.
-
-  Args:
-    patterns: "a/*.txt,b.txt" or ["a/*.txt", "b.txt"]. A `~` is expanded. (Paths that contain
-      commas must be passed as a list.)
-    flag: how the user set `patterns` (e.g. "--config.data.train_files"), used in errors.
-
-  Raises:
-    ElectraError: no patterns were given, or a pattern matches no file.
-  """
-  if isinstance(patterns, str):
-    items = [p.strip() for p in patterns.split(",")]
-  else:
-    items = [str(p).strip() for p in patterns]
-  items = [p for p in items if p]
-  if not items:
-    raise ElectraError(f"{flag} is empty; give one or more comma-separated file paths or globs")
-  files = set()
-  for pattern in items:
-    matches = [m for m in glob.glob(os.path.expanduser(pattern), recursive=True)
-               if os.path.isfile(m)]
-    if not matches:
-      raise ElectraError(f"no files match {flag}={pattern!r}; check the path or glob")
-    files.update(matches)
-  return sorted(files)
-
-
-def read_documents(path: str) -> list[Document]:
-  """Reads one text file: one sentence per line, a blank line ends a document.
-
-  Decodes UTF-8 with errors='replace', strips a byte-order mark, normalises CRLF/CR line ends
-  and surrounding whitespace. Empty documents (runs of blank lines) are dropped.
-  """
-  with open(path, "rb") as f:
-    text = f.read().decode("utf-8", errors="replace")
-  if text.startswith("\ufeff"):
-    text = text[1:]
-  text = text.replace("\r\n", "\n").replace("\r", "\n")
-  documents: list[Document] = []
-  current: Document = []
-  for line in text.split("\n"):
-    line = line.strip()
-    if line:
-      current.append(line)
-    elif current:
-      documents.append(current)
-      current = []
-  if current:
-    documents.append(current)
-  return documents
-
-
-def read_files(files: Sequence[str], flag: str = "input files") -> list[Document]:
-  """Reads the given files (paths, not globs), in order, into one list of documents.
-
-  Raises:
-    ElectraError: the files hold no text at all; `flag` names the setting they came from.
-  """
-  documents: list[Document] = []
-  for path in files:
-    documents.extend(read_documents(path))
-  if not documents:
-    shown = ", ".join(files[:3]) + (", ..." if len(files) > 3 else "")
-    raise ElectraError(
-        f"the {len(files)} file(s) from {flag} ({shown}) contain no text; point {flag} at "
-        "UTF-8 text files with one sentence per line and blank lines between documents")
-  return documents
-
-
-def read_text_files(patterns: str | Sequence[str],
-                    flag: str = "input files") -> list[Document]:
-  """Reads every file the globs match (in sorted path order) into one list of documents.
-
-  Args:
-    patterns: comma-separated globs, or a list of globs; see `expand_patterns`.
-    flag: how the user set `patterns` (e.g. "--config.data.train_files"), used in errors.
-
-  Returns:
-    Documents; each is a non-empty list of non-empty sentences.
-
-  Raises:
-    ElectraError: a pattern matches nothing, or the files hold no text at all.
-  """
-  return read_files(expand_patterns(patterns, flag), flag)
 
 
 def split_documents(documents: Sequence[Document], eval_fraction: float,

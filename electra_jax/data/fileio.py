@@ -1,0 +1,121 @@
+"""File access for local paths and remote URLs such as gs:// (through tf.io.gfile).
+
+Local paths use the standard library (fast, no TensorFlow import); a path containing "://"
+goes through `tf.io.gfile`, which TensorFlow builds with GCS support, so corpora, tokenizers
+and preprocessed shards can live in a bucket next to a TPU VM. TensorFlow is imported only
+when a remote path is used.
+"""
+
+from __future__ import annotations
+
+import glob as glob_lib
+import os
+import uuid
+from typing import IO, Any
+
+
+def is_remote(path: str) -> bool:
+  """True for URLs such as gs://bucket/file, which go through tf.io.gfile."""
+  return "://" in path
+
+
+def _gfile() -> Any:
+  import tensorflow as tf  # pylint: disable=import-outside-toplevel
+  return tf.io.gfile
+
+
+def glob(pattern: str) -> list[str]:
+  """Sorted files (not directories) matching a glob; `**` recurses for local paths."""
+  if is_remote(pattern):
+    gfile = _gfile()
+    return sorted(p for p in gfile.glob(pattern) if not gfile.isdir(p))
+  return sorted(p for p in glob_lib.glob(os.path.expanduser(pattern), recursive=True)
+                if os.path.isfile(p))
+
+
+def open_file(path: str, mode: str = "rb") -> IO:
+  """Opens a file for reading or writing; text modes use UTF-8."""
+  if is_remote(path):
+    return _gfile().GFile(path, mode)
+  if "b" in mode:
+    return open(path, mode)  # pylint: disable=unspecified-encoding
+  return open(path, mode, encoding="utf-8")
+
+
+def read_bytes(path: str) -> bytes:
+  with open_file(path, "rb") as f:
+    return f.read()
+
+
+def exists(path: str) -> bool:
+  return _gfile().exists(path) if is_remote(path) else os.path.exists(path)
+
+
+def isfile(path: str) -> bool:
+  if is_remote(path):
+    gfile = _gfile()
+    return gfile.exists(path) and not gfile.isdir(path)
+  return os.path.isfile(path)
+
+
+def isdir(path: str) -> bool:
+  return _gfile().isdir(path) if is_remote(path) else os.path.isdir(path)
+
+
+def makedirs(path: str) -> None:
+  if is_remote(path):
+    _gfile().makedirs(path)
+  else:
+    os.makedirs(path, exist_ok=True)
+
+
+def listdir(path: str) -> list[str]:
+  return sorted(_gfile().listdir(path) if is_remote(path) else os.listdir(path))
+
+
+def remove(path: str) -> None:
+  if is_remote(path):
+    _gfile().remove(path)
+  else:
+    os.remove(path)
+
+
+def size(path: str) -> int:
+  """Size in bytes."""
+  return _gfile().stat(path).length if is_remote(path) else os.path.getsize(path)
+
+
+def join(*parts: str) -> str:
+  return os.path.join(*parts)
+
+
+def rename(src: str, dst: str) -> None:
+  """Moves `src` over `dst` (atomic for local paths; copy-then-delete on object stores)."""
+  if is_remote(src):
+    _gfile().rename(src, dst, overwrite=True)
+  else:
+    os.replace(src, dst)
+
+
+def temporary_sibling(path: str) -> str:
+  """A unique hidden name in `path`'s directory, for writing before an atomic rename."""
+  directory, name = os.path.split(path)
+  return os.path.join(directory, f".tmp-{uuid.uuid4().hex[:12]}-{name}")
+
+
+def write_atomic(path: str, data: bytes | str) -> None:
+  """Writes `data` to a temporary sibling, then renames it to `path`.
+
+  Readers never see a partly written `path`: a job killed mid-write leaves at most a hidden
+  `.tmp-*` file, which nothing reads.
+  """
+  tmp = temporary_sibling(path)
+  mode = "wb" if isinstance(data, bytes) else "w"
+  try:
+    with open_file(tmp, mode) as f:
+      f.write(data)
+    rename(tmp, path)
+  except BaseException:
+    if exists(tmp):
+      remove(tmp)
+    raise

@@ -1,0 +1,283 @@
+"""Reading pretraining text files (local or gs://) into documents, robustly and with counts.
+
+A corpus is a list of documents and a document is a list of sentences (`str`, stripped, no
+newlines, never empty). On disk, text is UTF-8 with one sentence (or line) per line; with
+`document_boundary="blank_line"` (the original BERT/ELECTRA format) a blank line ends a
+document, with `"file"` each file is one document and blank lines are only skipped (for books
+and other long texts whose blank lines separate paragraphs, not documents).
+
+Before splitting, a named cleanup can rewrite each file's text (`CLEANUPS`; e.g. "gutenberg"
+keeps only the body of a Project Gutenberg ebook). Problems in the text never crash a run
+midway and are never dropped silently: lines that are not valid UTF-8 and lines longer than
+`max_line_chars` are skipped, counted in `TextStats` and logged with the first place they
+occur; empty files are counted; a corpus with no text at all is an error.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Callable, Iterator, Sequence
+
+from absl import logging
+
+from electra_jax.data import fileio
+from electra_jax.errors import ElectraError
+
+Document = list[str]
+
+DOCUMENT_BOUNDARIES = ("blank_line", "file")
+
+_GUTENBERG_START = re.compile(
+    r"^\s*\*{3}\s*START OF (THE|THIS) PROJECT GUTENBERG.*$"
+    r"|^\s*\*+\s*END\*+\s*THE SMALL PRINT.*$", re.IGNORECASE | re.MULTILINE)
+_GUTENBERG_END = re.compile(
+    r"^\s*\*{3}\s*END OF (THE|THIS) PROJECT GUTENBERG"
+    r"|^\s*\*+\s*START\*+\s*THE SMALL PRINT"
+    r"|^\s*\*+\s*The Legal Small Print"
+    r"|^\s*The Project Gutenberg Etext of"
+    r"|^\s*End of (the |this )?Project Gutenberg", re.IGNORECASE | re.MULTILINE)
+
+
+_GUTENBERG_CREDIT = re.compile(  # "Produced by ..." paragraph right after the header
+    r"\s*(Produced by|E-text prepared by)\b.*?(\r?\n[ \t]*\r?\n|\Z)", re.IGNORECASE | re.DOTALL)
+
+
+def strip_gutenberg(text: str) -> str:
+  """The body of a Project Gutenberg ebook: the text between its header and its footer.
+
+  The body starts after the last header line (`*** START OF THE/THIS PROJECT GUTENBERG ...`,
+  or the old `*END*THE SMALL PRINT!...` line) found in the first half of the text, and ends
+  at the first footer line after it (`*** END OF THE/THIS PROJECT GUTENBERG ...`; in old
+  etexts `The Project Gutenberg Etext of ...` repeated after the body, the `Legal Small Print`
+  licence, or `End of the Project Gutenberg ...`). A "Produced by ..." credit paragraph at the
+  start of the body goes too. Markers that are missing leave that end of the text as it is.
+  """
+  start = 0
+  for match in _GUTENBERG_START.finditer(text, 0, len(text) // 2 + 1):
+    start = match.end()
+  end_match = _GUTENBERG_END.search(text, start)
+  end = end_match.start() if end_match else len(text)
+  credit = _GUTENBERG_CREDIT.match(text, start, end)
+  if credit:
+    start = credit.end()
+  return text[start:end]
+
+
+CLEANUPS: dict[str, Callable[[str], str]] = {
+    "none": lambda text: text,
+    "gutenberg": strip_gutenberg,
+}
+
+
+def get_cleanup(name: str, flag: str = "--config.data.text_cleanup") -> Callable[[str], str]:
+  """The cleanup function called `name` ("none", "gutenberg")."""
+  if name not in CLEANUPS:
+    raise ElectraError(f"{flag}={name!r} is not a known cleanup; use one of "
+                       f"{', '.join(repr(c) for c in CLEANUPS)}")
+  return CLEANUPS[name]
+
+
+@dataclasses.dataclass
+class TextOptions:
+  """How text files become documents.
+
+  Attributes:
+    cleanup: name in `CLEANUPS` applied to each file's text before splitting.
+    document_boundary: "blank_line" (a blank line ends a document) or "file" (one document
+      per file).
+    max_line_chars: lines longer than this many characters are skipped (and counted); a
+      sentence is truncated to max_seq_length tokens anyway, so such lines are almost always
+      data errors (minified text, binary junk).
+  """
+
+  cleanup: str = "none"
+  document_boundary: str = "blank_line"
+  max_line_chars: int = 20_000
+
+  @classmethod
+  def from_config(cls, data_config) -> "TextOptions":
+    """From `config.data` (text_cleanup, document_boundary, max_line_chars)."""
+    return cls(cleanup=data_config.text_cleanup,
+               document_boundary=data_config.document_boundary,
+               max_line_chars=data_config.max_line_chars)
+
+  def validate(self, prefix: str = "--config.data.") -> None:
+    get_cleanup(self.cleanup, prefix + "text_cleanup")
+    if self.document_boundary not in DOCUMENT_BOUNDARIES:
+      raise ElectraError(
+          f"{prefix}document_boundary={self.document_boundary!r} is not valid; use "
+          f"{' or '.join(repr(b) for b in DOCUMENT_BOUNDARIES)}")
+    if self.max_line_chars < 1:
+      raise ElectraError(f"{prefix}max_line_chars={self.max_line_chars} must be at least 1")
+
+
+@dataclasses.dataclass
+class TextStats:
+  """Counts of what reading text found; `first_*` name the first place a problem occurred."""
+
+  files: int = 0
+  empty_files: int = 0
+  bytes: int = 0
+  documents: int = 0
+  sentences: int = 0
+  invalid_utf8_lines: int = 0
+  long_lines: int = 0
+  first_invalid_utf8: str = ""
+  first_long_line: str = ""
+  first_empty_file: str = ""
+
+  def merge(self, other: "TextStats") -> None:
+    """Adds `other`'s counts (keeping the first places already recorded)."""
+    for field in dataclasses.fields(self):
+      mine, theirs = getattr(self, field.name), getattr(other, field.name)
+      if isinstance(mine, int):
+        setattr(self, field.name, mine + theirs)
+      elif not mine:
+        setattr(self, field.name, theirs)
+
+  def log(self, name: str) -> None:
+    """Logs the totals, and a warning for each kind of skipped input."""
+    logging.info("%s: %d file(s), %.1f MB, %d documents, %d sentences", name, self.files,
+                 self.bytes / 1e6, self.documents, self.sentences)
+    if self.empty_files:
+      logging.warning("%s: %d empty file(s) skipped (first: %s)", name, self.empty_files,
+                      self.first_empty_file)
+    if self.invalid_utf8_lines:
+      logging.warning("%s: %d line(s) that are not valid UTF-8 skipped (first: %s)", name,
+                      self.invalid_utf8_lines, self.first_invalid_utf8)
+    if self.long_lines:
+      logging.warning("%s: %d line(s) longer than max_line_chars skipped (first: %s)", name,
+                      self.long_lines, self.first_long_line)
+
+
+def expand_patterns(patterns: str | Sequence[str], flag: str = "input files") -> list[str]:
+  """Expands comma-separated globs (or a list of globs) into a sorted, deduplicated file list.
+
+  Args:
+    patterns: "a/*.txt,b.txt" or ["a/*.txt", "gs://bucket/c/*.txt"]. A `~` is expanded and
+      `**` recurses for local paths. (Paths that contain commas must be passed as a list.)
+    flag: how the user set `patterns` (e.g. "--config.data.train_files"), used in errors.
+
+  Raises:
+    ElectraError: no patterns were given, or a pattern matches no file.
+  """
+  if isinstance(patterns, str):
+    items = [p.strip() for p in patterns.split(",")]
+  else:
+    items = [str(p).strip() for p in patterns]
+  items = [p for p in items if p]
+  if not items:
+    raise ElectraError(f"{flag} is empty; give one or more comma-separated file paths or globs")
+  files = set()
+  for pattern in items:
+    matches = fileio.glob(pattern)
+    if not matches:
+      raise ElectraError(f"no files match {flag}={pattern!r}; check the path or glob")
+    files.update(matches)
+  return sorted(files)
+
+
+def _decode(data: bytes, path: str, stats: TextStats) -> str:
+  """UTF-8 text of a file's bytes; lines that are not valid UTF-8 are skipped and counted."""
+  try:
+    text = data.decode("utf-8")
+  except UnicodeDecodeError:
+    lines = []
+    for number, raw in enumerate(data.split(b"\n"), start=1):
+      try:
+        lines.append(raw.decode("utf-8"))
+      except UnicodeDecodeError:
+        stats.invalid_utf8_lines += 1
+        if not stats.first_invalid_utf8:
+          stats.first_invalid_utf8 = f"{path}:{number}"
+    text = "\n".join(lines)
+  if text.startswith("\ufeff"):
+    text = text[1:]
+  return text
+
+
+def documents_of_text(text: str, options: TextOptions, stats: TextStats,
+                      where: str = "") -> list[Document]:
+  """Splits one file's (or record's) decoded text into documents; see the module docstring."""
+  text = get_cleanup(options.cleanup)(text)
+  text = text.replace("\r\n", "\n").replace("\r", "\n")
+  documents: list[Document] = []
+  current: Document = []
+  by_blank_line = options.document_boundary == "blank_line"
+  for number, line in enumerate(text.split("\n"), start=1):
+    line = line.strip()
+    if len(line) > options.max_line_chars:
+      stats.long_lines += 1
+      if not stats.first_long_line:
+        stats.first_long_line = f"{where}:{number}" if where else f"line {number}"
+      continue
+    if line:
+      current.append(line)
+    elif current and by_blank_line:
+      documents.append(current)
+      current = []
+  if current:
+    documents.append(current)
+  stats.documents += len(documents)
+  stats.sentences += sum(len(d) for d in documents)
+  return documents
+
+
+def read_documents(path: str, options: TextOptions | None = None,
+                   stats: TextStats | None = None) -> list[Document]:
+  """Reads one text file into documents (see the module docstring).
+
+  Strips a byte-order mark, normalises CRLF/CR line ends and surrounding whitespace; runs of
+  blank lines never make empty documents.
+  """
+  options = options or TextOptions()
+  stats = stats if stats is not None else TextStats()
+  data = fileio.read_bytes(path)
+  stats.files += 1
+  stats.bytes += len(data)
+  text = _decode(data, path, stats)
+  documents = documents_of_text(text, options, stats, where=path)
+  if not documents:
+    stats.empty_files += 1
+    stats.first_empty_file = stats.first_empty_file or path
+  return documents
+
+
+def iter_documents(files: Sequence[str], options: TextOptions | None = None,
+                   stats: TextStats | None = None) -> Iterator[Document]:
+  """Streams the documents of `files` in order, one file in memory at a time."""
+  for path in files:
+    yield from read_documents(path, options, stats)
+
+
+def no_text_error(files: Sequence[str], flag: str) -> ElectraError:
+  shown = ", ".join(files[:3]) + (", ..." if len(files) > 3 else "")
+  return ElectraError(
+      f"the {len(files)} file(s) from {flag} ({shown}) contain no text; point {flag} at "
+      "UTF-8 text files with one sentence per line and blank lines between documents")
+
+
+def read_files(files: Sequence[str], flag: str = "input files",
+               options: TextOptions | None = None,
+               stats: TextStats | None = None) -> list[Document]:
+  """Reads the given files (paths, not globs), in order, into one list of documents.
+
+  Raises:
+    ElectraError: the files hold no text at all; `flag` names the setting they came from.
+  """
+  documents = list(iter_documents(files, options, stats))
+  if not documents:
+    raise no_text_error(files, flag)
+  return documents
+
+
+def read_text_files(patterns: str | Sequence[str], flag: str = "input files",
+                    options: TextOptions | None = None,
+                    stats: TextStats | None = None) -> list[Document]:
+  """Reads every file the globs match (in sorted path order) into one list of documents.
+
+  Raises:
+    ElectraError: a pattern matches nothing, or the files hold no text at all.
+  """
+  return read_files(expand_patterns(patterns, flag), flag, options, stats)
