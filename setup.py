@@ -12,8 +12,11 @@ setuptools.setup(
     python_requires=">=3.10",
     install_requires=[
         "absl-py>=2.1,<3",
+        "array-record>=0.5,<1",
         "clu>=0.0.12,<0.1",
         "flax>=0.12,<0.13",
+        # tensorflow-datasets needs it to prepare datasets but declares it only for Python<3.9.
+        "importlib_resources>=6",
         "jax>=0.10,<0.11",
         "ml_collections>=1.0,<2",
         "numpy>=1.26",
@@ -23,6 +26,7 @@ setuptools.setup(
         "tensorboard>=2.18,<3",
         "tensorflow-cpu>=2.18,<3",
         "tensorflow-datasets>=4.9,<5",
+        "tokenizers>=0.20,<1",
     ],
     extras_require={
         "test": ["pytest>=8", "scipy>=1.11"],

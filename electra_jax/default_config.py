@@ -42,11 +42,27 @@ def get_config() -> ml_collections.ConfigDict:
   objective.disallow_correct = False  # True: never sample the original token.
 
   data = config.data = ml_collections.ConfigDict()
-  data.train_files = ""  # Comma-separated globs of text files; "": embedded stdlib-docs corpus.
-  data.eval_files = ""  # Held-out text files; "": hold out eval_fraction of train documents.
-  data.eval_fraction = 0.02  # Share of documents held out when eval_files is empty.
-  data.tokenizer_model = ""  # sentencepiece .model; "": train one into WORKDIR/tokenizer.
-  data.lowercase = True  # Lowercase text when training a tokenizer.
+  # Where examples come from: "text" (train_files, or the embedded corpus, built in memory at
+  # startup), "tfds" (a tfds dataset, in memory) or "shards" (built offline by
+  # `python -m electra_jax.data.build`; for corpora larger than memory).
+  data.source = "text"
+  data.train_files = ""  # source=text: comma-separated globs, local or gs://; "": embedded corpus.
+  data.eval_files = ""  # source=text: held-out text files; "": hold out eval_fraction of documents.
+  data.eval_fraction = 0.02  # source=text/tfds: share of documents held out when none are given.
+  data.text_cleanup = "none"  # Cleanup of each file's (or record's) text: "none" or "gutenberg".
+  data.document_boundary = "blank_line"  # "blank_line" ends a document; "file": one per file.
+  data.max_line_chars = 20_000  # Longer lines are skipped and counted (almost always junk).
+  data.tfds_name = ""  # source=tfds: dataset name, e.g. "wikipedia/20230601.en".
+  data.tfds_split = "train"  # source=tfds: split to train on.
+  data.tfds_eval_split = ""  # source=tfds: split to evaluate on; "": hold out eval_fraction.
+  data.tfds_text_feature = "text"  # source=tfds: the text feature ("a/b" for nested ones).
+  data.tfds_data_dir = ""  # source=tfds: where it is prepared; "": TFDS_DATA_DIR or the default.
+  data.tfds_max_documents = 200_000  # source=tfds: read at most this many documents; 0: all.
+  data.shards_dir = ""  # source=shards: directory written by electra_jax.data.build.
+  data.shuffle_buffer = 10_000  # source=shards: examples per shuffle window (memory bound).
+  data.tokenizer_type = "auto"  # "sentencepiece", "wordpiece" or "auto" (*.txt is WordPiece).
+  data.tokenizer_model = ""  # spm .model or WordPiece vocab.txt; "": train spm into WORKDIR.
+  data.lowercase = True  # Lowercase text (a new sentencepiece model; WordPiece: BERT uncased).
   data.max_seq_length = 128  # T: tokens per example, [CLS] and [SEP]s included.
   data.single_segment_prob = 0.1  # Share of examples with one segment instead of A and B.
   data.short_seq_prob = 0.05  # Chance that the next example targets a random shorter length.

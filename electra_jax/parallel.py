@@ -82,6 +82,21 @@ def activate(mesh: Mesh, rules):
     yield
 
 
-def device_put_batch(batch: dict[str, np.ndarray], sharding: NamedSharding) -> dict[str, jax.Array]:
-  """Host numpy batch (the global batch, on one process) -> sharded global jax.Arrays."""
-  return {k: jax.device_put(v, sharding) for k, v in batch.items()}
+def device_put_batch(batch: dict[str, np.ndarray], sharding: NamedSharding,
+                     global_batch_size: int | None = None) -> dict[str, jax.Array]:
+  """This host's rows of a batch -> global jax.Arrays sharded over the mesh.
+
+  Args:
+    batch: this process's [B / process_count, ...] numpy arrays (the whole batch on one host).
+    sharding: the batch sharding (`batch_sharding`).
+    global_batch_size: B; defaults to the local rows times the number of processes.
+
+  Uses `jax.make_array_from_process_local_data`, so each host transfers only its own rows to
+  its own devices.
+  """
+  out = {}
+  for name, local in batch.items():
+    rows = global_batch_size or local.shape[0] * jax.process_count()
+    out[name] = jax.make_array_from_process_local_data(sharding, local,
+                                                       (rows, *local.shape[1:]))
+  return out

@@ -254,13 +254,13 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> dict[
   stop_at = min(total, config.train.stop_at_step) if config.train.stop_at_step > 0 else total
   if start_step == 0:
     writer.write_hparams(_flat_hparams(config))
-  train_iter = pipeline.BatchIterator(data.train, config.train.batch_size, seed=config.seed,
-                                      position=data_position)
-  eval_batches = pipeline.eval_batches(data.eval, config.train.batch_size,
-                                       config.train.eval_batches)
+  hosts = {"process_index": jax.process_index(), "process_count": jax.process_count()}
+  train_iter = data.train_iterator(config.train.batch_size, config.seed, position=data_position,
+                                   **hosts)
+  eval_batches = data.eval_batches(config.train.batch_size, config.train.eval_batches, **hosts)
   if config.train.eval_every_steps and not eval_batches:
-    logging.warning("No held-out examples (data.eval_fraction=0 and no data.eval_files): "
-                    "evaluation is off")
+    logging.warning("No held-out examples (data.eval_fraction=0 and no data.eval_files, or "
+                    "shards built without --eval_fraction): evaluation is off")
   tokens_per_step = config.train.batch_size * config.data.max_seq_length
   pending: list[dict] = []
   last_eval: dict[str, float] = {}
@@ -278,7 +278,8 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> dict[
                  step, stop_at)
   try:
     while step < stop_at:
-      batch = parallel.device_put_batch(next(train_iter), setup.batch_sharding)
+      batch = parallel.device_put_batch(next(train_iter), setup.batch_sharding,
+                                        config.train.batch_size)
       state, step_metrics = setup.train_step(state, batch)
       pending.append(step_metrics)
       step += 1

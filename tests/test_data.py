@@ -2,15 +2,16 @@
 
 import os
 import random
-import types
 
 import numpy as np
 import pytest
 import sentencepiece as spm
 
+from electra_jax import default_config
 from electra_jax.data import corpus
 from electra_jax.data import examples
 from electra_jax.data import pipeline
+from electra_jax.data import text_files
 from electra_jax.data import tokenizer as tokenizer_lib
 from electra_jax.errors import ElectraError
 
@@ -63,11 +64,10 @@ def make_documents(num_docs, sentences_per_doc, lengths=(1, 20), seed=0):
 
 
 def data_config(**overrides):
-  config = dict(train_files="", eval_files="", eval_fraction=0.05, tokenizer_model="",
-                lowercase=True, max_seq_length=64, single_segment_prob=0.1,
-                short_seq_prob=0.05)
-  config.update(overrides)
-  return types.SimpleNamespace(**config)
+  """The default `config.data` with a shorter length, 5% held out, and `overrides`."""
+  config = default_config.get_config().data
+  config.update(dict(max_seq_length=64, eval_fraction=0.05), **overrides)
+  return config
 
 
 def check_structure(arrays, max_seq_length, pad_id=PAD):
@@ -158,7 +158,7 @@ def test_vocab_size_that_does_not_fit_the_corpus(tmp_path):
 
 
 def test_examples_have_the_electra_layout_on_real_text(stdlib_files, small_tokenizer):
-  documents = corpus.read_text_files(stdlib_files[:1])
+  documents = text_files.read_text_files(stdlib_files[:1])
   arrays = examples.build_examples(documents, small_tokenizer, 64, seed=0)
   assert len(arrays["input_ids"]) > 1000
   check_structure(arrays, 64)
@@ -242,33 +242,12 @@ def test_bad_recipe_settings():
 # Corpus.
 
 
-def test_read_text_files_format(tmp_path):
-  (tmp_path / "a.txt").write_bytes(
-      "\ufeffFirst sentence.\r\nSecond one.\r\n\r\n\r\n  Doc two.  \n".encode("utf-8"))
-  (tmp_path / "b.txt").write_bytes(b"Bad byte \xff here.\n\n")
-  documents = corpus.read_text_files(f"{tmp_path}/a.txt, {tmp_path}/*.txt")
-  assert documents == [["First sentence.", "Second one."], ["Doc two."],
-                       ["Bad byte \ufffd here."]]
-  assert corpus.read_text_files([str(tmp_path / "b.txt")]) == [["Bad byte \ufffd here."]]
-
-
-def test_missing_glob_and_empty_files_are_user_errors(tmp_path):
-  with pytest.raises(ElectraError, match=r"no files match --config.data.train_files='.*nothing"
-                     r"\*\.txt'; check the path or glob"):
-    corpus.read_text_files(f"{tmp_path}/nothing*.txt", "--config.data.train_files")
-  (tmp_path / "empty.txt").write_text("\n   \n\n")
-  with pytest.raises(ElectraError, match="contain no text"):
-    corpus.read_text_files(str(tmp_path / "empty.txt"))
-  with pytest.raises(ElectraError, match="is empty"):
-    corpus.read_text_files(" , ")
-
-
 def test_stdlib_corpus_is_large_and_clean(stdlib_files, tmp_path):
   assert [os.path.basename(p) for p in stdlib_files][:2] == ["stdlib_docs_00.txt",
                                                               "stdlib_docs_01.txt"]
   size = sum(os.path.getsize(p) for p in stdlib_files)
   assert size > 1_500_000
-  documents = corpus.read_text_files(stdlib_files)
+  documents = text_files.read_text_files(stdlib_files)
   assert len(documents) > 2000
   lines = [s for d in documents for s in d]
   assert not any(s.startswith(">>>") for s in lines)

@@ -105,6 +105,84 @@ class _Builder:
       self.target_length = self.max_seq_length
 
 
+def check_recipe(max_seq_length: int, single_segment_prob: float, short_seq_prob: float,
+                 prefix: str = "--config.data.") -> None:
+  """Raises ElectraError for a max_seq_length < 5 or a probability outside [0, 1]."""
+  if max_seq_length < MIN_TARGET_LENGTH:
+    raise ElectraError(
+        f"{prefix}max_seq_length={max_seq_length} is too small; use at least "
+        f"{MIN_TARGET_LENGTH} (128 or 512 are usual)")
+  for name, p in (("single_segment_prob", single_segment_prob),
+                  ("short_seq_prob", short_seq_prob)):
+    if not 0.0 <= p <= 1.0:
+      raise ElectraError(f"{prefix}{name}={p} is not a probability; use a value in [0, 1]")
+
+
+class ExampleBuilder:
+  """Streams documents into unpadded examples with one random generator (the recipe above).
+
+  Feed documents with `add_documents` (in order; the generator's draws continue across calls)
+  and take the examples from `examples`: (token ids of `[CLS] A [SEP] (B [SEP])`, length of
+  `[CLS] A [SEP]`) pairs.
+  """
+
+  def __init__(self, tokenizer: TokenizerLike, max_seq_length: int, seed: int | Sequence[int],
+               single_segment_prob: float = 0.1, short_seq_prob: float = 0.05):
+    check_recipe(max_seq_length, single_segment_prob, short_seq_prob)
+    self.tokenizer = tokenizer
+    self._builder = _Builder(tokenizer, max_seq_length, np.random.default_rng(seed),
+                             single_segment_prob, short_seq_prob)
+
+  @property
+  def examples(self) -> list[tuple[list[int], int]]:
+    return self._builder.examples
+
+  def add_documents(self, documents: Sequence[Sequence[str]]) -> None:
+    """Tokenizes `documents` (in one batch) and turns them into examples."""
+    sentences = [s for document in documents for s in document]
+    encoded = iter(_encode_all(self.tokenizer, sentences))
+    for document in documents:
+      for _ in range(len(document)):
+        tokens = next(encoded)
+        if len(tokens):
+          self._builder.add_sentence(list(tokens))
+      self._builder.flush()
+
+
+def pad_examples(examples: Sequence[tuple[Sequence[int], int]], max_seq_length: int,
+                 pad_id: int) -> dict[str, np.ndarray]:
+  """Unpadded (ids, first segment length) pairs -> padded int32 arrays [N, T].
+
+  Returns `input_ids` (padded with pad_id), `input_mask` (1 on tokens) and `segment_ids`
+  (0 for [CLS] A [SEP], 1 after it, 0 on padding).
+  """
+  lengths = np.array([len(ids) for ids, _ in examples], dtype=np.int64)
+  first = np.array([f for _, f in examples], dtype=np.int64)
+  flat = np.fromiter((t for ids, _ in examples for t in ids), dtype=np.int32,
+                     count=int(lengths.sum()))
+  return pad_flat(flat, lengths, first, max_seq_length, pad_id)
+
+
+def pad_flat(flat_ids: np.ndarray, lengths: np.ndarray, first_lengths: np.ndarray,
+             max_seq_length: int, pad_id: int) -> dict[str, np.ndarray]:
+  """Concatenated example tokens -> padded int32 arrays [N, T] (see `pad_examples`).
+
+  Args:
+    flat_ids: [sum(lengths)] the examples' token ids, one after the other.
+    lengths: [N] tokens per example, each <= T.
+    first_lengths: [N] length of `[CLS] A [SEP]` per example.
+    max_seq_length: T.
+    pad_id: the id that fills padding.
+  """
+  positions = np.arange(max_seq_length)
+  input_mask = positions[None, :] < lengths[:, None]
+  input_ids = np.full(input_mask.shape, pad_id, dtype=np.int32)
+  input_ids[input_mask] = flat_ids
+  segment_ids = input_mask & (positions[None, :] >= first_lengths[:, None])
+  return {"input_ids": input_ids, "input_mask": input_mask.astype(np.int32),
+          "segment_ids": segment_ids.astype(np.int32)}
+
+
 def build_examples(documents: Sequence[Sequence[str]], tokenizer: TokenizerLike,
                    max_seq_length: int, seed: int, single_segment_prob: float = 0.1,
                    short_seq_prob: float = 0.05) -> dict[str, np.ndarray]:
@@ -126,32 +204,7 @@ def build_examples(documents: Sequence[Sequence[str]], tokenizer: TokenizerLike,
   Raises:
     ElectraError: max_seq_length < 5 or a probability outside [0, 1].
   """
-  if max_seq_length < MIN_TARGET_LENGTH:
-    raise ElectraError(
-        f"--config.data.max_seq_length={max_seq_length} is too small; use at least "
-        f"{MIN_TARGET_LENGTH} (128 or 512 are usual)")
-  for name, p in (("single_segment_prob", single_segment_prob),
-                  ("short_seq_prob", short_seq_prob)):
-    if not 0.0 <= p <= 1.0:
-      raise ElectraError(f"--config.data.{name}={p} is not a probability; use a value in [0, 1]")
-
-  sentences = [s for document in documents for s in document]
-  encoded = iter(_encode_all(tokenizer, sentences))
-  builder = _Builder(tokenizer, max_seq_length, np.random.default_rng(seed),
-                     single_segment_prob, short_seq_prob)
-  for document in documents:
-    for _ in range(len(document)):
-      tokens = next(encoded)
-      if tokens:
-        builder.add_sentence(list(tokens))
-    builder.flush()
-
-  n = len(builder.examples)
-  input_ids = np.full((n, max_seq_length), tokenizer.pad_id, dtype=np.int32)
-  input_mask = np.zeros((n, max_seq_length), dtype=np.int32)
-  segment_ids = np.zeros((n, max_seq_length), dtype=np.int32)
-  for row, (ids, first_length) in enumerate(builder.examples):
-    input_ids[row, :len(ids)] = ids
-    input_mask[row, :len(ids)] = 1
-    segment_ids[row, first_length:len(ids)] = 1
-  return {"input_ids": input_ids, "input_mask": input_mask, "segment_ids": segment_ids}
+  builder = ExampleBuilder(tokenizer, max_seq_length, seed, single_segment_prob,
+                           short_seq_prob)
+  builder.add_documents(documents)
+  return pad_examples(builder.examples, max_seq_length, tokenizer.pad_id)

@@ -1,8 +1,15 @@
-"""From config to batches: corpus, tokenizer, examples and the resumable batch iterator.
+"""From config to batches: sources, tokenizer, examples and resumable, host-sharded iterators.
 
-`build_pretraining_data` runs the whole data path once at startup (a few seconds for the
-embedded corpus); `BatchIterator` then deals seeded, epoch-wise shuffled batches whose order
-is a pure function of (seed, position), so a resumed run continues exactly where it stopped.
+`build_pretraining_data` prepares the configured source once at startup:
+
+- "text": text files (or the embedded corpus) read, tokenized and built into examples in
+  memory (seconds for a few MB; use shards for large corpora);
+- "tfds": the documents of a tfds dataset, likewise in memory (capped by tfds_max_documents);
+- "shards": a directory written by `python -m electra_jax.data.build`, read lazily.
+
+`PretrainingData.train_iterator` then deals this host's part of every global batch; its
+`position` (batches delivered) is all the state a checkpoint needs, because batch p is a pure
+function of (seed, p) for every source, so a resumed run continues exactly where it stopped.
 """
 
 from __future__ import annotations
@@ -10,6 +17,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import time
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -17,10 +25,27 @@ from absl import logging
 
 from electra_jax.data import corpus as corpus_lib
 from electra_jax.data import examples as examples_lib
-from electra_jax.data.tokenizer import Tokenizer, train_sentencepiece
+from electra_jax.data import fileio
+from electra_jax.data import shards as shards_lib
+from electra_jax.data import text_files
+from electra_jax.data import tokenizer as tokenizer_lib
 from electra_jax.errors import ElectraError
 
 Arrays = dict[str, np.ndarray]
+SOURCES = ("text", "tfds", "shards")
+
+
+def local_batch_size(global_batch: int, process_count: int) -> int:
+  """Examples each host feeds per step.
+
+  Raises:
+    ElectraError: the global batch does not divide over the hosts.
+  """
+  if global_batch % process_count:
+    raise ElectraError(
+        f"--config.train.batch_size={global_batch} is not divisible by the {process_count} "
+        f"hosts; use a multiple of {process_count}")
+  return global_batch // process_count
 
 
 @dataclasses.dataclass
@@ -29,36 +54,80 @@ class PretrainingData:
 
   Attributes:
     tokenizer: the tokenizer the examples were built with.
-    train: int32 `input_ids`, `input_mask`, `segment_ids`, each [num_train_examples, T].
-    eval: the same for held-out examples, [num_eval_examples, T]; num_eval_examples is 0 when
-      eval_fraction is 0 and no eval_files are given.
-    corpus_files: the training text files (the embedded corpus's shards by default).
+    train: in-memory sources: int32 `input_ids`, `input_mask`, `segment_ids`, each
+      [num_train_examples, T]; None for shards.
+    eval: held-out examples as the same arrays (for shards: this host's first eval examples,
+      up to `eval_examples_cap`); may have 0 rows.
+    corpus_files: the training text files (in-memory sources), else [].
+    shards_dir: the shard directory (source=shards), else "".
+    manifest: its manifest, else None.
+    shuffle_buffer: the shard reader's window size.
   """
 
-  tokenizer: Tokenizer
-  train: Arrays
+  tokenizer: Any
+  train: Arrays | None
   eval: Arrays
   corpus_files: list[str]
+  shards_dir: str = ""
+  manifest: shards_lib.Manifest | None = None
+  shuffle_buffer: int = 10_000
+
+  def train_iterator(self, global_batch: int, seed: int, position: int = 0,
+                     process_index: int = 0, process_count: int = 1) -> Iterator[Arrays]:
+    """This host's training batches, [global_batch / process_count, T] each, from `position`.
+
+    The returned iterator has a `position` attribute: the batches delivered so far.
+    """
+    local = local_batch_size(global_batch, process_count)
+    if self.manifest is not None:
+      return shards_lib.ShardStream(
+          self.shards_dir, self.manifest, "train", local, seed, self.shuffle_buffer,
+          self.tokenizer.pad_id, position=position, process_index=process_index,
+          process_count=process_count)
+    return BatchIterator(self.train, global_batch, seed, position=position,
+                         process_index=process_index, process_count=process_count)
+
+  def eval_batches(self, global_batch: int, max_batches: int, process_index: int = 0,
+                   process_count: int = 1) -> list[Arrays]:
+    """This host's part of the fixed evaluation batches (see `eval_batches`)."""
+    local = local_batch_size(global_batch, process_count)
+    if self.manifest is not None:
+      return eval_batches(self.eval, local, max_batches)
+    rows = slice(process_index * local, (process_index + 1) * local)
+    return [{k: v[rows] for k, v in batch.items()}
+            for batch in eval_batches(self.eval, global_batch, max_batches)]
+
+
+def _train_tokenizer(data_config: Any, workdir: str, vocab_size: int,
+                     train_files: list[str]) -> str:
+  """Trains the workdir's tokenizer once (reused on restart); returns its path."""
+  wordpiece = data_config.tokenizer_type == "wordpiece"
+  path = os.path.join(workdir, "tokenizer", "vocab.txt" if wordpiece else "spm.model")
+  if os.path.isfile(path):
+    logging.info("Reusing the tokenizer %s", path)
+    return path
+  start = time.time()
+  if wordpiece:
+    tokenizer_lib.train_wordpiece(train_files, path, vocab_size, lowercase=data_config.lowercase)
+  else:
+    tokenizer_lib.train_sentencepiece(train_files, path[:-len(".model")], vocab_size,
+                                      lowercase=data_config.lowercase)
+  logging.info("Trained a %d-piece %s tokenizer in %.1fs: %s", vocab_size,
+               "WordPiece" if wordpiece else "sentencepiece", time.time() - start, path)
+  return path
 
 
 def _load_tokenizer(data_config: Any, workdir: str, vocab_size: int,
-                    train_files: list[str]) -> Tokenizer:
+                    train_files: list[str]):
   """The configured tokenizer, or the workdir's, or a newly trained one saved to the workdir."""
   if data_config.tokenizer_model:
-    tokenizer = Tokenizer(data_config.tokenizer_model)
-    where = f"--config.data.tokenizer_model={data_config.tokenizer_model!r}"
+    path = data_config.tokenizer_model
+    where = f"--config.data.tokenizer_model={path!r}"
   else:
-    model_file = os.path.join(workdir, "tokenizer", "spm.model")
-    if os.path.isfile(model_file):
-      logging.info("Reusing the tokenizer %s", model_file)
-    else:
-      start = time.time()
-      train_sentencepiece(train_files, model_file[:-len(".model")], vocab_size,
-                          lowercase=data_config.lowercase)
-      logging.info("Trained a %d-piece sentencepiece tokenizer in %.1fs: %s", vocab_size,
-                   time.time() - start, model_file)
-    tokenizer = Tokenizer(model_file)
-    where = f"the tokenizer {model_file!r} this workdir was started with"
+    path = _train_tokenizer(data_config, workdir, vocab_size, train_files)
+    where = f"the tokenizer {path!r} this workdir was started with"
+  tokenizer = tokenizer_lib.load_tokenizer(path, data_config.tokenizer_type,
+                                           data_config.lowercase)
   if tokenizer.vocab_size != vocab_size:
     raise ElectraError(
         f"{where} has {tokenizer.vocab_size} pieces but --config.model.vocab_size="
@@ -74,43 +143,143 @@ def _log_split(name: str, documents: list, arrays: Arrays) -> None:
                name, len(documents), n, t, tokens, 100.0 * tokens / max(1, n * t))
 
 
-def build_pretraining_data(data_config: Any, workdir: str, vocab_size: int,
-                           seed: int) -> PretrainingData:
-  """Reads the corpus, gets a tokenizer and builds train/eval examples.
-
-  Args:
-    data_config: `ConfigDict` (or any object with these attributes): train_files,
-      eval_files, eval_fraction, tokenizer_model, lowercase, max_seq_length,
-      single_segment_prob, short_seq_prob. See the module docstring of
-      `electra_jax.data` for their meaning.
-    workdir: run directory; the embedded corpus goes to `<workdir>/corpus/` and a trained
-      tokenizer to `<workdir>/tokenizer/spm.model`, and both are reused on restart.
-    vocab_size: the model's vocabulary size; the tokenizer must have exactly this many pieces.
-    seed: (>= 0) seeds the eval split and the example recipe (train and eval examples use
-      seeds 2*seed and 2*seed+1).
-
-  A new tokenizer is trained on all of `train_files`, held-out eval documents included (a
-  vocabulary leak that does not matter for pretraining). A provided or reused tokenizer keeps
-  the normalisation it was trained with; `lowercase` only applies to training a new one.
-
-  Raises:
-    ElectraError: missing/empty files, a tokenizer whose size is not vocab_size, a corpus too
-      small to give any training example, bad probabilities.
-  """
-  start = time.time()
+def _text_documents(data_config: Any, workdir: str, seed: int,
+                    options: text_files.TextOptions) -> tuple[list, list, list[str]]:
+  """(train documents, eval documents, text files to train a tokenizer on) for source=text."""
+  stats = text_files.TextStats()
   if data_config.train_files:
-    train_files = corpus_lib.expand_patterns(data_config.train_files,
+    train_files = text_files.expand_patterns(data_config.train_files,
                                              "--config.data.train_files")
-    documents = corpus_lib.read_files(train_files, "--config.data.train_files")
+    documents = text_files.read_files(train_files, "--config.data.train_files", options, stats)
   else:
     train_files = corpus_lib.stdlib_corpus(os.path.join(workdir, "corpus"), group_by_module=True)
-    documents = corpus_lib.read_files(train_files, "the embedded corpus")
+    documents = text_files.read_files(train_files, "the embedded corpus", stats=stats)
+  stats.log("training text")
   if data_config.eval_files:
-    train_docs = documents
-    eval_docs = corpus_lib.read_text_files(data_config.eval_files, "--config.data.eval_files")
+    eval_stats = text_files.TextStats()
+    eval_docs = text_files.read_text_files(data_config.eval_files, "--config.data.eval_files",
+                                           options, eval_stats)
+    eval_stats.log("eval text")
+    return documents, eval_docs, train_files
+  train_docs, eval_docs = corpus_lib.split_documents(documents, data_config.eval_fraction, seed)
+  return train_docs, eval_docs, train_files
+
+
+def _tfds_documents(data_config: Any, workdir: str, seed: int,
+                    options: text_files.TextOptions) -> tuple[list, list, list[str]]:
+  """The same for source=tfds; the training documents are also written to
+  <workdir>/corpus/tfds_train.txt when a tokenizer has to be trained on them."""
+  from electra_jax.data import tfds_source  # pylint: disable=import-outside-toplevel
+  if not data_config.tfds_name:
+    raise ElectraError("--config.data.source=tfds needs --config.data.tfds_name, e.g. "
+                       "wikipedia/20230601.en")
+  if data_config.tfds_max_documents < 0:
+    raise ElectraError(f"--config.data.tfds_max_documents={data_config.tfds_max_documents} "
+                       "must be >= 0 (0 reads every document)")
+  data_dir = data_config.tfds_data_dir or None
+  cleanup = text_files.get_cleanup(options.cleanup)
+
+  def read(split: str) -> list:
+    tfds_source.check_tfds_source(data_config.tfds_name, split, data_config.tfds_text_feature,
+                                  data_dir)
+    stats = tfds_source.TfdsStats()
+    documents = list(tfds_source.tfds_documents(
+        data_config.tfds_name, split, data_config.tfds_text_feature, data_dir, cleanup=cleanup,
+        max_documents=data_config.tfds_max_documents, stats=stats))
+    logging.info("tfds %s split %s: %s", data_config.tfds_name, split, stats)
+    if not documents:
+      raise ElectraError(f"the tfds split {data_config.tfds_name}:{split} gave no text; check "
+                         "--config.data.tfds_text_feature and --config.data.text_cleanup")
+    return documents
+
+  documents = read(data_config.tfds_split)
+  if data_config.tfds_eval_split:
+    train_docs, eval_docs = documents, read(data_config.tfds_eval_split)
   else:
     train_docs, eval_docs = corpus_lib.split_documents(documents, data_config.eval_fraction,
                                                        seed)
+  train_files = []
+  if not data_config.tokenizer_model:
+    path = os.path.join(workdir, "corpus", "tfds_train.txt")
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    fileio.write_atomic(path, "\n\n".join("\n".join(d) for d in train_docs) + "\n")
+    train_files = [path]
+  return train_docs, eval_docs, train_files
+
+
+def _shard_data(data_config: Any, vocab_size: int, eval_cap: int) -> PretrainingData:
+  """PretrainingData over a shard directory (checked against the config)."""
+  directory = data_config.shards_dir
+  manifest = shards_lib.read_manifest(directory)
+  if data_config.tokenizer_model:
+    raise ElectraError(
+        "--config.data.tokenizer_model is set, but source=shards uses the tokenizer stored "
+        f"with the shards ({directory}/{manifest.tokenizer['file']}); set it to ''")
+  if manifest.vocab_size != vocab_size:
+    raise ElectraError(
+        f"the shards in {directory} were built with a {manifest.vocab_size}-piece tokenizer but "
+        f"--config.model.vocab_size={vocab_size}; set --config.model.vocab_size="
+        f"{manifest.vocab_size}")
+  if manifest.max_seq_length != data_config.max_seq_length:
+    raise ElectraError(
+        f"the shards in {directory} hold examples of length {manifest.max_seq_length} but "
+        f"--config.data.max_seq_length={data_config.max_seq_length}; set it to "
+        f"{manifest.max_seq_length} or rebuild the shards with --max_seq_length")
+  if data_config.shuffle_buffer < 0:
+    raise ElectraError(f"--config.data.shuffle_buffer={data_config.shuffle_buffer} must be >= 0")
+  tokenizer = tokenizer_lib.load_tokenizer(
+      fileio.join(directory, manifest.tokenizer["file"]), manifest.tokenizer["kind"],
+      manifest.tokenizer["lowercase"])
+  evaluation = examples_lib.pad_examples([], manifest.max_seq_length, tokenizer.pad_id)
+  if manifest.examples("eval"):
+    import jax  # pylint: disable=import-outside-toplevel
+    stream = shards_lib.ShardStream(
+        directory, manifest, "eval", batch_size=1, seed=0, shuffle_buffer=0,
+        pad_id=tokenizer.pad_id, process_index=jax.process_index(),
+        process_count=jax.process_count(), shuffle=False)
+    evaluation = stream.first_examples(eval_cap)
+  logging.info("Shards %s: %d train examples (%d tokens) in %d shards, %d eval examples; %s",
+               directory, manifest.examples("train"), manifest.tokens("train"),
+               len(manifest.splits["train"]), manifest.examples("eval"), manifest.source)
+  return PretrainingData(tokenizer=tokenizer, train=None, eval=evaluation, corpus_files=[],
+                         shards_dir=directory, manifest=manifest,
+                         shuffle_buffer=data_config.shuffle_buffer)
+
+
+def build_pretraining_data(data_config: Any, workdir: str, vocab_size: int, seed: int,
+                           eval_cap: int = 1 << 16) -> PretrainingData:
+  """Prepares the configured source, tokenizer and examples (see the module docstring).
+
+  Args:
+    data_config: `config.data` (see `electra_jax/default_config.py` for every field).
+    workdir: run directory; the embedded corpus goes to `<workdir>/corpus/` and a trained
+      tokenizer to `<workdir>/tokenizer/`, and both are reused on restart.
+    vocab_size: the model's vocabulary size; the tokenizer must have exactly this many pieces.
+    seed: (>= 0) seeds the eval split and the example recipe (train and eval examples use
+      seeds 2*seed and 2*seed+1).
+    eval_cap: source=shards: read at most this many eval examples.
+
+  A new tokenizer is trained on all training documents, held-out eval documents included (a
+  vocabulary leak that does not matter for pretraining). A provided or reused sentencepiece
+  tokenizer keeps the normalisation it was trained with.
+
+  Raises:
+    ElectraError: an unknown source, missing/empty input, a tokenizer whose size is not
+      vocab_size, shards built for another length, too little text for one example, bad
+      probabilities.
+  """
+  start = time.time()
+  if data_config.source not in SOURCES:
+    raise ElectraError(f"--config.data.source={data_config.source!r} is not a source; use one "
+                       f"of {', '.join(repr(s) for s in SOURCES)}")
+  if data_config.source == "shards":
+    return _shard_data(data_config, vocab_size, eval_cap)
+  options = text_files.TextOptions.from_config(data_config)
+  options.validate()
+  if data_config.source == "tfds":
+    train_docs, eval_docs, train_files = _tfds_documents(data_config, workdir, seed, options)
+  else:
+    train_docs, eval_docs, train_files = _text_documents(data_config, workdir, seed, options)
   tokenizer = _load_tokenizer(data_config, workdir, vocab_size, train_files)
 
   def build(docs: list, stream: int) -> Arrays:
@@ -148,13 +317,15 @@ class BatchIterator:
     seed: the shuffling seed (>= 0).
     position: number of batches already delivered (0 for a fresh run).
     shuffle: False visits examples in order every epoch (for evaluation).
+    process_index, process_count: this host delivers rows [i*B/P, (i+1)*B/P) of each global
+      batch (every host computes the same order from the seed).
 
   Raises:
     ElectraError: B < 1, or B > N (the corpus is too small for one batch).
   """
 
   def __init__(self, arrays: Arrays, batch_size: int, seed: int, position: int = 0,
-               shuffle: bool = True):
+               shuffle: bool = True, process_index: int = 0, process_count: int = 1):
     lengths = {k: len(v) for k, v in arrays.items()}
     if len(set(lengths.values())) != 1:
       raise ValueError(f"arrays must have one common length, got {lengths}")
@@ -174,6 +345,8 @@ class BatchIterator:
     self.shuffle = shuffle
     self.position = position
     self.batches_per_epoch = self.num_examples // batch_size
+    local = local_batch_size(batch_size, process_count)
+    self._rows = slice(process_index * local, (process_index + 1) * local)
     self._order_epoch = -1
     self._order = np.arange(0)
 
@@ -195,9 +368,10 @@ class BatchIterator:
     return self
 
   def __next__(self) -> Arrays:
-    """The next batch: each array as [batch_size, ...] (int32 for the example arrays)."""
+    """This host's part of the next batch: each array as [batch_size / process_count, ...]."""
     epoch, index = divmod(self.position, self.batches_per_epoch)
     rows = self._epoch_order(epoch)[index * self.batch_size:(index + 1) * self.batch_size]
+    rows = rows[self._rows]
     self.position += 1
     return {k: v[rows] for k, v in self.arrays.items()}
 

@@ -1,0 +1,395 @@
+"""Offline preprocessing: text files or a tfds dataset -> tokenized example shards.
+
+  python -m electra_jax.data.build --input='books/*.txt' --tokenizer_model=DIR/spm.model \\
+      --output=shards/ --num_shards=64 [--processes=N] [--max_seq_length=128] \\
+      [--eval_fraction=0.01] [--text_cleanup=gutenberg] [--document_boundary=file] [--overwrite]
+
+  python -m electra_jax.data.build --tfds_name=wikipedia/20230601.en --tfds_split=train \\
+      --tokenizer_model=vocab.txt --output=shards/ --num_shards=256
+
+Each shard is an independent job (its input files, or its even part of the tfds split, and
+seeds derived from (--seed, shard index)), so the output does not depend on --processes, and
+`--processes` workers build shards in parallel. Text files are assigned to shards by size
+(largest first, each to the lightest shard), so there must be at least as many files as shards.
+
+A shard is written under a hidden temporary name and renamed when complete, and
+`manifest.json` is written last; training refuses a directory without it, so a killed job
+never leaves a half shard that training reads. Rerunning with --overwrite starts over.
+Train with `--config.data.source=shards --config.data.shards_dir=DIR`; see
+`electra_jax.data.shards` for the format.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import multiprocessing
+import os
+import time
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import numpy as np
+from absl import flags
+from absl import logging
+
+from electra_jax import cli
+from electra_jax.data import examples as examples_lib
+from electra_jax.data import fileio
+from electra_jax.data import shards as shards_lib
+from electra_jax.data import text_files
+from electra_jax.data import tokenizer as tokenizer_lib
+from electra_jax.errors import ElectraError
+
+DOCUMENTS_PER_CHUNK = 256  # documents tokenized in one batch
+ARRAY_RECORD_OPTIONS = "group_size:256"  # records per compressed chunk (random-access unit)
+
+
+@dataclasses.dataclass
+class BuildSpec:
+  """Everything a worker needs to build shards (picklable).
+
+  Attributes:
+    output: the shard directory.
+    num_shards: N.
+    tokenizer_file: the tokenizer copied into the output directory.
+    tokenizer_type, lowercase: how to load it (`tokenizer.load_tokenizer`).
+    max_seq_length, single_segment_prob, short_seq_prob: the example recipe.
+    seed: base seed; shard s uses seeds derived from (seed, s).
+    eval_fraction: share of documents held out into eval shards.
+    text: how text files become documents.
+    files_per_shard: input files of each shard (text input), else None.
+    tfds: tfds_documents keyword arguments (tfds input), else None.
+    token_dtype: record element type.
+  """
+
+  output: str
+  num_shards: int
+  tokenizer_file: str
+  tokenizer_type: str
+  lowercase: bool
+  max_seq_length: int
+  single_segment_prob: float
+  short_seq_prob: float
+  seed: int
+  eval_fraction: float
+  text: text_files.TextOptions
+  files_per_shard: list[list[str]] | None
+  tfds: dict[str, Any] | None
+  token_dtype: str
+
+
+def assign_files(files: Sequence[str], sizes: Sequence[int],
+                 num_shards: int) -> list[list[str]]:
+  """Greedy size balancing: largest file first, each to the shard with the fewest bytes.
+
+  Returns per-shard file lists, each in sorted path order. Deterministic (ties go to the
+  lower shard index).
+
+  Raises:
+    ElectraError: fewer files than shards.
+  """
+  if len(files) < num_shards:
+    raise ElectraError(
+        f"--num_shards={num_shards} is more than the {len(files)} input file(s); each shard "
+        f"is built from whole files, so use --num_shards={len(files)} or less, or split the text "
+        "into more files")
+  loads = [0] * num_shards
+  assigned: list[list[str]] = [[] for _ in range(num_shards)]
+  for size, path in sorted(zip(sizes, files), key=lambda x: (-x[0], x[1])):
+    shard = min(range(num_shards), key=lambda s: (loads[s], s))
+    assigned[shard].append(path)
+    loads[shard] += size
+  return [sorted(a) for a in assigned]
+
+
+def _documents(spec: BuildSpec, shard: int, stats: text_files.TextStats) -> Iterator[list[str]]:
+  if spec.files_per_shard is not None:
+    yield from text_files.iter_documents(spec.files_per_shard[shard], spec.text, stats)
+  else:
+    from electra_jax.data import tfds_source  # pylint: disable=import-outside-toplevel
+    tfds_stats = tfds_source.TfdsStats()
+    yield from tfds_source.tfds_documents(
+        **spec.tfds, cleanup=text_files.get_cleanup(spec.text.cleanup), shard_index=shard,
+        num_shards=spec.num_shards, stats=tfds_stats)
+    stats.documents += tfds_stats.documents
+    stats.invalid_utf8_lines += tfds_stats.invalid_utf8
+
+
+_TOKENIZER_CACHE: dict[str, Any] = {}
+
+
+def _tokenizer(spec: BuildSpec):
+  key = spec.tokenizer_file
+  if key not in _TOKENIZER_CACHE:
+    _TOKENIZER_CACHE[key] = tokenizer_lib.load_tokenizer(spec.tokenizer_file,
+                                                         spec.tokenizer_type, spec.lowercase)
+  return _TOKENIZER_CACHE[key]
+
+
+def _write_shard(path: str, records: list[bytes]) -> None:
+  """Writes records to `path` through a temporary sibling and an atomic rename."""
+  from array_record.python import array_record_module  # pylint: disable=import-outside-toplevel
+  tmp = fileio.temporary_sibling(path)
+  try:
+    writer = array_record_module.ArrayRecordWriter(tmp, ARRAY_RECORD_OPTIONS)
+    for record in records:
+      writer.write(record)
+    writer.close()
+    fileio.rename(tmp, path)
+  except BaseException:
+    if os.path.exists(tmp):
+      os.remove(tmp)
+    raise
+
+
+def build_shard(spec: BuildSpec, shard: int) -> dict[str, Any]:
+  """Builds train (and eval) shard number `shard`; returns its ShardInfos and text stats."""
+  tokenizer = _tokenizer(spec)
+  stats = text_files.TextStats()
+  holdout_rng = np.random.default_rng([spec.seed, shard, 1])
+  builders = {split: examples_lib.ExampleBuilder(
+      tokenizer, spec.max_seq_length, [spec.seed, shard, stream], spec.single_segment_prob,
+      spec.short_seq_prob) for split, stream in (("train", 0), ("eval", 2))}
+  records: dict[str, list[bytes]] = {"train": [], "eval": []}
+  tokens = {"train": 0, "eval": 0}
+  documents = {"train": 0, "eval": 0}
+  pending: dict[str, list[list[str]]] = {"train": [], "eval": []}
+
+  def flush(split: str) -> None:
+    builder = builders[split]
+    builder.add_documents(pending[split])
+    documents[split] += len(pending[split])
+    pending[split] = []
+    for ids, first_length in builder.examples:
+      records[split].append(shards_lib.encode_record(ids, first_length, spec.token_dtype))
+      tokens[split] += len(ids)
+    builder.examples.clear()
+
+  for document in _documents(spec, shard, stats):
+    split = "eval" if spec.eval_fraction and holdout_rng.random() < spec.eval_fraction else "train"
+    pending[split].append(document)
+    if len(pending[split]) >= DOCUMENTS_PER_CHUNK:
+      flush(split)
+  infos = {}
+  for stream, split in enumerate(("train", "eval")):
+    flush(split)
+    if split == "eval" and not spec.eval_fraction:
+      continue
+    order = np.random.default_rng([spec.seed, shard, 3 + stream]).permutation(len(records[split]))
+    name = shards_lib.shard_name(split, shard, spec.num_shards)
+    _write_shard(fileio.join(spec.output, name), [records[split][i] for i in order])
+    infos[split] = shards_lib.ShardInfo(file=name, examples=len(order), tokens=tokens[split],
+                                        documents=documents[split])
+  return {"shard": shard, "infos": infos, "stats": stats}
+
+
+def _build_shard_job(args: tuple[BuildSpec, int]) -> dict[str, Any]:
+  return build_shard(*args)
+
+
+def _clear_output(output: str, overwrite: bool) -> None:
+  """Makes `output` an empty-of-shards directory; refuses to clobber without --overwrite."""
+  if fileio.exists(output) and not fileio.isdir(output):
+    raise ElectraError(f"--output={output!r} is a file; give a directory")
+  fileio.makedirs(output)
+  manifest = fileio.join(output, shards_lib.MANIFEST)
+  names = fileio.listdir(output)
+  ours = [n for n in names if n.endswith(".arrayrecord") or n == shards_lib.MANIFEST
+          or n.startswith(".tmp-")]
+  if ours and not overwrite:
+    raise ElectraError(f"--output={output!r} already holds shards; pass --overwrite to replace "
+                       "them, or choose another --output")
+  if fileio.exists(manifest):
+    fileio.remove(manifest)  # first, so an interrupted overwrite leaves no valid directory
+  for name in ours:
+    if name != shards_lib.MANIFEST:
+      fileio.remove(fileio.join(output, name))
+
+
+def build(*, output: str, num_shards: int, tokenizer_model: str, input_patterns: str = "",
+          tfds: dict[str, Any] | None = None, tokenizer_type: str = "auto",
+          lowercase: bool = True, processes: int = 0, max_seq_length: int = 128,
+          single_segment_prob: float = 0.1, short_seq_prob: float = 0.05, seed: int = 0,
+          eval_fraction: float = 0.0, text: text_files.TextOptions | None = None,
+          overwrite: bool = False, progress: bool = True) -> shards_lib.Manifest:
+  """Builds a shard directory (see the module docstring); returns its manifest.
+
+  Args:
+    output: directory to write (created if needed).
+    num_shards: number of train shards (and of eval shards when eval_fraction > 0).
+    tokenizer_model: sentencepiece .model or WordPiece vocab.txt.
+    input_patterns: comma-separated globs of text files (or use `tfds`).
+    tfds: keyword arguments of `tfds_source.tfds_documents` (name, split, text_feature,
+      data_dir) for a tfds input.
+    tokenizer_type, lowercase: see `tokenizer.load_tokenizer`.
+    processes: worker processes; 0 uses every core.
+    max_seq_length, single_segment_prob, short_seq_prob: the example recipe.
+    seed: base seed.
+    eval_fraction: share of documents held out into eval shards.
+    text: how text files become documents (cleanup, document boundary, long lines).
+    overwrite: replace existing shards in `output`.
+    progress: print a line per finished shard.
+
+  Raises:
+    ElectraError: bad arguments or input (see the messages).
+  """
+  start = time.perf_counter()
+  text = text or text_files.TextOptions()
+  text.validate(prefix="--")
+  examples_lib.check_recipe(max_seq_length, single_segment_prob, short_seq_prob, prefix="--")
+  if num_shards < 1:
+    raise ElectraError(f"--num_shards={num_shards} must be at least 1")
+  if processes < 0:
+    raise ElectraError(f"--processes={processes} must be at least 1 (or 0 for every core)")
+  if not 0.0 <= eval_fraction < 1.0:
+    raise ElectraError(f"--eval_fraction={eval_fraction} is out of range; use a value in [0, 1)")
+  if bool(input_patterns) == bool(tfds):
+    raise ElectraError("give exactly one input: --input=GLOBS (text files) or --tfds_name=NAME")
+  if not tokenizer_model:
+    raise ElectraError("--tokenizer_model is required: a sentencepiece .model or a WordPiece "
+                       "vocab.txt (train one with python -m electra_jax.data.tokenizer train)")
+  tokenizer = tokenizer_lib.load_tokenizer(tokenizer_model, tokenizer_type, lowercase)
+
+  files_per_shard = None
+  if input_patterns:
+    files = text_files.expand_patterns(input_patterns, "--input")
+    files_per_shard = assign_files(files, [fileio.size(f) for f in files], num_shards)
+    source = f"text files: {input_patterns}"
+  else:
+    from electra_jax.data import tfds_source  # pylint: disable=import-outside-toplevel
+    tfds_source.check_tfds_source(tfds["name"], tfds["split"], tfds.get("text_feature", "text"),
+                                  tfds.get("data_dir"))
+    source = f"tfds: {tfds['name']} split {tfds['split']}"
+
+  _clear_output(output, overwrite)
+  tokenizer_dir = fileio.join(output, "tokenizer")
+  fileio.makedirs(tokenizer_dir)
+  tokenizer_file = fileio.join(tokenizer_dir, os.path.basename(tokenizer_model))
+  fileio.write_atomic(tokenizer_file, fileio.read_bytes(tokenizer_model))
+
+  spec = BuildSpec(
+      output=output, num_shards=num_shards, tokenizer_file=tokenizer_file,
+      tokenizer_type=tokenizer.kind, lowercase=lowercase, max_seq_length=max_seq_length,
+      single_segment_prob=single_segment_prob, short_seq_prob=short_seq_prob, seed=seed,
+      eval_fraction=eval_fraction, text=text, files_per_shard=files_per_shard, tfds=tfds,
+      token_dtype=shards_lib.token_dtype(tokenizer.vocab_size))
+  processes = min(processes or os.cpu_count() or 1, num_shards)
+  results = []
+  jobs = [(spec, s) for s in range(num_shards)]
+  if processes == 1:
+    mapped = map(_build_shard_job, jobs)
+    pool = None
+  else:
+    pool = multiprocessing.get_context("spawn").Pool(processes)
+    mapped = pool.imap_unordered(_build_shard_job, jobs)
+  try:
+    for result in mapped:
+      results.append(result)
+      if progress:
+        info = result["infos"]["train"]
+        print(f"[{len(results)}/{num_shards}] {info.file}: {info.examples:,} examples, "
+              f"{info.tokens:,} tokens, {info.documents:,} documents "
+              f"({time.perf_counter() - start:.1f}s)", flush=True)
+  finally:
+    if pool is not None:
+      pool.terminate()
+      pool.join()
+
+  results.sort(key=lambda r: r["shard"])
+  stats = text_files.TextStats()
+  for result in results:
+    stats.merge(result["stats"])
+  stats.log("build input")
+  splits = {split: [r["infos"][split] for r in results]
+            for split in ("train", "eval") if split in results[0]["infos"]}
+  manifest = shards_lib.Manifest(
+      max_seq_length=max_seq_length, vocab_size=tokenizer.vocab_size,
+      token_dtype=spec.token_dtype,
+      tokenizer={"kind": tokenizer.kind, "file": f"tokenizer/{os.path.basename(tokenizer_model)}",
+                 "lowercase": lowercase},
+      recipe={"seed": seed, "single_segment_prob": single_segment_prob,
+              "short_seq_prob": short_seq_prob, "eval_fraction": eval_fraction,
+              **dataclasses.asdict(text)},
+      source=source, splits=splits, text_stats=dataclasses.asdict(stats))
+  if manifest.examples("train") == 0:
+    raise ElectraError("the input produced no training examples (no text after cleanup and "
+                       "tokenization); check --input and --text_cleanup")
+  fileio.write_atomic(fileio.join(output, shards_lib.MANIFEST), manifest.to_json())
+  return manifest
+
+
+# --------------------------------------------------------------------------------------------
+# Command line.
+
+
+def _define_flags() -> None:
+  """Registers the command's flags (only when run as the program; absl flags are global)."""
+  flags.DEFINE_string("input", "", "Comma-separated globs of UTF-8 text files (local or gs://), "
+                      "one sentence per line.")
+  flags.DEFINE_string("tfds_name", "", "A tfds text dataset instead of --input, e.g. "
+                      "wikipedia/20230601.en or c4/en.")
+  flags.DEFINE_string("tfds_split", "train", "The tfds split to read.")
+  flags.DEFINE_string("tfds_text_feature", "text", "The feature holding the text ('a/b' for "
+                      "nested features).")
+  flags.DEFINE_string("tfds_data_dir", None, "Where the tfds dataset is prepared (default: "
+                      "TFDS_DATA_DIR or ~/tensorflow_datasets).")
+  flags.DEFINE_string("output", None, "Required. Directory for the shards and manifest.json.")
+  flags.DEFINE_integer("num_shards", None, "Required. Number of train shards; use a multiple "
+                       "of the number of training hosts.")
+  flags.DEFINE_integer("processes", 0, "Worker processes; 0 uses every core.")
+  flags.DEFINE_string("tokenizer_model", None, "Required. A sentencepiece .model or a WordPiece "
+                      "vocab.txt; it is copied into --output.")
+  flags.DEFINE_enum("tokenizer_type", "auto", ["auto", "sentencepiece", "wordpiece"],
+                    "How to read --tokenizer_model; auto: *.txt is WordPiece.")
+  flags.DEFINE_bool("lowercase", True, "WordPiece only: lowercase and strip accents (BERT "
+                    "uncased); --nolowercase for cased vocabularies.")
+  flags.DEFINE_integer("max_seq_length", 128, "Tokens per example, [CLS] and [SEP]s included.")
+  flags.DEFINE_float("single_segment_prob", 0.1, "Share of single-segment examples.")
+  flags.DEFINE_float("short_seq_prob", 0.05, "Chance that the next target length is random.")
+  flags.DEFINE_float("eval_fraction", 0.0, "Share of documents held out into eval shards.")
+  flags.DEFINE_integer("seed", 0, "Base seed of the example recipe and shuffles.")
+  flags.DEFINE_enum("text_cleanup", "none", list(text_files.CLEANUPS),
+                    "Cleanup applied to each file or record's text (gutenberg: strip Project "
+                    "Gutenberg headers and footers).")
+  flags.DEFINE_enum("document_boundary", "blank_line", list(text_files.DOCUMENT_BOUNDARIES),
+                    "blank_line: a blank line ends a document; file: one document per file.")
+  flags.DEFINE_integer("max_line_chars", 20_000, "Longer lines are skipped and counted.")
+  flags.DEFINE_bool("overwrite", False, "Replace existing shards in --output.")
+
+
+def _main(argv: list[str]) -> None:
+  if len(argv) > 1:
+    raise ElectraError(f"unexpected arguments: {' '.join(argv[1:])}; values are given as flags "
+                       "(quote globs so the shell does not expand them)")
+  fl = flags.FLAGS
+  missing = [f"--{n}" for n in ("output", "num_shards", "tokenizer_model") if fl[n].value is None]
+  if missing:
+    raise ElectraError(f"missing {', '.join(missing)}; e.g. python -m electra_jax.data.build "
+                       "--input='books/*.txt' --tokenizer_model=spm.model --output=DIR "
+                       "--num_shards=8")
+  tfds = None
+  if fl.tfds_name:
+    tfds = {"name": fl.tfds_name, "split": fl.tfds_split, "text_feature": fl.tfds_text_feature,
+            "data_dir": fl.tfds_data_dir}
+  start = time.perf_counter()
+  manifest = build(
+      output=fl.output, num_shards=fl.num_shards, tokenizer_model=fl.tokenizer_model,
+      input_patterns=fl.input, tfds=tfds, tokenizer_type=fl.tokenizer_type,
+      lowercase=fl.lowercase, processes=fl.processes, max_seq_length=fl.max_seq_length,
+      single_segment_prob=fl.single_segment_prob, short_seq_prob=fl.short_seq_prob,
+      seed=fl.seed, eval_fraction=fl.eval_fraction,
+      text=text_files.TextOptions(fl.text_cleanup, fl.document_boundary, fl.max_line_chars),
+      overwrite=fl.overwrite)
+  seconds = time.perf_counter() - start
+  tokens = manifest.tokens("train") + manifest.tokens("eval")
+  print(f"wrote {fl.output}: {len(manifest.splits['train'])} train shard(s), "
+        f"{manifest.examples('train'):,} train and {manifest.examples('eval'):,} eval examples, "
+        f"{tokens:,} tokens in {seconds:.1f}s ({tokens / seconds:,.0f} tokens/s); train with "
+        f"--config.data.source=shards --config.data.shards_dir={fl.output} "
+        f"--config.model.vocab_size={manifest.vocab_size} "
+        f"--config.data.max_seq_length={manifest.max_seq_length}", flush=True)
+
+
+if __name__ == "__main__":
+  _define_flags()
+  cli.run(_main)
