@@ -222,8 +222,9 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> dict[
   config_validation.validate(config)
   if jax.process_count() > 1:
     raise ElectraError(
-        f"this run has {jax.process_count()} processes, but the input pipeline feeds one host "
-        "only so far; run on a single host (multi-host input is planned)")
+        f"this run has {jax.process_count()} processes; multi-host training is not supported "
+        "yet (the input pipeline is host-sharded, but the loop is only tested on one host); "
+        "run on a single host")
   # Check the mesh and batch before the (slower) data preparation.
   parallel.check_batch_divides(config.train.batch_size, parallel.make_mesh(config.mesh),
                                parallel.axis_rules(config.mesh))

@@ -1,19 +1,15 @@
-"""The pretraining data path: text -> tokenizer -> ELECTRA examples -> batches.
+"""The pretraining data path: text -> tokenizer -> ELECTRA examples -> per-host batches.
 
-Modules: `corpus` (reading text files, the embedded standard-library corpus, held-out
-splits), `tokenizer` (sentencepiece training and the `Tokenizer` interface), `examples` (the
-ELECTRA example recipe) and `pipeline` (`build_pretraining_data` and `BatchIterator`).
+Modules, one job each:
+  fileio      local and gs:// file access (tf.io.gfile for URLs), atomic writes.
+  text_files  text files -> documents: cleanup hooks, document boundaries, counted skips.
+  tfds_source tfds datasets -> documents, streamed and evenly sharded.
+  corpus      the embedded standard-library corpus; held-out document splits.
+  tokenizer   sentencepiece and WordPiece tokenizers behind one interface; training CLI.
+  examples    the original ELECTRA example recipe ([CLS] A [SEP] B [SEP]).
+  build       offline preprocessing into shards (`python -m electra_jax.data.build`).
+  shards      the shard format and the host-sharded, window-shuffled, resumable reader.
+  pipeline    `config.data` -> tokenizer, examples and train/eval iterators.
 
-`build_pretraining_data` reads these `config.data` fields:
-  train_files: comma-separated globs of UTF-8 text, one sentence per line, a blank line
-    between documents; '' uses the embedded corpus, written to <workdir>/corpus/.
-  eval_files: the same for evaluation text; '' holds out `eval_fraction` of the training
-    documents instead.
-  eval_fraction: share of training documents held out when eval_files is ''.
-  tokenizer_model: a sentencepiece .model with [PAD] [UNK] [CLS] [SEP] [MASK]; '' trains one
-    with model.vocab_size pieces on the training files into <workdir>/tokenizer/spm.model.
-  lowercase: whether a newly trained tokenizer case-folds its input.
-  max_seq_length: length T of every example.
-  single_segment_prob, short_seq_prob: see `electra_jax.data.examples`.
-
+Every `config.data` field is documented in `electra_jax/default_config.py`.
 """

@@ -186,7 +186,7 @@ def _tfds_documents(data_config: Any, workdir: str, seed: int,
     documents = list(tfds_source.tfds_documents(
         data_config.tfds_name, split, data_config.tfds_text_feature, data_dir, cleanup=cleanup,
         max_documents=data_config.tfds_max_documents, stats=stats))
-    logging.info("tfds %s split %s: %s", data_config.tfds_name, split, stats)
+    logging.info("tfds %s split %s: %s", data_config.tfds_name, split, stats.summary())
     if not documents:
       raise ElectraError(f"the tfds split {data_config.tfds_name}:{split} gave no text; check "
                          "--config.data.tfds_text_feature and --config.data.text_cleanup")

@@ -1,0 +1,125 @@
+"""Training from each data source: preprocessed shards (with exact resumption), a tfds dataset,
+and a WordPiece vocabulary; and the config errors that protect them."""
+
+import numpy as np
+import pytest
+
+from electra_jax import default_config
+from electra_jax import train
+from electra_jax.data import build as build_lib
+from electra_jax.data import pipeline
+from electra_jax.data import shards
+from electra_jax.data import tokenizer as tokenizer_lib
+from electra_jax.errors import ElectraError
+from tests import testing
+from tests import tfds_testing
+
+T = 32
+
+
+@pytest.fixture(scope="module")
+def shard_dir(corpus_and_tokenizer, tmp_path_factory):
+  """The session corpus (3 files of the embedded corpus) in 3 shards, 10% held out."""
+  files, model = corpus_and_tokenizer
+  output = str(tmp_path_factory.mktemp("source_shards") / "shards")
+  build_lib.build(output=output, num_shards=3, tokenizer_model=model, input_patterns=files,
+                  processes=1, max_seq_length=T, eval_fraction=0.1, progress=False)
+  return output
+
+
+def shard_config(shard_dir):
+  config = testing.fast_config()
+  config.data.source = "shards"
+  config.data.shards_dir = shard_dir
+  config.data.shuffle_buffer = 64
+  return config
+
+
+def _train_losses(workdir):
+  return {r["step"]: r["train/loss"] for r in train.read_metrics(workdir) if "train/loss" in r}
+
+
+def test_training_on_shards_resumes_exactly(shard_dir, tmp_path):
+  """8 straight steps == 4 steps, a restart, 4 more: the shard reader's position is restored."""
+  straight = str(tmp_path / "straight")
+  eval_straight = train.train_and_evaluate(shard_config(shard_dir), straight)
+  resumed = str(tmp_path / "resumed")
+  first_half = shard_config(shard_dir)
+  first_half.train.stop_at_step = 4
+  train.train_and_evaluate(first_half, resumed)
+  eval_resumed = train.train_and_evaluate(shard_config(shard_dir), resumed)
+  expected, got = _train_losses(straight), _train_losses(resumed)
+  assert sorted(got) == list(range(1, 9))
+  np.testing.assert_array_equal([got[s] for s in range(1, 9)], [expected[s] for s in range(1, 9)])
+  assert eval_straight and eval_resumed == pytest.approx(eval_straight, rel=1e-6, nan_ok=True)
+
+
+def test_shard_data_follows_the_manifest(shard_dir):
+  config = shard_config(shard_dir)
+  data = pipeline.build_pretraining_data(config.data, "unused", config.model.vocab_size, seed=0)
+  manifest = shards.read_manifest(shard_dir)
+  assert data.train is None and data.tokenizer.vocab_size == manifest.vocab_size
+  assert len(data.eval["input_ids"]) == manifest.examples("eval") > 0
+  batch = next(data.train_iterator(8, seed=0))
+  assert batch["input_ids"].shape == (8, T)
+  # Two hosts each get half of the global batch.
+  halves = [next(data.train_iterator(8, seed=0, process_index=h, process_count=2))
+            for h in range(2)]
+  assert all(h["input_ids"].shape == (4, T) for h in halves)
+
+
+@pytest.mark.parametrize("field, value, message", [
+    ("model.vocab_size", 1000, r"built with a 512-piece tokenizer but "
+     r"--config.model.vocab_size=1000; set --config.model.vocab_size=512"),
+    ("data.max_seq_length", 64, r"hold examples of length 32 but --config.data.max_seq_length=64"),
+    ("data.tokenizer_model", "x.model", "uses the tokenizer stored with the shards"),
+    ("data.shards_dir", "/nonexistent/shards", "does not exist; build shards with"),
+    ("data.source", "files", "--config.data.source='files' is not a source"),
+])
+def test_shard_config_errors(shard_dir, field, value, message):
+  config = shard_config(shard_dir)
+  section, name = field.split(".")
+  config[section][name] = value
+  with pytest.raises(ElectraError, match=message):
+    pipeline.build_pretraining_data(config.data, "unused", config.model.vocab_size, seed=0)
+
+
+def test_training_on_a_tfds_dataset(tmp_path, corpus_and_tokenizer):
+  _, model = corpus_and_tokenizer
+  data_dir = tfds_testing.prepare(str(tmp_path / "tfds"))
+  config = testing.fast_config(tokenizer_model=model)
+  config.data.update(source="tfds", tfds_name=tfds_testing.NAME, tfds_text_feature="body",
+                     tfds_eval_split="validation", tfds_data_dir=data_dir)
+  config.train.num_train_steps = 2
+  config.train.eval_every_steps = 2
+  data = pipeline.build_pretraining_data(config.data, str(tmp_path / "w"), 512, seed=0)
+  assert len(data.train["input_ids"]) == 11 and len(data.eval["input_ids"]) == 2
+  result = train.train_and_evaluate(config, str(tmp_path / "run"))
+  assert np.isfinite(result["loss"])
+  # The same documents preprocessed into shards give the same number of examples.
+  manifest = build_lib.build(
+      output=str(tmp_path / "shards"), num_shards=2, tokenizer_model=model, processes=1,
+      tfds={"name": tfds_testing.NAME, "split": "train", "text_feature": "body",
+            "data_dir": data_dir}, max_seq_length=T, progress=False)
+  assert manifest.examples("train") == 11
+  assert manifest.source.startswith("tfds: ")
+
+
+def test_tfds_source_needs_a_name(tmp_path):
+  config = testing.fast_config()
+  config.data.source = "tfds"
+  with pytest.raises(ElectraError, match="needs --config.data.tfds_name"):
+    pipeline.build_pretraining_data(config.data, str(tmp_path), 512, seed=0)
+
+
+def test_wordpiece_vocab_is_trained_into_the_workdir_and_used(tmp_path, corpus_and_tokenizer):
+  files, _ = corpus_and_tokenizer
+  data_config = default_config.get_config().data
+  data_config.update(train_files=files, tokenizer_type="wordpiece", max_seq_length=T)
+  data = pipeline.build_pretraining_data(data_config, str(tmp_path), vocab_size=600, seed=0)
+  assert isinstance(data.tokenizer, tokenizer_lib.WordPieceTokenizer)
+  assert (tmp_path / "tokenizer" / "vocab.txt").is_file()
+  ids = data.train["input_ids"]
+  assert (ids[:, 0] == data.tokenizer.cls_id).all() and ids.max() < 600
+  again = pipeline.build_pretraining_data(data_config, str(tmp_path), vocab_size=600, seed=0)
+  np.testing.assert_array_equal(again.train["input_ids"], ids)
