@@ -229,7 +229,7 @@ def test_build_refuses_bad_input_and_keeps_existing_shards(books, book_tokenizer
   assert shards.read_manifest(shard_dir).splits["train"][0].file.endswith("-of-00004.arrayrecord")
   with pytest.raises(ElectraError, match="--num_shards=3 is more than the 2 input file"):
     build_lib.build(output=str(tmp_path / "o"), num_shards=3, tokenizer_model=model,
-                    input_patterns=",".join(books[:2]), progress=False)
+                    input_patterns=",".join(books[:2]), text=GUTENBERG_TEXT, progress=False)
   with pytest.raises(ElectraError, match="no files match --input"):
     build_lib.build(output=str(tmp_path / "o"), num_shards=1, tokenizer_model=model,
                     input_patterns=str(tmp_path / "none*.txt"), progress=False)
@@ -245,7 +245,27 @@ def test_build_refuses_bad_input_and_keeps_existing_shards(books, book_tokenizer
 
 def test_assign_files_balances_sizes():
   assigned = build_lib.assign_files(["a", "b", "c", "d", "e"], [50, 10, 40, 30, 20], 2)
-  assert assigned == [["a", "b", "e"], ["c", "d"]]  # 80 and 70 bytes
+  assert assigned == [[("a", 0, -1), ("b", 0, -1), ("e", 0, -1)],
+                      [("c", 0, -1), ("d", 0, -1)]]  # 80 and 70 bytes
+  ranges = build_lib.assign_files(["big", "small"], [100, 12], 2, splittable=True)
+  chunks = sorted(u for shard in ranges for u in shard)  # ranges of 14 bytes tile each file
+  assert chunks[0] == ("big", 0, 14) and chunks[-1] == ("small", 0, 12)
+  assert sum(e - b for _, b, e in chunks) == 112
+  assert abs(sum(e - b for _, b, e in ranges[0]) - sum(e - b for _, b, e in ranges[1])) <= 14
+
+
+def test_one_large_file_fills_every_shard(tmp_path, book_tokenizer):
+  """Blank-line text with no cleanup is split at document boundaries inside files."""
+  documents = [[f"Document {d} sentence {s} has some words in it." for s in range(30)]
+               for d in range(40)]
+  path = tmp_path / "one.txt"
+  path.write_text("\n\n".join("\n".join(d) for d in documents) + "\n")
+  manifest = build_lib.build(output=str(tmp_path / "out"), num_shards=4,
+                             tokenizer_model=book_tokenizer.model_file,
+                             input_patterns=str(path), processes=1, max_seq_length=64,
+                             progress=False)
+  counts = [s.documents for s in manifest.splits["train"]]
+  assert sum(counts) == 40 and min(counts) >= 8, counts
 
 
 def test_records_round_trip_and_reject_long_examples():

@@ -2,6 +2,7 @@
 
 import os
 
+import numpy as np
 import pytest
 
 from electra_jax.data import text_files
@@ -104,3 +105,35 @@ def test_gutenberg_cleanup_on_real_books():
       os.path.join(GUTENBERG, "11-0.txt"),
       text_files.TextOptions(cleanup="gutenberg", document_boundary="file"))[0]
   assert "Alice was beginning to get very tired" in " ".join(alice[:40])
+
+
+def test_byte_ranges_that_tile_a_file_give_each_document_once(tmp_path):
+  rng = np.random.default_rng(0)
+  for trial in range(60):
+    documents = [[" ".join(rng.choice(["a", "bb", "ccc"], rng.integers(1, 5)))
+                  for _ in range(rng.integers(1, 5))] for _ in range(rng.integers(0, 9))]
+    separators = rng.choice(["\n\n", "\n\n\n", "\n  \n", "\r\n\r\n"], len(documents))
+    text = ("\n" if trial % 3 == 0 else "") + "".join(
+        "\n".join(d) + s for d, s in zip(documents, separators))
+    path = tmp_path / f"t{trial}.txt"
+    path.write_bytes(text.encode("utf-8"))
+    size = len(text.encode("utf-8"))
+    cuts = sorted(set(rng.integers(1, max(size, 2), rng.integers(0, 6)).tolist()))
+    bounds = [0] + [c for c in cuts if c < size] + [size]
+    stats = text_files.TextStats()
+    pieces = [d for a, b in zip(bounds[:-1], bounds[1:])
+              for d in text_files.byte_range_documents(str(path), a, b, stats=stats)]
+    assert pieces == text_files.read_documents(str(path)), (text, bounds)
+    assert stats.documents == len(pieces)
+
+
+def test_byte_ranges_skip_invalid_utf8_and_need_plain_text(tmp_path):
+  path = tmp_path / "a.txt"
+  path.write_bytes(b"one.\nbad \xff.\n\ntwo.\n")
+  stats = text_files.TextStats()
+  assert list(text_files.byte_range_documents(str(path), 0, 22, stats=stats)) == [["one."],
+                                                                                   ["two."]]
+  assert stats.invalid_utf8_lines == 1
+  with pytest.raises(ValueError, match="byte ranges need"):
+    list(text_files.byte_range_documents(str(path), 0, 5, text_files.TextOptions(
+        cleanup="gutenberg")))

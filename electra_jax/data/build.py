@@ -9,8 +9,12 @@
 
 Each shard is an independent job (its input files, or its even part of the tfds split, and
 seeds derived from (--seed, shard index)), so the output does not depend on --processes, and
-`--processes` workers build shards in parallel. Text files are assigned to shards by size
-(largest first, each to the lightest shard), so there must be at least as many files as shards.
+`--processes` workers build shards in parallel. Text input is divided by size (largest piece
+first, each to the lightest shard): text with blank-line document boundaries and no cleanup is
+cut into byte ranges at document boundaries, so even a single large file fills every shard;
+otherwise shards get whole files, and there must be at least as many files as shards. A shard's
+examples are held in memory while it is built (about 2 bytes per token), so pick --num_shards
+to keep shards to a few hundred MB of text.
 
 A shard is written under a hidden temporary name and renamed when complete, and
 `manifest.json` is written last; training refuses a directory without it, so a killed job
@@ -57,7 +61,7 @@ class BuildSpec:
     seed: base seed; shard s uses seeds derived from (seed, s).
     eval_fraction: share of documents held out into eval shards.
     text: how text files become documents.
-    files_per_shard: input files of each shard (text input), else None.
+    units_per_shard: the (path, start, end) input units of each shard (text input), else None.
     tfds: tfds_documents keyword arguments (tfds input), else None.
     token_dtype: record element type.
   """
@@ -73,38 +77,64 @@ class BuildSpec:
   seed: int
   eval_fraction: float
   text: text_files.TextOptions
-  files_per_shard: list[list[str]] | None
+  units_per_shard: list[list[Unit]] | None
   tfds: dict[str, Any] | None
   token_dtype: str
 
 
-def assign_files(files: Sequence[str], sizes: Sequence[int],
-                 num_shards: int) -> list[list[str]]:
-  """Greedy size balancing: largest file first, each to the shard with the fewest bytes.
+Unit = tuple[str, int, int]  # (path, first byte, end byte); end -1: the whole file
 
-  Returns per-shard file lists, each in sorted path order. Deterministic (ties go to the
-  lower shard index).
 
-  Raises:
-    ElectraError: fewer files than shards.
-  """
-  if len(files) < num_shards:
-    raise ElectraError(
-        f"--num_shards={num_shards} is more than the {len(files)} input file(s); each shard "
-        f"is built from whole files, so use --num_shards={len(files)} or less, or split the text "
-        "into more files")
+def _balance(units: Sequence[Unit], sizes: Sequence[int], num_shards: int) -> list[list[Unit]]:
+  """Greedy size balancing: largest unit first, each to the shard with the fewest bytes
+  (ties to the lower index). Each shard's units come back in (path, offset) order."""
   loads = [0] * num_shards
-  assigned: list[list[str]] = [[] for _ in range(num_shards)]
-  for size, path in sorted(zip(sizes, files), key=lambda x: (-x[0], x[1])):
+  assigned: list[list[Unit]] = [[] for _ in range(num_shards)]
+  for size, unit in sorted(zip(sizes, units), key=lambda x: (-x[0], x[1])):
     shard = min(range(num_shards), key=lambda s: (loads[s], s))
-    assigned[shard].append(path)
+    assigned[shard].append(unit)
     loads[shard] += size
   return [sorted(a) for a in assigned]
 
 
+def assign_files(files: Sequence[str], sizes: Sequence[int], num_shards: int,
+                 splittable: bool = False) -> list[list[Unit]]:
+  """Splits the input among shards, balancing bytes; deterministic.
+
+  With `splittable` (text that needs no cleanup and has blank-line document boundaries), files
+  are cut into byte ranges of about a quarter of a shard's share (documents are never cut; see
+  `text_files.byte_range_documents`), so even one large file fills many shards. Otherwise each
+  shard gets whole files.
+
+  Returns:
+    Per-shard lists of (path, start, end) units; end is -1 for a whole file.
+
+  Raises:
+    ElectraError: whole files only, and fewer files than shards.
+  """
+  if splittable:
+    chunk = max(1, -(-sum(sizes) // (4 * num_shards)))
+    units, unit_sizes = [], []
+    for path, size in zip(files, sizes):
+      for begin in range(0, max(size, 1), chunk):
+        units.append((path, begin, min(size, begin + chunk)))
+        unit_sizes.append(units[-1][2] - begin)
+    return _balance(units, unit_sizes, num_shards)
+  if len(files) < num_shards:
+    raise ElectraError(
+        f"--num_shards={num_shards} is more than the {len(files)} input file(s), and with "
+        "--text_cleanup or --document_boundary=file each shard is built from whole files; use "
+        f"--num_shards={len(files)} or less, or split the text into more files")
+  return _balance([(f, 0, -1) for f in files], sizes, num_shards)
+
+
 def _documents(spec: BuildSpec, shard: int, stats: text_files.TextStats) -> Iterator[list[str]]:
-  if spec.files_per_shard is not None:
-    yield from text_files.iter_documents(spec.files_per_shard[shard], spec.text, stats)
+  if spec.units_per_shard is not None:
+    for path, begin, end in spec.units_per_shard[shard]:
+      if end < 0:
+        yield from text_files.read_documents(path, spec.text, stats)
+      else:
+        yield from text_files.byte_range_documents(path, begin, end, spec.text, stats)
   else:
     from electra_jax.data import tfds_source  # pylint: disable=import-outside-toplevel
     tfds_stats = tfds_source.TfdsStats()
@@ -250,10 +280,12 @@ def build(*, output: str, num_shards: int, tokenizer_model: str, input_patterns:
                        "vocab.txt (train one with python -m electra_jax.data.tokenizer train)")
   tokenizer = tokenizer_lib.load_tokenizer(tokenizer_model, tokenizer_type, lowercase)
 
-  files_per_shard = None
+  units_per_shard = None
   if input_patterns:
     files = text_files.expand_patterns(input_patterns, "--input")
-    files_per_shard = assign_files(files, [fileio.size(f) for f in files], num_shards)
+    splittable = text.cleanup == "none" and text.document_boundary == "blank_line"
+    units_per_shard = assign_files(files, [fileio.size(f) for f in files], num_shards,
+                                   splittable)
     source = f"text files: {input_patterns}"
   else:
     from electra_jax.data import tfds_source  # pylint: disable=import-outside-toplevel
@@ -271,7 +303,7 @@ def build(*, output: str, num_shards: int, tokenizer_model: str, input_patterns:
       output=output, num_shards=num_shards, tokenizer_file=tokenizer_file,
       tokenizer_type=tokenizer.kind, lowercase=lowercase, max_seq_length=max_seq_length,
       single_segment_prob=single_segment_prob, short_seq_prob=short_seq_prob, seed=seed,
-      eval_fraction=eval_fraction, text=text, files_per_shard=files_per_shard, tfds=tfds,
+      eval_fraction=eval_fraction, text=text, units_per_shard=units_per_shard, tfds=tfds,
       token_dtype=shards_lib.token_dtype(tokenizer.vocab_size))
   processes = min(processes or os.cpu_count() or 1, num_shards)
   results = []

@@ -251,6 +251,72 @@ def iter_documents(files: Sequence[str], options: TextOptions | None = None,
     yield from read_documents(path, options, stats)
 
 
+def byte_range_documents(path: str, start: int, end: int, options: TextOptions | None = None,
+                         stats: TextStats | None = None) -> Iterator[Document]:
+  """Streams the documents of bytes [start, end) of a file with blank-line boundaries.
+
+  Lets one large file be split among workers: a document belongs to the range holding the
+  start of the last blank line before it (the first document of the file to the range at 0),
+  so ranges that tile a file give every document exactly once, whole, in file order; a
+  document that runs past `end` is read to its end. The text must not need a cleanup (a
+  cleanup sees whole files) and lines are split at "\n" only.
+
+  Args:
+    path: a text file (local or gs://).
+    start, end: byte offsets, 0 <= start <= end.
+    options: reading options; requires cleanup "none" and document_boundary "blank_line".
+    stats: counts to add to (files/bytes count the range: a file split into ranges counts
+      once per range).
+  """
+  options = options or TextOptions()
+  stats = stats if stats is not None else TextStats()
+  if options.cleanup != "none" or options.document_boundary != "blank_line":
+    raise ValueError("byte ranges need cleanup 'none' and document_boundary 'blank_line'")
+  stats.files += 1
+  stats.bytes += end - start
+  with fileio.open_file(path, "rb") as f:
+    position = 0
+    if start > 0:
+      f.seek(start - 1)
+      position = start - 1 + len(f.readline())  # the first line starting at or after start
+    in_document = start == 0
+    current: Document = []
+    for raw in f:
+      line_start, position = position, position + len(raw)
+      if not raw.strip():
+        if current:
+          stats.documents += 1
+          stats.sentences += len(current)
+          yield current
+          current = []
+        if line_start >= end:
+          return
+        in_document = True
+        continue
+      if not in_document:
+        if line_start >= end:
+          return
+        continue
+      try:
+        line = raw.decode("utf-8").strip()
+      except UnicodeDecodeError:
+        stats.invalid_utf8_lines += 1
+        stats.first_invalid_utf8 = stats.first_invalid_utf8 or f"{path}:byte {line_start}"
+        continue
+      if line_start == 0:
+        line = line.lstrip("\ufeff")
+      if len(line) > options.max_line_chars:
+        stats.long_lines += 1
+        stats.first_long_line = stats.first_long_line or f"{path}:byte {line_start}"
+        continue
+      if line:
+        current.append(line)
+    if current:
+      stats.documents += 1
+      stats.sentences += len(current)
+      yield current
+
+
 def no_text_error(files: Sequence[str], flag: str) -> ElectraError:
   shown = ", ".join(files[:3]) + (", ..." if len(files) > 3 else "")
   return ElectraError(
