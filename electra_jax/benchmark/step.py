@@ -18,20 +18,24 @@ import jax
 import numpy as np
 from ml_collections import config_flags
 
-from electra_jax import cli
 from electra_jax import objectives
 from electra_jax import parallel
 from electra_jax import train
 from electra_jax.errors import ElectraError
 
 FLAGS = flags.FLAGS
-config_flags.DEFINE_config_file("config", None, "Config file to benchmark.", lock_config=True)
-flags.DEFINE_integer("steps", 10, "Timed steps (the median is reported).")
-flags.DEFINE_integer("warmup", 2, "Untimed steps after compilation.")
-flags.DEFINE_float("peak_tflops", 0.0,
-                   "The devices' peak dense TFLOP/s each (e.g. 989 for H100 bf16); when set, "
-                   "model FLOPs utilisation (MFU) is printed.")
-flags.mark_flags_as_required(["config"])
+
+
+def define_flags() -> None:
+  """Registers the command's flags (only when run as the program; absl flags are global, and
+  `python -m electra_jax.benchmark.data` defines its own)."""
+  config_flags.DEFINE_config_file("config", None, "Config file to benchmark.", lock_config=True)
+  flags.DEFINE_integer("steps", 10, "Timed steps (the median is reported).")
+  flags.DEFINE_integer("warmup", 2, "Untimed steps after compilation.")
+  flags.DEFINE_float("peak_tflops", 0.0,
+                     "The devices' peak dense TFLOP/s each (e.g. 989 for H100 bf16); when set, "
+                     "model FLOPs utilisation (MFU) is printed.")
+  flags.mark_flags_as_required(["config"])
 
 # Synthetic data uses the special ids of electra-jax's sentencepiece models.
 SPECIAL = objectives.SpecialIds(pad=0, cls=2, sep=3, mask=4)
@@ -108,6 +112,7 @@ def run(config, steps: int, warmup: int, peak_tflops: float) -> dict:
 
 
 def main(argv):
+  """The command: runs `run` with the flags' values and prints the results."""
   del argv
   r = run(FLAGS.config, FLAGS.steps, FLAGS.warmup, FLAGS.peak_tflops)
   print(f"device={r['device_kind']} ({r['platform']}) x{r['devices']} "
@@ -118,6 +123,3 @@ def main(argv):
         + (f" mfu={r['mfu']:.3f}" if "mfu" in r else ""))
   print(r["memory"])
 
-
-if __name__ == "__main__":
-  cli.run(main)
