@@ -15,7 +15,6 @@ import time
 from typing import Any, Callable
 
 from absl import logging
-from clu import metric_writers
 import flax
 import flax.linen as nn
 import jax
@@ -31,6 +30,7 @@ from electra_jax import metrics as metrics_lib
 from electra_jax import objectives
 from electra_jax import optim
 from electra_jax import parallel
+from electra_jax import pretrained
 from electra_jax.errors import ElectraError
 from electra_jax.models import electra
 
@@ -263,6 +263,8 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> dict[
     logging.warning("No held-out examples (data.eval_fraction=0 and no data.eval_files, or "
                     "shards built without --eval_fraction): evaluation is off")
   tokens_per_step = config.train.batch_size * config.data.max_seq_length
+  # Recorded in every checkpoint, so fine-tuning and conversion find the vocabulary.
+  tokenizer_info = pretrained.TokenizerInfo.of(data.tokenizer).to_json()
   pending: list[dict] = []
   last_eval: dict[str, float] = {}
   window_start, window_steps = time.perf_counter(), 0
@@ -271,7 +273,8 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> dict[
 
   def save(step):
     ckpt.save(step, state, {"step": step, "data_position": train_iter.position,
-                            "config": json.loads(config.to_json_best_effort())})
+                            "config": json.loads(config.to_json_best_effort()),
+                            "tokenizer": tokenizer_info})
 
   step = start_step
   if step >= stop_at:
@@ -328,8 +331,7 @@ class MetricsLog:
   """
 
   def __init__(self, workdir: str, is_chief: bool):
-    self._writer = metric_writers.create_default_writer(
-        os.path.join(workdir, "tensorboard"), just_logging=not is_chief)
+    self._writer = metrics_lib.create_writer(os.path.join(workdir, "tensorboard"), is_chief)
     self._jsonl = open(os.path.join(workdir, "metrics.jsonl"), "a") if is_chief else None
 
   def write_hparams(self, hparams: dict[str, Any]) -> None:

@@ -1,0 +1,285 @@
+"""Pretrained weights for fine-tuning and conversion: read from, or write as, electra-jax checkpoints.
+
+A pretraining workdir holds `checkpoints/<step>/{state,meta}` (see `electra_jax.checkpoints`):
+`state` is the whole `TrainState` (parameters, optimizer slots, step, rng) and `meta` JSON
+with the step, the data position, the config and the tokenizer. Fine-tuning needs only part of
+it: `load_pretrained` reads the model config and tokenizer from `meta` and restores just the
+requested top-level parameter groups (by default the shared `embeddings` and the
+`discriminator`), never the generator's weights or the optimizer slots it does not need.
+
+`save_pretrained` writes the same layout with `state = {"params": ...}` (no optimizer state),
+which is what `python -m electra_jax.convert from-hf` produces from a Hugging Face checkpoint.
+Either kind of directory can be passed wherever an `init_checkpoint` is expected.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import shutil
+from typing import Any, Sequence
+
+from absl import logging
+import jax
+import ml_collections
+import numpy as np
+import orbax.checkpoint as ocp
+
+from electra_jax import checkpoints
+from electra_jax import default_config
+from electra_jax.data import fileio
+from electra_jax.data import tokenizer as tokenizer_lib
+from electra_jax.errors import ElectraError
+
+FINETUNE_PARTS = ("embeddings", "discriminator")
+TOKENIZER_DIR = "tokenizer"
+
+
+@dataclasses.dataclass(frozen=True)
+class TokenizerInfo:
+  """Where a checkpoint's tokenizer is and how to load it (`tokenizer.load_tokenizer`)."""
+  file: str
+  kind: str  # "sentencepiece" or "wordpiece".
+  lowercase: bool = True
+
+  def load(self) -> tokenizer_lib.SubwordTokenizer:
+    return tokenizer_lib.load_tokenizer(self.file, self.kind, self.lowercase)
+
+  def to_json(self) -> dict[str, Any]:
+    return dataclasses.asdict(self)
+
+  @classmethod
+  def of(cls, tokenizer: tokenizer_lib.SubwordTokenizer) -> "TokenizerInfo":
+    """The info of a loaded tokenizer (its file as an absolute path when local)."""
+    path = tokenizer.model_file
+    if not fileio.is_remote(path):
+      path = os.path.abspath(path)
+    return cls(file=path, kind=tokenizer.kind,
+               lowercase=bool(getattr(tokenizer, "lowercase", True)))
+
+
+@dataclasses.dataclass
+class Pretrained:
+  """Weights restored from a checkpoint.
+
+  model_config: the `model` section of the pretraining config.
+  params: the `ElectraPretrainer` parameter tree (nested dicts of float32 numpy arrays),
+    holding only the requested top-level groups.
+  tokenizer: the tokenizer the model was trained with, or None if it cannot be found.
+  step: the pretraining step of the checkpoint.
+  path: the checkpoint step directory.
+  """
+  model_config: ml_collections.ConfigDict
+  params: dict[str, Any]
+  tokenizer: TokenizerInfo | None
+  step: int
+  path: str
+
+
+def _is_step_dir(path: str) -> bool:
+  return os.path.isdir(os.path.join(path, "state")) and os.path.isdir(os.path.join(path, "meta"))
+
+
+def _newest_step_dir(directory: str) -> str | None:
+  steps = [int(name) for name in os.listdir(directory)
+           if name.isdigit() and _is_step_dir(os.path.join(directory, name))]
+  return os.path.join(directory, str(max(steps))) if steps else None
+
+
+def find_step_dir(path: str) -> str:
+  """The checkpoint step directory that `path` names.
+
+  `path` may be a pretraining (or converted) workdir, its `checkpoints/` directory, or one
+  `checkpoints/<step>/` directory; a directory of steps resolves to its newest step.
+
+  Raises:
+    ElectraError: nothing there is an electra-jax checkpoint.
+  """
+  path = os.path.abspath(os.path.expanduser(path))
+  if not os.path.isdir(path):
+    raise ElectraError(
+        f"checkpoint {path} does not exist; pass a pretraining --workdir, its checkpoints/ "
+        "directory or one checkpoints/<step>/ directory (or convert a Hugging Face model with "
+        "python -m electra_jax.convert from-hf)")
+  if _is_step_dir(path):
+    return path
+  for directory in (os.path.join(path, "checkpoints"), path):
+    if os.path.isdir(directory):
+      step_dir = _newest_step_dir(directory)
+      if step_dir:
+        return step_dir
+  raise ElectraError(
+      f"{path} holds no electra-jax checkpoint (no checkpoints/<step>/ with state/ and meta/); "
+      "pass a pretraining --workdir that has saved a checkpoint, or convert a Hugging Face model "
+      "with python -m electra_jax.convert from-hf")
+
+
+def read_meta(step_dir: str) -> dict[str, Any]:
+  """The JSON `meta` item of a checkpoint step (step, config, tokenizer, ...)."""
+  try:
+    return dict(ocp.Checkpointer(ocp.JsonCheckpointHandler()).restore(
+        os.path.join(step_dir, "meta")))
+  except Exception as e:  # pylint: disable=broad-except
+    raise ElectraError(
+        f"cannot read {os.path.join(step_dir, 'meta')} ({type(e).__name__}: {e}); the "
+        "checkpoint is incomplete or corrupt: use another step directory") from e
+
+
+def model_config_from_meta(meta: dict[str, Any], step_dir: str) -> ml_collections.ConfigDict:
+  """The checkpoint's `model` config on top of the defaults (fields added later keep theirs)."""
+  saved = (meta.get("config") or {}).get("model")
+  if not saved:
+    raise ElectraError(f"{step_dir}/meta has no model config; it was not written by electra-jax")
+  model = default_config.get_config().model
+  model.update({k: v for k, v in saved.items() if k in model})
+  return model
+
+
+def _tokenizer_from_meta(meta: dict[str, Any], step_dir: str) -> TokenizerInfo | None:
+  """The tokenizer recorded in `meta`, or the one its workdir / config / shards point at."""
+  recorded = meta.get("tokenizer")
+  workdir = os.path.dirname(os.path.dirname(step_dir))  # .../WORKDIR/checkpoints/<step>
+  data = (meta.get("config") or {}).get("data") or {}
+  lowercase = bool(data.get("lowercase", True))
+  candidates = []
+  if recorded:
+    candidates.append(TokenizerInfo(recorded["file"], recorded["kind"],
+                                    bool(recorded.get("lowercase", True))))
+    # A copy next to the checkpoint (converted checkpoints, or a workdir moved elsewhere).
+    candidates.append(TokenizerInfo(
+        os.path.join(workdir, TOKENIZER_DIR, os.path.basename(recorded["file"])),
+        recorded["kind"], bool(recorded.get("lowercase", True))))
+  if data.get("tokenizer_model"):
+    kind = data.get("tokenizer_type", "auto")
+    if kind == "auto":
+      kind = "wordpiece" if data["tokenizer_model"].lower().endswith(".txt") else "sentencepiece"
+    candidates.append(TokenizerInfo(data["tokenizer_model"], kind, lowercase))
+  if data.get("source") == "shards" and data.get("shards_dir"):
+    try:
+      manifest = json.loads(fileio.read_bytes(fileio.join(data["shards_dir"], "manifest.json")))
+      tok = manifest["tokenizer"]
+      candidates.append(TokenizerInfo(fileio.join(data["shards_dir"], tok["file"]), tok["kind"],
+                                      bool(tok.get("lowercase", True))))
+    except (OSError, KeyError, ValueError):
+      pass
+  candidates.append(TokenizerInfo(os.path.join(workdir, TOKENIZER_DIR, "spm.model"),
+                                  "sentencepiece", lowercase))
+  candidates.append(TokenizerInfo(os.path.join(workdir, TOKENIZER_DIR, "vocab.txt"),
+                                  "wordpiece", lowercase))
+  for info in candidates:
+    if fileio.isfile(info.file):
+      return info
+  return None
+
+
+def _restore_params(step_dir: str, parts: Sequence[str] | None) -> dict[str, Any]:
+  state_dir = os.path.join(step_dir, "state")
+  checkpointer = ocp.PyTreeCheckpointer()
+  try:
+    # Orbax warns that a step's state/ has no metadata file of its own; that is expected.
+    verbosity = logging.get_verbosity()
+    logging.set_verbosity(logging.ERROR)
+    try:
+      metadata = checkpointer.metadata(state_dir)
+    finally:
+      logging.set_verbosity(verbosity)
+    tree = getattr(metadata, "item_metadata", metadata)
+    tree = getattr(tree, "tree", tree)
+    available = dict(tree.get("params") or {})
+  except Exception as e:  # pylint: disable=broad-except
+    raise ElectraError(
+        f"cannot read the parameters in {state_dir} ({type(e).__name__}: "
+        f"{str(e).splitlines()[0] if str(e) else ''}); the checkpoint is incomplete or corrupt: "
+        "use another step directory") from e
+  wanted = list(available) if parts is None else list(parts)
+  missing = [p for p in wanted if p not in available]
+  if missing:
+    raise ElectraError(
+        f"the checkpoint {step_dir} has no {', '.join(missing)} parameters (it has "
+        f"{', '.join(sorted(available)) or 'none'}); fine-tuning needs a checkpoint with the "
+        "shared embeddings and the discriminator: pass an ELECTRA pretraining workdir or a "
+        "converted ElectraForPreTraining model")
+  item = {"params": {p: jax.tree.map(lambda m: np.zeros(m.shape, m.dtype), available[p])
+                     for p in wanted}}
+  restore_args = jax.tree.map(lambda _: ocp.RestoreArgs(restore_type=np.ndarray), item)
+  try:
+    restored = checkpointer.restore(state_dir, args=ocp.args.PyTreeRestore(
+        item=item, restore_args=restore_args, partial_restore=True))
+  except Exception as e:  # pylint: disable=broad-except
+    raise ElectraError(
+        f"the parameters in {state_dir} could not be read ({type(e).__name__}: "
+        f"{str(e).splitlines()[0] if str(e) else ''}); the checkpoint is corrupt: use another "
+        "step directory") from e
+  return restored["params"]
+
+
+def load_pretrained(path: str, parts: Sequence[str] | None = FINETUNE_PARTS) -> Pretrained:
+  """Restores the model config, the tokenizer info and `parts` of the parameters.
+
+  Args:
+    path: a workdir, a checkpoints/ directory or a step directory (see `find_step_dir`).
+    parts: top-level parameter groups to restore (e.g. "embeddings", "discriminator",
+      "generator", "generator_predictions", "discriminator_predictions",
+      "generator_embeddings"); None restores every group the checkpoint has. Optimizer state
+      is never read.
+
+  Raises:
+    ElectraError: no checkpoint at `path`, a requested group is missing, or the files are
+      unreadable.
+  """
+  step_dir = find_step_dir(path)
+  meta = read_meta(step_dir)
+  model_config = model_config_from_meta(meta, step_dir)
+  params = _restore_params(step_dir, parts)
+  tokenizer = _tokenizer_from_meta(meta, step_dir)
+  step = int(meta.get("step", os.path.basename(step_dir)))
+  logging.info("Loaded %s (step %d) from %s", ", ".join(params), step, step_dir)
+  return Pretrained(model_config=model_config, params=params, tokenizer=tokenizer, step=step,
+                    path=step_dir)
+
+
+def save_pretrained(output_dir: str, params: dict[str, Any],
+                    model_config: ml_collections.ConfigDict | dict[str, Any],
+                    tokenizer: TokenizerInfo | None, step: int = 0, overwrite: bool = False,
+                    source: str = "") -> str:
+  """Writes `params` as an electra-jax checkpoint: OUTPUT/checkpoints/<step>/ + OUTPUT/tokenizer/.
+
+  Args:
+    output_dir: created if missing; must be empty unless `overwrite`.
+    params: `ElectraPretrainer` parameter groups (numpy or jax arrays).
+    model_config: the `model` config the parameters belong to.
+    tokenizer: copied into OUTPUT/tokenizer/ and recorded in the checkpoint.
+    step: the step number to save under.
+    source: where the weights came from, recorded in the meta JSON.
+  Returns:
+    the step directory written.
+  """
+  output_dir = os.path.abspath(output_dir)
+  if os.path.isdir(output_dir) and os.listdir(output_dir):
+    if not overwrite:
+      raise ElectraError(f"{output_dir} exists and is not empty; choose a new output directory "
+                         "or pass --overwrite")
+    shutil.rmtree(output_dir)
+  os.makedirs(output_dir, exist_ok=True)
+  recorded = None
+  if tokenizer is not None:
+    target_dir = os.path.join(output_dir, TOKENIZER_DIR)
+    os.makedirs(target_dir, exist_ok=True)
+    target = os.path.join(target_dir, os.path.basename(tokenizer.file))
+    with fileio.open_file(tokenizer.file, "rb") as src, open(target, "wb") as dst:
+      shutil.copyfileobj(src, dst)
+    recorded = dataclasses.replace(tokenizer, file=target).to_json()
+  model = (model_config.to_dict() if isinstance(model_config, ml_collections.ConfigDict)
+           else dict(model_config))
+  params = jax.tree.map(np.asarray, params)
+  manager = checkpoints.Checkpointer(os.path.join(output_dir, "checkpoints"), keep=1,
+                                     async_save=False)
+  try:
+    manager.save(step, {"params": params},
+                 {"step": step, "config": {"model": model}, "tokenizer": recorded,
+                  "source": source})
+    manager.wait()
+  finally:
+    manager.close()
+  return os.path.join(output_dir, "checkpoints", str(step))
