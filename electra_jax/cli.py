@@ -17,6 +17,15 @@ def _config_overrides(argv: Sequence[str]) -> list[str]:
   return [a for a in argv if a.startswith("--config.")]
 
 
+def _fields_doc(argv: Sequence[str]) -> str:
+  """Where the fields of the --config in `argv` are documented."""
+  config_file = next((a.split("=", 1)[1].split(":")[0] for a in argv
+                      if a.startswith("--config=")), "")
+  if config_file.endswith("glue.py"):
+    return config_file
+  return "electra_jax/default_config.py"
+
+
 def parse_flags(argv: list[str]) -> list[str]:
   """absl flag parsing where a bad `--config.x=y` gives one line, not a traceback.
 
@@ -37,7 +46,7 @@ def parse_flags(argv: list[str]) -> list[str]:
     sys.exit(f"error: unknown config field {field!r}"
              + (f" in {culprits[0]}" if culprits else "")
              + (f" (did you mean {suggestion.group(1)!r}?)" if suggestion else "")
-             + "; the fields and their meaning are listed in electra_jax/default_config.py")
+             + f"; the fields and their meaning are listed in {_fields_doc(argv)}")
 
 
 def run(main: Callable[[list[str]], None]) -> None:

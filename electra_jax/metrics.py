@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Mapping
 
+from absl import logging
 import numpy as np
 
 
@@ -54,3 +55,35 @@ def binary_auc(scores: np.ndarray, labels: np.ndarray) -> float:
   ranks[order] = np.repeat(avg_rank, counts)
   rank_sum = ranks[labels].sum()
   return float((rank_sum - num_pos * (num_pos + 1) / 2.0) / (num_pos * num_neg))
+
+
+class _LoggingOnlyWriter:
+  """The subset of clu's MetricWriter that the loops use, writing to the log only."""
+
+  def write_scalars(self, step: int, scalars: Mapping[str, float]) -> None:
+    logging.info("[%d] %s", step, ", ".join(f"{k}={float(v):.6g}" for k, v in scalars.items()))
+
+  def write_hparams(self, hparams: Mapping[str, object]) -> None:
+    logging.info("[hparams] %s", ", ".join(f"{k}={v}" for k, v in hparams.items()))
+
+  def flush(self) -> None:
+    pass
+
+  def close(self) -> None:
+    pass
+
+
+def create_writer(logdir: str, is_chief: bool):
+  """clu's default writer: TensorBoard event files in `logdir` (chief only) plus the log.
+
+  clu writes TensorBoard files through TensorFlow, which `setup.py` installs. On a machine
+  where TensorFlow cannot be imported (e.g. a GPU image that ships JAX without it), this warns
+  once and writes to the log only; WORKDIR/metrics.jsonl is unaffected.
+  """
+  try:
+    from clu import metric_writers  # pylint: disable=import-outside-toplevel
+  except ImportError as e:
+    logging.warning("TensorBoard event files are off: %s (install tensorflow-cpu for them); "
+                    "metrics still go to the log and metrics.jsonl", e)
+    return _LoggingOnlyWriter()
+  return metric_writers.create_default_writer(logdir, just_logging=not is_chief)

@@ -1,0 +1,45 @@
+"""The fine-tuning model: ELECTRA's discriminator encoder with a sentence-level task head.
+
+As in the original ELECTRA fine-tuning code: the final hidden state of [CLS] -> dropout ->
+dense(num_labels). Regression tasks (STS-B) use one output. The encoder's parameters are named
+exactly as in `ElectraPretrainer` (`embeddings/...`, `discriminator/...`), so a pretraining
+checkpoint's `embeddings` and `discriminator` groups drop straight in; the head lives under
+`task_head/`.
+"""
+
+from __future__ import annotations
+
+import flax.linen as nn
+import jax.numpy as jnp
+
+from electra_jax.models import encoder as enc
+
+HEAD = "task_head"
+
+
+class SequenceClassifier(nn.Module):
+  """[B, T] int32 inputs -> float32 [B, num_labels] logits (or [B, 1] regression outputs).
+
+  Attributes:
+    config: the discriminator's encoder config (dropout rates included).
+    num_labels: classes (1 for regression).
+    head_dropout: dropout on the [CLS] hidden state before the output layer.
+  """
+  config: enc.EncoderConfig
+  num_labels: int
+  head_dropout: float = 0.1
+
+  @nn.compact
+  def __call__(self, input_ids, input_mask, segment_ids, deterministic: bool = True):
+    cfg = self.config
+    embedded = enc.Embeddings(cfg, name="embeddings")(input_ids, segment_ids, deterministic)
+    hidden = enc.Transformer(cfg, name="discriminator")(embedded, input_mask, deterministic)
+    cls = hidden[:, 0]  # [B, H]
+    cls = nn.Dropout(self.head_dropout)(cls, deterministic=deterministic)
+    head = nn.Dense(
+        self.num_labels, dtype=cfg.dtype, param_dtype=jnp.float32,
+        kernel_init=nn.with_logical_partitioning(
+            enc.truncated_normal_init(cfg.initializer_range), ("hidden", None)),
+        bias_init=nn.with_logical_partitioning(nn.initializers.zeros_init(), (None,)),
+        name=HEAD)
+    return head(cls).astype(jnp.float32)

@@ -1,0 +1,341 @@
+"""GLUE fine-tuning: layer-wise learning rates, restoring pretrained weights, the loop on real
+GLUE slices (../shared/data/glue), outputs, seeds, resuming and the errors a user can hit."""
+
+import json
+import os
+import subprocess
+import sys
+
+import jax
+import ml_collections
+import numpy as np
+import optax
+import pytest
+
+from electra_jax import finetune
+from electra_jax import optim
+from electra_jax import pretrained
+from electra_jax import train
+from electra_jax.data import glue
+from electra_jax.data import tokenizer as tokenizer_lib
+from electra_jax.errors import ElectraError
+from tests import testing
+
+GLUE_DIR = os.path.join(testing.REPO, "..", "shared", "data", "glue")
+needs_glue = pytest.mark.skipif(not os.path.isdir(GLUE_DIR),
+                                reason="../shared/data/glue is not available")
+
+
+@pytest.fixture(scope="module")
+def pretrain_dir(tmp_path_factory, corpus_and_tokenizer):
+  """A pretraining workdir of the fast test model (8 steps) with its checkpoint."""
+  files, model = corpus_and_tokenizer
+  workdir = str(tmp_path_factory.mktemp("pretrain"))
+  train.train_and_evaluate(testing.fast_config(files, model), workdir)
+  return workdir
+
+
+def glue_config(pretrain_dir, workdir_tasks="sst2", **overrides):
+  config = testing.load_config("glue")
+  config.init_checkpoint = pretrain_dir
+  config.data_dir = GLUE_DIR
+  config.task = workdir_tasks
+  config.max_seq_length = 32
+  config.batch_size = 16
+  config.eval_batch_size = 64
+  config.log_every_steps = 1000
+  config.update(overrides)
+  return config
+
+
+# ---------------------------------------------------------------------------------------------
+# Layer-wise learning rates and the optimizer.
+
+def _classifier_params(num_layers=2):
+  return {
+      "embeddings": {"word_embeddings": {"embedding": np.ones((4, 2))}},
+      "discriminator": {
+          "embeddings_project": {"kernel": np.ones((2, 3))},
+          "encoder": {f"layer_{i}": {"output": {"dense": {"kernel": np.ones((3, 3))}}}
+                      for i in range(num_layers)}},
+      "task_head": {"kernel": np.ones((3, 2)), "bias": np.ones((2,))},
+  }
+
+
+def test_layerwise_multipliers_default_and_original():
+  params = _classifier_params(num_layers=2)
+  m = optim.layerwise_lr_multipliers(params, num_layers=2, decay=0.5)
+  assert m["task_head"]["kernel"] == 1.0 and m["task_head"]["bias"] == 1.0
+  layers = m["discriminator"]["encoder"]
+  assert layers["layer_1"]["output"]["dense"]["kernel"] == 0.5  # Top layer: decay^1.
+  assert layers["layer_0"]["output"]["dense"]["kernel"] == 0.25
+  assert m["embeddings"]["word_embeddings"]["embedding"] == 0.125  # decay^(L+1).
+  assert m["discriminator"]["embeddings_project"]["kernel"] == 0.125
+  # The original code: one extra factor everywhere below the head.
+  o = optim.layerwise_lr_multipliers(params, num_layers=2, decay=0.5, original_offset=True)
+  assert o["task_head"]["kernel"] == 1.0
+  assert o["discriminator"]["encoder"]["layer_1"]["output"]["dense"]["kernel"] == 0.25
+  assert o["embeddings"]["word_embeddings"]["embedding"] == 0.0625  # decay^(L+2).
+
+
+def test_finetune_optimizer_scales_each_layer_update():
+  """One AdamW step with decay 0.5 equals the undecayed step times each parameter's factor."""
+  params = jax.tree.map(lambda x: np.asarray(x, np.float32), _classifier_params(2))
+  rng = np.random.default_rng(0)
+  grads = jax.tree.map(lambda x: rng.normal(size=x.shape).astype(np.float32), params)
+
+  def first_update(decay):
+    tx, _ = optim.build_finetune_optimizer(params, 2, learning_rate=1e-3, layer_decay=decay,
+                                           warmup_steps=0, total_steps=10, max_grad_norm=0)
+    updates, _ = tx.update(grads, tx.init(params), params)
+    return updates
+
+  plain, decayed = first_update(1.0), first_update(0.5)
+  factors = optim.layerwise_lr_multipliers(params, 2, 0.5)
+  for p, d, f in zip(jax.tree.leaves(plain), jax.tree.leaves(decayed), jax.tree.leaves(factors)):
+    np.testing.assert_allclose(d, p * f, rtol=1e-6)
+  # And the plain update is AdamW's: -lr * (sign-like adam step + weight decay * param).
+  kernel = params["task_head"]["kernel"]
+  expected = -1e-3 * (grads["task_head"]["kernel"] / (np.abs(grads["task_head"]["kernel"])
+                                                       + 1e-6) + 0.01 * kernel)
+  np.testing.assert_allclose(plain["task_head"]["kernel"], expected, rtol=1e-4)
+  # Biases get no weight decay.
+  bias = grads["task_head"]["bias"]
+  np.testing.assert_allclose(plain["task_head"]["bias"], -1e-3 * bias / (np.abs(bias) + 1e-6),
+                             rtol=1e-4)
+
+
+def test_hyperparameters_follow_the_size_recipe():
+  config = testing.load_config("glue")
+  small = finetune.resolve_hyperparameters(config, glue.get_task("sst2"), 256)
+  assert (small.learning_rate, small.layer_decay, small.num_epochs) == (3e-4, 0.8, 3.0)
+  base = finetune.resolve_hyperparameters(config, glue.get_task("rte"), 768)
+  assert (base.learning_rate, base.layer_decay, base.num_epochs) == (1e-4, 0.8, 10.0)
+  large = finetune.resolve_hyperparameters(config, glue.get_task("stsb"), 1024)
+  assert (large.learning_rate, large.layer_decay, large.num_epochs) == (5e-5, 0.9, 10.0)
+  config.learning_rate, config.layerwise_lr_decay, config.num_epochs = 2e-5, 1.0, 2.0
+  custom = finetune.resolve_hyperparameters(config, glue.get_task("rte"), 1024)
+  assert (custom.learning_rate, custom.layer_decay, custom.num_epochs) == (2e-5, 1.0, 2.0)
+
+
+def test_train_batches_cover_every_example_each_epoch():
+  data = {"labels": np.arange(10)}
+  batches = list(finetune.train_batches(data, batch_size=4, num_steps=5, seed=3))
+  rows = np.concatenate([b["labels"] for b in batches])
+  assert sorted(rows[:10]) == list(range(10))  # The first epoch is a permutation.
+  assert len(rows) == 20 and sorted(rows[10:20]) == list(range(10))
+
+
+# ---------------------------------------------------------------------------------------------
+# Restoring pretrained weights.
+
+def test_load_pretrained_restores_only_what_finetuning_needs(pretrain_dir):
+  full = pretrained.load_pretrained(pretrain_dir, parts=None)
+  assert {"embeddings", "discriminator", "generator", "generator_predictions",
+          "discriminator_predictions"} <= set(full.params)
+  needed = pretrained.load_pretrained(pretrain_dir)
+  assert set(needed.params) == {"embeddings", "discriminator"}
+  for group in needed.params:
+    for a, b in zip(jax.tree.leaves(needed.params[group]), jax.tree.leaves(full.params[group])):
+      assert isinstance(a, np.ndarray) and np.array_equal(a, b)
+  assert needed.step == 8 and needed.path.endswith(os.path.join("checkpoints", "8"))
+  assert needed.model_config.hidden_size == 64 and needed.model_config.num_layers == 1
+  assert needed.tokenizer.kind == "sentencepiece" and os.path.isfile(needed.tokenizer.file)
+  # The same checkpoint by its step directory and by its checkpoints/ directory.
+  assert pretrained.find_step_dir(needed.path) == needed.path
+  assert pretrained.find_step_dir(os.path.join(pretrain_dir, "checkpoints")) == needed.path
+
+
+def test_pretrained_weights_land_in_the_classifier(pretrain_dir):
+  weights = pretrained.load_pretrained(pretrain_dir)
+  config = glue_config(pretrain_dir)
+  task = glue.get_task("mrpc")
+  encoder = finetune.encoder_config(config, weights.model_config)
+  hyper = finetune.resolve_hyperparameters(config, task, encoder.hidden_size)
+  setup = finetune.build_setup(config, task, encoder, hyper, num_train_steps=4)
+  state = finetune.initial_state(setup, weights, seed=0)
+  for group in ("embeddings", "discriminator"):
+    for a, b in zip(jax.tree.leaves(state.params[group]),
+                    jax.tree.leaves(weights.params[group])):
+      np.testing.assert_array_equal(np.asarray(a), b)
+  assert state.params["task_head"]["kernel"].shape == (64, 2)
+  # A different seed changes only the head.
+  other = finetune.initial_state(setup, weights, seed=1)
+  assert not np.array_equal(other.params["task_head"]["kernel"],
+                            state.params["task_head"]["kernel"])
+
+
+def test_save_pretrained_round_trip_and_refusals(pretrain_dir, tmp_path):
+  weights = pretrained.load_pretrained(pretrain_dir)
+  out = tmp_path / "converted"
+  step_dir = pretrained.save_pretrained(str(out), weights.params, weights.model_config,
+                                        weights.tokenizer, step=3)
+  again = pretrained.load_pretrained(str(out))
+  assert again.step == 3 and again.path == step_dir
+  assert again.tokenizer.file == str(out / "tokenizer" / os.path.basename(weights.tokenizer.file))
+  for a, b in zip(jax.tree.leaves(again.params), jax.tree.leaves(weights.params)):
+    np.testing.assert_array_equal(a, b)
+  with pytest.raises(ElectraError, match="not empty.*--overwrite"):
+    pretrained.save_pretrained(str(out), weights.params, weights.model_config, None)
+
+
+def test_checkpoint_errors(pretrain_dir, tmp_path):
+  with pytest.raises(ElectraError, match="does not exist"):
+    pretrained.load_pretrained(str(tmp_path / "nowhere"))
+  (tmp_path / "empty").mkdir()
+  with pytest.raises(ElectraError, match="holds no electra-jax checkpoint"):
+    pretrained.load_pretrained(str(tmp_path / "empty"))
+  # A checkpoint holding only a generator cannot be fine-tuned.
+  generator_only = pretrained.load_pretrained(pretrain_dir, parts=("generator",))
+  pretrained.save_pretrained(str(tmp_path / "gen"), generator_only.params,
+                             generator_only.model_config, None)
+  with pytest.raises(ElectraError, match="no embeddings, discriminator parameters"):
+    pretrained.load_pretrained(str(tmp_path / "gen"))
+
+
+def test_vocabulary_must_match_the_embeddings(pretrain_dir, tmp_path, corpus_and_tokenizer):
+  files, _ = corpus_and_tokenizer
+  other = tokenizer_lib.train_sentencepiece(files.split(",")[:1], str(tmp_path / "spm"),
+                                            vocab_size=300)
+  config = glue_config(pretrain_dir, tokenizer_model=other)
+  weights = pretrained.load_pretrained(pretrain_dir)
+  with pytest.raises(ElectraError, match="300 tokens but the checkpoint's embedding table has "
+                                         "512 rows"):
+    finetune.load_tokenizer(config, weights)
+
+
+# ---------------------------------------------------------------------------------------------
+# The loop on real GLUE data.
+
+@needs_glue
+def test_finetuning_fits_a_real_sst2_slice(pretrain_dir):
+  """64 SST-2 sentences: the classifier fits them (gradients reach head and encoder)."""
+  weights = pretrained.load_pretrained(pretrain_dir)
+  config = glue_config(pretrain_dir, learning_rate=2e-3, head_dropout=0.0,
+                       hidden_dropout_prob=0.0, attention_dropout_prob=0.0)
+  task = glue.get_task("sst2")
+  tokenizer = finetune.load_tokenizer(config, weights)
+  examples = glue.read_split(task, GLUE_DIR, "train")[:64]
+  data = glue.featurize(examples, tokenizer, config.max_seq_length)
+  encoder = finetune.encoder_config(config, weights.model_config)
+  hyper = finetune.resolve_hyperparameters(config, task, encoder.hidden_size)
+  steps = 120
+  setup = finetune.build_setup(config, task, encoder, hyper, steps)
+  state = finetune.initial_state(setup, weights, seed=0)
+  before = finetune.predict(setup, state.params, data, 64, task)
+  losses = []
+  for batch in finetune.train_batches(data, config.batch_size, steps, seed=0):
+    state, metrics = setup.train_step(state, finetune.device_batch(setup, batch, 16))
+    losses.append(float(metrics["loss"]))
+  after = finetune.predict(setup, state.params, data, 64, task)
+  assert np.mean(losses[-10:]) < 0.5 * np.mean(losses[:10])
+  assert np.mean(after == data["labels"]) >= 0.9 > np.mean(before == data["labels"])
+
+
+@needs_glue
+def test_run_writes_results_predictions_and_resumes(pretrain_dir, tmp_path):
+  workdir = str(tmp_path / "glue")
+  config = glue_config(pretrain_dir, "sst2,cola", max_train_examples=256, num_epochs=1.0,
+                       max_eval_examples=200, num_seeds=2)
+  summary = finetune.run(config, workdir)
+  assert set(summary) == {"sst2", "cola"}
+  for name, metric in (("sst2", "dev/accuracy"), ("cola", "dev/mcc")):
+    seeds = summary[name]["seeds"]
+    assert set(seeds) == {"0", "1"}
+    values = [seeds[s][metric] for s in ("0", "1")]
+    assert summary[name]["median"][metric] == pytest.approx(np.median(values))
+    assert summary[name]["median_seed"] in (0, 1)
+  with open(os.path.join(workdir, "results.json")) as f:
+    assert json.load(f)["cola"]["primary_metric"] == "mcc"
+  with open(os.path.join(workdir, "sst2", "seed_1", "dev_metrics.json")) as f:
+    record = json.load(f)
+  assert record["steps"] == 16 and record["train_examples"] == 256 and record["seed"] == 1
+  # Test predictions in the GLUE submission format, every official test row.
+  for name, rows, labels in (("SST-2.tsv", 1821, {"0", "1"}), ("CoLA.tsv", 1063, {"0", "1"})):
+    with open(os.path.join(workdir, "submission", name)) as f:
+      lines = f.read().splitlines()
+    assert lines[0] == "index\tprediction" and len(lines) == rows + 1
+    assert [line.split("\t")[0] for line in lines[1:4]] == ["0", "1", "2"]
+    assert {line.split("\t")[1] for line in lines[1:]} <= labels
+  # A second run finds both seeds done and trains nothing.
+  stamp = os.path.getmtime(os.path.join(workdir, "sst2", "seed_0", "dev_metrics.json"))
+  again = finetune.run(config, workdir)
+  assert again["sst2"]["seeds"] == summary["sst2"]["seeds"]
+  assert os.path.getmtime(os.path.join(workdir, "sst2", "seed_0", "dev_metrics.json")) == stamp
+
+
+@needs_glue
+def test_stsb_is_regression(pretrain_dir, tmp_path):
+  config = glue_config(pretrain_dir, "stsb", max_train_examples=64, num_epochs=1.0,
+                       max_eval_examples=100)
+  summary = finetune.run(config, str(tmp_path / "glue"))
+  metrics = summary["stsb"]["seeds"]["0"]
+  assert set(metrics) == {"dev/pearson", "dev/spearman"}
+  assert all(-1.0 <= v <= 1.0 for v in metrics.values())
+  with open(tmp_path / "glue" / "submission" / "STS-B.tsv") as f:
+    scores = [float(line.split("\t")[1]) for line in f.read().splitlines()[1:]]
+  assert len(scores) == 1379 and all(0.0 <= s <= 5.0 for s in scores)
+
+
+def _run_cli(*args):
+  env = dict(os.environ, JAX_PLATFORMS="cpu", TF_CPP_MIN_LOG_LEVEL="3")
+  return subprocess.run([sys.executable, "-m", "electra_jax.finetune", "--config=configs/glue.py",
+                         *args], cwd=testing.REPO, env=env, capture_output=True, text=True,
+                        timeout=300, check=False)
+
+
+@needs_glue
+def test_cli_runs_and_reports_errors(pretrain_dir, tmp_path):
+  common = [f"--workdir={tmp_path / 'cli'}", f"--config.init_checkpoint={pretrain_dir}",
+            "--config.max_seq_length=32", "--config.max_train_examples=32",
+            "--config.max_eval_examples=32", "--config.num_epochs=1",
+            "--config.write_test_predictions=False"]
+  proc = _run_cli(*common, f"--config.data_dir={GLUE_DIR}", "--config.task=rte")
+  assert proc.returncode == 0, proc.stderr[-3000:]
+  assert "| rte | accuracy |" in proc.stdout
+  # Each bad input: exit 1 and one error line naming the problem.
+  bad = {
+      "unknown GLUE task 'sst3'; did you mean 'sst2'": [f"--config.data_dir={GLUE_DIR}",
+                                                        "--config.task=sst3"],
+      "MNLI": [f"--config.data_dir={GLUE_DIR}", "--config.task=mnli"],  # Not in shared data.
+      "init_checkpoint is required": [f"--config.data_dir={GLUE_DIR}",
+                                      "--config.init_checkpoint="],
+      "holds no electra-jax checkpoint": [f"--config.data_dir={GLUE_DIR}",
+                                          f"--config.init_checkpoint={tmp_path}"],
+  }
+  for message, args in bad.items():
+    proc = _run_cli(*common, *args)
+    errors = [line for line in proc.stderr.splitlines() if line.startswith("error:")]
+    assert proc.returncode == 1 and len(errors) == 1 and message in errors[0], (
+        message, proc.stderr[-2000:])
+
+
+def test_converted_hugging_face_checkpoint_fine_tunes(tmp_path):
+  """from-hf output (WordPiece vocab.txt recorded) works as init_checkpoint."""
+  transformers = pytest.importorskip("transformers")
+  pytest.importorskip("torch")
+  from electra_jax import convert  # pylint: disable=import-outside-toplevel
+  words = ["the", "film", "is", "good", "bad", "great", "awful", "a", "movie", "not"]
+  vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + words
+  hf_dir = tmp_path / "hf"
+  hf_dir.mkdir()
+  (hf_dir / "vocab.txt").write_text("\n".join(vocab) + "\n")
+  hf_config = transformers.ElectraConfig(
+      vocab_size=len(vocab), embedding_size=16, hidden_size=32, num_hidden_layers=2,
+      num_attention_heads=2, intermediate_size=64, max_position_embeddings=64)
+  transformers.ElectraForPreTraining(hf_config).save_pretrained(str(hf_dir))
+  convert.from_hf(str(hf_dir), str(tmp_path / "ckpt"))
+  data_dir = tmp_path / "glue" / "SST-2"
+  data_dir.mkdir(parents=True)
+  rows = [("the film is good", 1), ("a bad movie", 0), ("great", 1), ("not good", 0)] * 4
+  (data_dir / "train.tsv").write_text(
+      "sentence\tlabel\n" + "".join(f"{s}\t{l}\n" for s, l in rows))
+  (data_dir / "dev.tsv").write_text(
+      "sentence\tlabel\n" + "".join(f"{s}\t{l}\n" for s, l in rows[:4]))
+  config = glue_config(str(tmp_path / "ckpt"), "sst2", data_dir=str(tmp_path / "glue"),
+                       num_epochs=1.0, batch_size=4, eval_batch_size=4,
+                       write_test_predictions=False)
+  summary = finetune.run(config, str(tmp_path / "out"))
+  assert 0.0 <= summary["sst2"]["median"]["dev/accuracy"] <= 1.0
+  with open(tmp_path / "out" / "sst2" / "seed_0" / "dev_metrics.json") as f:
+    assert json.load(f)["steps"] == 4
