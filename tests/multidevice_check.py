@@ -1,7 +1,8 @@
 """Run in a child process with 8 simulated CPU devices by tests/test_multidevice.py.
 
-Prints one JSON object: the losses of 3 train steps on 1 device and on a data=8 mesh for the
-same global batches, how the 8-device batch was sharded, and the error for a batch of 6.
+Prints one JSON object: the losses of 3 pretraining steps and of 3 GLUE fine-tuning steps on 1
+device and on a data=8 mesh for the same global batches, how the 8-device batch was sharded, and
+the error for a batch of 6.
 """
 
 import json
@@ -23,6 +24,43 @@ from electra_jax.errors import ElectraError  # pylint: disable=g-import-not-at-t
 from tests import testing  # pylint: disable=g-import-not-at-top
 
 
+def finetune_losses(pretrain_config):
+  """Fine-tuning losses (MRPC-shaped task, dropout off) on 1 and on 8 devices."""
+  import flax.linen as nn  # pylint: disable=import-outside-toplevel
+  import numpy as np  # pylint: disable=import-outside-toplevel
+  from electra_jax import finetune, pretrained  # pylint: disable=import-outside-toplevel
+  from electra_jax.data import glue  # pylint: disable=import-outside-toplevel
+  from electra_jax.models import electra  # pylint: disable=import-outside-toplevel
+  model = electra.build_pretrainer(pretrain_config.model)
+  seq = pretrain_config.data.max_seq_length
+  ids = jax.numpy.zeros((1, seq), jax.numpy.int32)
+  params = jax.device_get(model.init(jax.random.PRNGKey(0), ids, ids + 1, ids,
+                                     jax.numpy.zeros((1, 4), jax.numpy.int32))["params"])
+  params = jax.tree.map(np.asarray, nn.meta.unbox(params))
+  weights = pretrained.Pretrained(pretrain_config.model, {k: params[k] for k in
+                                                          pretrained.FINETUNE_PARTS},
+                                  None, 0, "")
+  config = testing.load_config("glue")
+  config.update(max_seq_length=seq, batch_size=8, head_dropout=0.0, hidden_dropout_prob=0.0,
+                attention_dropout_prob=0.0)
+  task = glue.get_task("mrpc")
+  encoder = finetune.encoder_config(config, weights.model_config)
+  hyper = finetune.resolve_hyperparameters(config, task, encoder.hidden_size)
+  rng = np.random.default_rng(0)
+  data = benchmark.synthetic_batch(24, seq, pretrain_config.model.vocab_size, seed=7)
+  data["labels"] = rng.integers(0, 2, 24).astype(np.int32)
+  out = {}
+  for name, devices in (("one", jax.devices()[:1]), ("eight", jax.devices())):
+    setup = finetune.build_setup(config, task, encoder, hyper, 3, devices=devices)
+    state = finetune.initial_state(setup, weights, seed=0)
+    losses = []
+    for batch in finetune.train_batches(data, 8, 3, seed=0):
+      state, metrics = setup.train_step(state, finetune.device_batch(setup, batch, 8))
+      losses.append(float(metrics["loss"]))
+    out[f"finetune_{name}_losses"] = losses
+  return out
+
+
 def main():
   config = testing.fast_config()
   batches = [benchmark.synthetic_batch(8, config.data.max_seq_length, config.model.vocab_size,
@@ -40,6 +78,7 @@ def main():
     report[f"{name}_batch_devices"] = len(batch["input_ids"].sharding.device_set)
     report[f"{name}_shard_shapes"] = sorted(
         {list(s.data.shape).__repr__() for s in batch["input_ids"].addressable_shards})
+  report.update(finetune_losses(config))
   config.train.batch_size = 6
   try:
     train.build_setup(config, benchmark.SPECIAL)

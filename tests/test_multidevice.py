@@ -26,6 +26,12 @@ def test_eight_devices_give_the_single_device_losses(report):
   np.testing.assert_allclose(report["eight_losses"], report["one_losses"], rtol=2e-5)
 
 
+def test_eight_devices_give_the_single_device_finetuning_losses(report):
+  assert report["finetune_one_losses"][-1] != report["finetune_one_losses"][0]
+  np.testing.assert_allclose(report["finetune_eight_losses"], report["finetune_one_losses"],
+                             rtol=2e-5)
+
+
 def test_batch_is_sharded_over_the_data_axis(report):
   assert report["one_batch_devices"] == 1
   assert report["eight_batch_devices"] == 8
