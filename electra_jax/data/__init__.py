@@ -10,6 +10,7 @@ Modules, one job each:
   build       offline preprocessing into shards (`python -m electra_jax.data.build`).
   shards      the shard format and the host-sharded, window-shuffled, resumable reader.
   pipeline    `config.data` -> tokenizer, examples and train/eval iterators.
+  glue        GLUE tasks: TSV and tfds readers, featurization, submission files.
 
 Every `config.data` field is documented in `electra_jax/default_config.py`.
 """
