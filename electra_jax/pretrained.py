@@ -18,6 +18,7 @@ import dataclasses
 import json
 import os
 import shutil
+import tempfile
 from typing import Any, Sequence
 
 from absl import logging
@@ -239,6 +240,33 @@ def load_pretrained(path: str, parts: Sequence[str] | None = FINETUNE_PARTS) -> 
                     path=step_dir)
 
 
+def _write_checkpoint(directory: str, params: dict[str, Any],
+                      model_config: ml_collections.ConfigDict | dict[str, Any],
+                      tokenizer: TokenizerInfo | None, step: int, source: str,
+                      final_dir: str) -> None:
+  """Writes the checkpoint and tokenizer copy into `directory` (to be renamed `final_dir`)."""
+  recorded = None
+  if tokenizer is not None:
+    name = os.path.basename(tokenizer.file)
+    os.makedirs(os.path.join(directory, TOKENIZER_DIR), exist_ok=True)
+    with fileio.open_file(tokenizer.file, "rb") as src, \
+        open(os.path.join(directory, TOKENIZER_DIR, name), "wb") as dst:
+      shutil.copyfileobj(src, dst)
+    recorded = dataclasses.replace(
+        tokenizer, file=os.path.join(final_dir, TOKENIZER_DIR, name)).to_json()
+  model = (model_config.to_dict() if isinstance(model_config, ml_collections.ConfigDict)
+           else dict(model_config))
+  manager = checkpoints.Checkpointer(os.path.join(directory, "checkpoints"), keep=1,
+                                     async_save=False)
+  try:
+    manager.save(step, {"params": jax.tree.map(np.asarray, params)},
+                 {"step": step, "config": {"model": model}, "tokenizer": recorded,
+                  "source": source})
+    manager.wait()
+  finally:
+    manager.close()
+
+
 def save_pretrained(output_dir: str, params: dict[str, Any],
                     model_config: ml_collections.ConfigDict | dict[str, Any],
                     tokenizer: TokenizerInfo | None, step: int = 0, overwrite: bool = False,
@@ -246,7 +274,8 @@ def save_pretrained(output_dir: str, params: dict[str, Any],
   """Writes `params` as an electra-jax checkpoint: OUTPUT/checkpoints/<step>/ + OUTPUT/tokenizer/.
 
   Args:
-    output_dir: created if missing; must be empty unless `overwrite`.
+    output_dir: created (atomically: built in a sibling directory, then renamed); must not
+      exist or be empty unless `overwrite`, which replaces it only once the new one is complete.
     params: `ElectraPretrainer` parameter groups (numpy or jax arrays).
     model_config: the `model` config the parameters belong to.
     tokenizer: copied into OUTPUT/tokenizer/ and recorded in the checkpoint.
@@ -256,30 +285,25 @@ def save_pretrained(output_dir: str, params: dict[str, Any],
     the step directory written.
   """
   output_dir = os.path.abspath(output_dir)
-  if os.path.isdir(output_dir) and os.listdir(output_dir):
-    if not overwrite:
-      raise ElectraError(f"{output_dir} exists and is not empty; choose a new output directory "
-                         "or pass --overwrite")
-    shutil.rmtree(output_dir)
-  os.makedirs(output_dir, exist_ok=True)
-  recorded = None
-  if tokenizer is not None:
-    target_dir = os.path.join(output_dir, TOKENIZER_DIR)
-    os.makedirs(target_dir, exist_ok=True)
-    target = os.path.join(target_dir, os.path.basename(tokenizer.file))
-    with fileio.open_file(tokenizer.file, "rb") as src, open(target, "wb") as dst:
-      shutil.copyfileobj(src, dst)
-    recorded = dataclasses.replace(tokenizer, file=target).to_json()
-  model = (model_config.to_dict() if isinstance(model_config, ml_collections.ConfigDict)
-           else dict(model_config))
-  params = jax.tree.map(np.asarray, params)
-  manager = checkpoints.Checkpointer(os.path.join(output_dir, "checkpoints"), keep=1,
-                                     async_save=False)
+  replacing = os.path.isdir(output_dir) and bool(os.listdir(output_dir))
+  if replacing and not overwrite:
+    raise ElectraError(f"{output_dir} exists and is not empty; choose a new output directory "
+                       "or pass --overwrite")
+  parent = os.path.dirname(output_dir)
+  os.makedirs(parent, exist_ok=True)
+  # Built next to the output and renamed into place: a failure never leaves half a checkpoint
+  # (nor destroys the one being replaced).
+  staging = tempfile.mkdtemp(prefix=f".{os.path.basename(output_dir)}.tmp-", dir=parent)
   try:
-    manager.save(step, {"params": params},
-                 {"step": step, "config": {"model": model}, "tokenizer": recorded,
-                  "source": source})
-    manager.wait()
-  finally:
-    manager.close()
+    _write_checkpoint(staging, params, model_config, tokenizer, step, source, output_dir)
+    if os.path.exists(output_dir):
+      trash = staging + "-old"
+      os.rename(output_dir, trash)
+      os.rename(staging, output_dir)
+      shutil.rmtree(trash)
+    else:
+      os.rename(staging, output_dir)
+  except BaseException:
+    shutil.rmtree(staging, ignore_errors=True)
+    raise
   return os.path.join(output_dir, "checkpoints", str(step))
