@@ -339,3 +339,40 @@ def test_converted_hugging_face_checkpoint_fine_tunes(tmp_path):
   assert 0.0 <= summary["sst2"]["median"]["dev/accuracy"] <= 1.0
   with open(tmp_path / "out" / "sst2" / "seed_0" / "dev_metrics.json") as f:
     assert json.load(f)["steps"] == 4
+
+
+@needs_glue
+def test_mnli_writes_matched_mismatched_and_diagnostic_predictions(pretrain_dir, tmp_path):
+  """MNLI in the official layout (a fixture: MNLI is not in ../shared) plus the real AX set."""
+  from tests import test_glue_data as fixtures  # pylint: disable=import-outside-toplevel
+  data_dir = tmp_path / "glue"
+  pairs = [("The cat sat.", "A cat sat down.", "entailment"),
+           ("He said no.", "He refused.", "neutral"),
+           ("It rained.", "It was dry.", "contradiction")] * 4
+  parses = fixtures._MNLI_PARSES  # pylint: disable=protected-access
+  fixtures._write(data_dir / "MNLI" / "train.tsv",  # pylint: disable=protected-access
+                  [[str(i), "1", "1e", "fiction", *parses, a, b, y, y]
+                   for i, (a, b, y) in enumerate(pairs)],
+                  fixtures._MNLI_TRAIN_HEADER)  # pylint: disable=protected-access
+  for part in ("matched", "mismatched"):
+    fixtures._write(data_dir / "MNLI" / f"dev_{part}.tsv",  # pylint: disable=protected-access
+                    [[str(i), "2", "2n", "slate", *parses, a, b, y, y, y, y, y, y]
+                     for i, (a, b, y) in enumerate(pairs[:5])],
+                    fixtures._MNLI_DEV_HEADER)  # pylint: disable=protected-access
+    fixtures._write(data_dir / "MNLI" / f"test_{part}.tsv",  # pylint: disable=protected-access
+                    [[str(100 + i), "3", "3", "travel", *parses, a, b]
+                     for i, (a, b, _) in enumerate(pairs[:7])],
+                    fixtures._MNLI_TEST_HEADER)  # pylint: disable=protected-access
+  os.symlink(os.path.join(GLUE_DIR, "diagnostic"), data_dir / "diagnostic")
+  config = glue_config(pretrain_dir, "mnli", data_dir=str(data_dir), num_epochs=1.0,
+                       batch_size=4)
+  summary = finetune.run(config, str(tmp_path / "out"))
+  assert set(summary["mnli"]["seeds"]["0"]) == {"dev_matched/accuracy",
+                                                 "dev_mismatched/accuracy"}
+  labels = {"entailment", "neutral", "contradiction"}
+  for name, rows in (("MNLI-m.tsv", 7), ("MNLI-mm.tsv", 7), ("AX.tsv", 1104)):
+    with open(tmp_path / "out" / "submission" / name) as f:
+      lines = f.read().splitlines()
+    assert lines[0] == "index\tprediction" and len(lines) == rows + 1, name
+    assert {line.split("\t")[1] for line in lines[1:]} <= labels
+  assert lines[1].split("\t")[0] == "0"  # AX keeps its own index column.

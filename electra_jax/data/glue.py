@@ -54,9 +54,9 @@ TRAIN, DEV, TEST = "train", "dev", "test"  # What a split holds, whatever its na
 
 _DOWNLOAD_HINT = (
     "download GLUE in the classic layout with download_glue_data.py (one folder per task: "
-    "DATA_DIR/CoLA/train.tsv, DATA_DIR/MNLI/dev_matched.tsv, ...) and point the GLUE data "
-    "directory at DATA_DIR, or read the task from TensorFlow Datasets instead "
-    "(read_tfds_split, dataset glue/{name})")
+    "DATA_DIR/CoLA/train.tsv, DATA_DIR/MNLI/dev_matched.tsv, ...) and pass "
+    "--config.data_dir=DATA_DIR, or read the task from TensorFlow Datasets instead "
+    "(--config.data_source=tfds, dataset glue/{name})")
 
 
 @dataclasses.dataclass(frozen=True)
