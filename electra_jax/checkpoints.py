@@ -28,7 +28,8 @@ class Checkpointer:
   """
 
   def __init__(self, directory: str, keep: int, async_save: bool = True):
-    self.directory = os.path.abspath(directory)
+    # Local paths are made absolute; gs:// URLs go to orbax (tensorstore) as they are.
+    self.directory = directory if "://" in directory else os.path.abspath(directory)
     if keep < 1:
       raise ElectraError(f"train.keep_checkpoints={keep}; keep at least 1 checkpoint")
     options = ocp.CheckpointManagerOptions(

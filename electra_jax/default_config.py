@@ -85,16 +85,28 @@ def get_config() -> ml_collections.ConfigDict:
   train.keep_checkpoints = 3  # Newest checkpoints kept in WORKDIR/checkpoints.
 
   mesh = config.mesh = ml_collections.ConfigDict()
-  mesh.data = -1  # Data-parallel degree; -1: all devices.
-  # Logical axis -> mesh axis (None: replicated). Parameters are replicated, batches sharded.
+  # Degrees of the three mesh axes within a slice (ICI); exactly one may be -1 (the rest of the
+  # devices). data: batch split, parameters replicated. fsdp: batch split AND parameters,
+  # gradients and optimizer state split (ZeRO-3; gathered per layer). tensor: attention heads
+  # and the FFN width split (Megatron-style).
+  mesh.data = -1  # Data-parallel degree; -1: all devices not used by fsdp and tensor.
+  mesh.fsdp = 1  # Fully-sharded data-parallel degree.
+  mesh.tensor = 1  # Tensor-parallel degree (must divide every encoder's attention heads).
+  mesh.dcn_data = 1  # Data-parallel degree across slices (multi-slice TPU, DCN).
+  mesh.dcn_fsdp = 1  # FSDP degree across slices.
+  mesh.dcn_tensor = 1  # Tensor-parallel degree across slices (rarely useful).
+  # Logical axis -> mesh axis (None: replicated). A mesh axis is used at most once per array
+  # (the first matching rule wins), so [batch, length, hidden] activations split the batch over
+  # data x fsdp while [hidden, mlp] kernels split over fsdp x tensor. With fsdp = tensor = 1
+  # this is plain data parallelism.
   mesh.logical_axis_rules = [
-      ("batch", "data"),
+      ("batch", ("data", "fsdp")),
       ("length", None),
-      ("vocab", None),
-      ("embed", None),
-      ("hidden", None),
-      ("heads", None),
+      ("vocab", None),  # 30522 is not a multiple of common degrees: keep the table whole.
+      ("embed", "fsdp"),
+      ("hidden", "fsdp"),
+      ("heads", "tensor"),
       ("kv", None),
-      ("mlp", None),
+      ("mlp", "tensor"),
   ]
   return config

@@ -325,6 +325,8 @@ def build_setup(config: ml_collections.ConfigDict, task: glue.Task,
   state_specs = FinetuneState(step=PartitionSpec(), params=param_specs, opt_state=opt_specs,
                               rng=PartitionSpec())
   state_shardings = parallel.logical_to_shardings(state_specs, mesh, rules)
+  parallel.check_shardings_divide(abstract_params, state_shardings.params, "parameter")
+  parallel.check_heads_divide(encoder.num_heads, mesh, rules, "discriminator")
   batch_sharding = parallel.batch_sharding(mesh, rules)
   replicated = parallel.replicated(mesh)
   label_sharding = jax.sharding.NamedSharding(mesh, PartitionSpec(batch_sharding.spec[0]))
@@ -581,6 +583,7 @@ def _define_flags() -> None:
 def main(argv: list[str]) -> None:
   if len(argv) > 1:
     raise app.UsageError(f"unexpected arguments: {argv[1:]}")
+  parallel.initialize_distributed()
   run(FLAGS.config, FLAGS.workdir)
 
 

@@ -3,45 +3,83 @@
 from __future__ import annotations
 
 import contextlib
+import os
 from typing import Any, Sequence
 
 import flax.linen as nn
 import jax
 import numpy as np
+from jax.experimental import mesh_utils
 from jax.sharding import AxisType, Mesh, NamedSharding, PartitionSpec
 
 from electra_jax.errors import ElectraError
 
-MESH_AXES = ("data",)
+MESH_AXES = ("data", "fsdp", "tensor")
+DCN_PREFIX = "dcn_"  # mesh.dcn_data etc.: degrees across slices (data-center network).
+
+
+def _degrees(mesh_config, prefix: str = "") -> list[int]:
+  return [int(mesh_config.get(prefix + name, 1)) for name in MESH_AXES]
+
+
+def _describe(degrees: Sequence[int]) -> str:
+  return "{" + ", ".join(f"{n}: {d}" for n, d in zip(MESH_AXES, degrees)) + "}"
 
 
 def mesh_shape(mesh_config, num_devices: int) -> tuple[int, ...]:
-  """Degrees of the mesh axes; the one that is -1 takes the remaining devices."""
-  degrees = [int(mesh_config[name]) for name in MESH_AXES]
-  unknown = [i for i, d in enumerate(degrees) if d == -1]
+  """Total degrees of the mesh axes (ICI x DCN); the ICI axis that is -1 takes the rest.
+
+  `mesh.data`, `mesh.fsdp`, `mesh.tensor` are the degrees within a slice (ICI);
+  `mesh.dcn_data`, `mesh.dcn_fsdp`, `mesh.dcn_tensor` the degrees across slices (DCN, default
+  1). Exactly one ICI degree may be -1: it is filled with the devices left in a slice.
+  """
+  ici, dcn = _degrees(mesh_config), _degrees(mesh_config, DCN_PREFIX)
+  if any(d < 1 for d in dcn):
+    raise ElectraError(f"DCN mesh degrees must be positive, got {_describe(dcn)}; set "
+                       "--config.mesh.dcn_* to 1 or more")
+  slices = int(np.prod(dcn))
+  if num_devices % slices:
+    raise ElectraError(f"the DCN degrees {_describe(dcn)} multiply to {slices}, which does not "
+                       f"divide the {num_devices} devices; change --config.mesh.dcn_*")
+  per_slice = num_devices // slices
+  unknown = [i for i, d in enumerate(ici) if d == -1]
   if len(unknown) > 1:
-    raise ElectraError(f"at most one mesh axis may be -1, got {dict(zip(MESH_AXES, degrees))}")
-  if any(d == 0 or d < -1 for d in degrees):
-    raise ElectraError(f"mesh degrees must be positive or -1, got {dict(zip(MESH_AXES, degrees))}")
-  known = int(np.prod([d for d in degrees if d != -1]))
+    raise ElectraError(f"at most one mesh axis may be -1, got {_describe(ici)}; set all but one "
+                       "of --config.mesh.data/fsdp/tensor")
+  if any(d == 0 or d < -1 for d in ici):
+    raise ElectraError(f"mesh degrees must be positive or -1, got {_describe(ici)}")
+  known = int(np.prod([d for d in ici if d != -1]))
   if unknown:
-    if num_devices % known:
-      raise ElectraError(f"the fixed mesh degrees multiply to {known}, which does not divide the "
-                         f"{num_devices} devices; change --config.mesh.*")
-    degrees[unknown[0]] = num_devices // known
-  if int(np.prod(degrees)) != num_devices:
-    raise ElectraError(f"mesh {dict(zip(MESH_AXES, degrees))} needs {int(np.prod(degrees))} "
-                       f"devices but {num_devices} are available; set the degrees so they "
-                       "multiply to the device count (or use -1 for one axis)")
-  return tuple(degrees)
+    if per_slice % known:
+      raise ElectraError(f"the fixed mesh degrees {_describe(ici)} multiply to {known}, which "
+                         f"does not divide the {per_slice} devices per slice; change "
+                         "--config.mesh.*")
+    ici[unknown[0]] = per_slice // known
+  if int(np.prod(ici)) != per_slice:
+    raise ElectraError(
+        f"mesh {_describe(ici)} needs {int(np.prod(ici))} devices per slice but "
+        f"{per_slice} are available ({num_devices} devices / {slices} slice(s)); set "
+        "--config.mesh.data/fsdp/tensor so they multiply to the device count (or use -1 for one)")
+  return tuple(i * d for i, d in zip(ici, dcn))
 
 
 def make_mesh(mesh_config, devices: Sequence[Any] | None = None) -> Mesh:
-  """A mesh over `devices` (default: all) with axes MESH_AXES and Auto axis types."""
+  """A mesh over `devices` (default: all) with axes MESH_AXES and Auto axis types.
+
+  With DCN degrees above 1 (several TPU slices, or hosts joined by a slower network), the
+  device order comes from `mesh_utils.create_hybrid_device_mesh`, so that the ICI axes stay
+  within a slice (a process stands for a slice on platforms without slices).
+  """
   devices = list(jax.devices() if devices is None else devices)
   shape = mesh_shape(mesh_config, len(devices))
-  return jax.make_mesh(shape, MESH_AXES, axis_types=(AxisType.Auto,) * len(MESH_AXES),
-                       devices=devices)
+  axis_types = (AxisType.Auto,) * len(MESH_AXES)
+  dcn = _degrees(mesh_config, DCN_PREFIX)
+  if int(np.prod(dcn)) > 1:
+    ici = tuple(t // d for t, d in zip(shape, dcn))
+    device_array = mesh_utils.create_hybrid_device_mesh(
+        ici, dcn, devices, process_is_granule=not hasattr(devices[0], "slice_index"))
+    return Mesh(device_array, MESH_AXES, axis_types=axis_types)
+  return jax.make_mesh(shape, MESH_AXES, axis_types=axis_types, devices=devices)
 
 
 def axis_rules(mesh_config) -> tuple[tuple[str, Any], ...]:
@@ -100,3 +138,73 @@ def device_put_batch(batch: dict[str, np.ndarray], sharding: NamedSharding,
     out[name] = jax.make_array_from_process_local_data(sharding, local,
                                                        (rows, *local.shape[1:]))
   return out
+
+
+def _shards(spec_entry, mesh: Mesh) -> int:
+  axes = () if spec_entry is None else (
+      spec_entry if isinstance(spec_entry, tuple) else (spec_entry,))
+  return int(np.prod([mesh.shape[a] for a in axes])) if axes else 1
+
+
+def check_shardings_divide(shapes: Any, shardings: Any, what: str) -> None:
+  """Raises a clear error when a sharded dimension is not a multiple of its mesh axes.
+
+  Args:
+    shapes: a tree of objects with `.shape` (e.g. from `jax.eval_shape`).
+    shardings: the matching tree of NamedShardings.
+    what: a name for the tree in the message (e.g. "parameter").
+  """
+  def check(path, shape_struct, sharding):
+    for dim, entry in zip(shape_struct.shape, sharding.spec):
+      shards = _shards(entry, sharding.mesh)
+      if dim % shards:
+        name = "/".join(str(getattr(k, "key", getattr(k, "name", k))) for k in path)
+        raise ElectraError(
+            f"{what} {name} of shape {tuple(shape_struct.shape)} cannot be split: a dimension "
+            f"of size {dim} is sharded over mesh axes {entry} of size {shards} (mesh "
+            f"{dict(sharding.mesh.shape)}); change --config.mesh.* (or the model size), or map "
+            "that logical axis to None in --config.mesh.logical_axis_rules")
+  jax.tree_util.tree_map_with_path(check, shapes, shardings)
+
+
+def check_heads_divide(num_heads: int, mesh: Mesh, rules, who: str) -> None:
+  """Attention activations are [B, T, heads, D]: the heads' mesh axes must divide the heads."""
+  spec = nn.logical_to_mesh_axes(("heads",), rules)
+  shards = _shards(spec[0] if len(spec) else None, mesh)
+  if num_heads % shards:
+    raise ElectraError(
+        f"the {who} has {num_heads} attention head(s), which the tensor-parallel degree "
+        f"{shards} does not divide (mesh {dict(mesh.shape)}); use --config.mesh.tensor that "
+        "divides the head counts (ELECTRA-Small's generator has 1 head: no tensor parallelism)")
+
+
+def initialize_distributed() -> None:
+  """Joins a multi-process run (several hosts, or several processes on one host), if any.
+
+  Call before anything else touches JAX. Two ways in:
+  * explicit: JAX_COORDINATOR_ADDRESS (host:port of process 0), JAX_NUM_PROCESSES and
+    JAX_PROCESS_ID in the environment of every process;
+  * detected by `jax.distributed.initialize()`: Cloud TPU VMs and pod slices, SLURM, Open MPI
+    and Kubernetes (see jax's cluster detection).
+  Otherwise the run is a single process and nothing happens.
+  """
+  address = os.environ.get("JAX_COORDINATOR_ADDRESS")
+  num = os.environ.get("JAX_NUM_PROCESSES")
+  pid = os.environ.get("JAX_PROCESS_ID")
+  if address or num or pid:
+    if not (address and num and pid):
+      raise ElectraError(
+          "a multi-process run needs all of JAX_COORDINATOR_ADDRESS (host:port of process 0), "
+          "JAX_NUM_PROCESSES and JAX_PROCESS_ID; set all three (or none, for one process)")
+    try:
+      jax.distributed.initialize(coordinator_address=address, num_processes=int(num),
+                                 process_id=int(pid))
+    except ValueError as e:
+      raise ElectraError(f"JAX_NUM_PROCESSES={num!r} JAX_PROCESS_ID={pid!r}: {e}") from e
+    return
+  try:
+    jax.distributed.initialize()
+  except ValueError:
+    # No cluster environment detected (jax: "coordinator_address should be defined"): one
+    # process on this machine.
+    pass

@@ -31,6 +31,7 @@ from electra_jax import objectives
 from electra_jax import optim
 from electra_jax import parallel
 from electra_jax import pretrained
+from electra_jax.data import fileio
 from electra_jax.errors import ElectraError
 from electra_jax.models import electra
 
@@ -118,6 +119,9 @@ def build_setup(config: ml_collections.ConfigDict, special_ids: objectives.Speci
   state_specs = TrainState(step=PartitionSpec(), params=param_specs, opt_state=opt_specs,
                            rng=PartitionSpec())
   state_shardings = parallel.logical_to_shardings(state_specs, mesh, rules)
+  parallel.check_shardings_divide(abstract.params, state_shardings.params, "parameter")
+  parallel.check_heads_divide(model.discriminator_config.num_heads, mesh, rules, "discriminator")
+  parallel.check_heads_divide(model.generator_config.num_heads, mesh, rules, "generator")
   batch_sharding = parallel.batch_sharding(mesh, rules)
   replicated = parallel.replicated(mesh)
 
@@ -125,9 +129,11 @@ def build_setup(config: ml_collections.ConfigDict, special_ids: objectives.Speci
   train_jit = jax.jit(make_train_step(objective, tx, schedule),
                       in_shardings=(state_shardings, batch_sharding),
                       out_shardings=(state_shardings, replicated), donate_argnums=0)
+  # Per-token eval outputs come back replicated, so that every process (each host of a pod)
+  # can read all of them for disc_auc.
   eval_jit = jax.jit(make_eval_step(objective),
                      in_shardings=(state_shardings, batch_sharding, replicated),
-                     out_shardings=(replicated, batch_sharding))
+                     out_shardings=(replicated, replicated))
 
   def train_step(state, batch):
     with parallel.activate(mesh, rules):
@@ -220,21 +226,18 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> dict[
   """
   from electra_jax.data import pipeline  # pylint: disable=import-outside-toplevel
   config_validation.validate(config)
-  if jax.process_count() > 1:
-    raise ElectraError(
-        f"this run has {jax.process_count()} processes; multi-host training is not supported "
-        "yet (the input pipeline is host-sharded, but the loop is only tested on one host); "
-        "run on a single host")
+  _check_shared_setup(config, workdir)
   # Check the mesh and batch before the (slower) data preparation.
   parallel.check_batch_divides(config.train.batch_size, parallel.make_mesh(config.mesh),
                                parallel.axis_rules(config.mesh))
-  workdir = os.path.abspath(workdir)
-  os.makedirs(workdir, exist_ok=True)
+  if not fileio.is_remote(workdir):
+    workdir = os.path.abspath(workdir)
+  fileio.makedirs(workdir)
   is_chief = jax.process_index() == 0
   data = pipeline.build_pretraining_data(config.data, workdir, config.model.vocab_size,
                                          config.seed)
   setup = build_setup(config, _special_ids(data.tokenizer))
-  ckpt = checkpoints.Checkpointer(os.path.join(workdir, "checkpoints"),
+  ckpt = checkpoints.Checkpointer(fileio.join(workdir, "checkpoints"),
                                   keep=config.train.keep_checkpoints)
   latest = ckpt.latest_step()
   if latest is None:
@@ -246,8 +249,7 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> dict[
     data_position = int(meta["data_position"])
     logging.info("Resuming from step %d (data position %d)", latest, data_position)
   if is_chief:
-    with open(os.path.join(workdir, "config.json"), "w") as f:
-      f.write(config.to_json_best_effort(indent=2))
+    fileio.write_atomic(fileio.join(workdir, "config.json"), config.to_json_best_effort(indent=2))
 
   writer = MetricsLog(workdir, is_chief)
   start_step = int(jax.device_get(state.step))
@@ -331,24 +333,57 @@ class MetricsLog:
   """
 
   def __init__(self, workdir: str, is_chief: bool):
-    self._writer = metrics_lib.create_writer(os.path.join(workdir, "tensorboard"), is_chief)
-    self._jsonl = open(os.path.join(workdir, "metrics.jsonl"), "a") if is_chief else None
+    self._writer = metrics_lib.create_writer(fileio.join(workdir, "tensorboard"), is_chief)
+    self._path = fileio.join(workdir, "metrics.jsonl")
+    self._jsonl = None
+    self._lines: list[str] = []  # Remote (gs://) files cannot be appended to: rewritten whole.
+    if is_chief and fileio.is_remote(workdir):
+      if fileio.exists(self._path):
+        self._lines = fileio.read_bytes(self._path).decode("utf-8").splitlines(keepends=True)
+    elif is_chief:
+      self._jsonl = open(self._path, "a", encoding="utf-8")
+    self._remote = is_chief and fileio.is_remote(workdir)
 
   def write_hparams(self, hparams: dict[str, Any]) -> None:
     self._writer.write_hparams(hparams)
 
   def write_scalars(self, step: int, scalars: dict[str, float]) -> None:
     self._writer.write_scalars(step, scalars)
+    line = json.dumps({"step": step, **{k: float(v) for k, v in scalars.items()}}) + "\n"
     if self._jsonl is not None:
-      self._jsonl.write(json.dumps({"step": step, **{k: float(v) for k, v in scalars.items()}})
-                        + "\n")
+      self._jsonl.write(line)
       self._jsonl.flush()
+    elif self._remote:
+      self._lines.append(line)
+      fileio.write_atomic(self._path, "".join(self._lines))
 
   def close(self) -> None:
     self._writer.flush()
     self._writer.close()
     if self._jsonl is not None:
       self._jsonl.close()
+
+
+def _check_shared_setup(config: ml_collections.ConfigDict, workdir: str) -> None:
+  """Several processes, or a gs:// workdir, need inputs that every process can read as is.
+
+  The embedded corpus and a tokenizer trained at startup are written into a local workdir by
+  the process itself; with several processes they would race, and gs:// is not local.
+  """
+  processes = jax.process_count()
+  remote = fileio.is_remote(workdir)
+  if processes == 1 and not remote:
+    return
+  why = (f"with {processes} processes" if processes > 1 else f"with the remote workdir {workdir}")
+  if config.data.source != "shards" and not config.data.tokenizer_model:
+    raise ElectraError(
+        f"{why}, train the tokenizer beforehand (python -m electra_jax.data.tokenizer train) and "
+        "pass --config.data.tokenizer_model, or preprocess into shards "
+        "(python -m electra_jax.data.build) and use --config.data.source=shards")
+  if config.data.source == "text" and not config.data.train_files:
+    raise ElectraError(
+        f"{why}, the embedded demo corpus is not available; pass --config.data.train_files "
+        "(or use --config.data.source=shards)")
 
 
 def read_metrics(workdir: str) -> list[dict[str, float]]:

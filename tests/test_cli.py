@@ -83,4 +83,4 @@ def test_batch_not_divisible_by_devices_is_one_clear_error(tmp_path):
   assert proc.returncode == 1
   last = proc.stderr.strip().splitlines()[-1]
   assert last == ("error: train.batch_size=6 is not divisible by the 4 batch shards of the mesh "
-                  "{'data': 4}; use a batch size that is a multiple of 4")
+                  "{'data': 4, 'fsdp': 1, 'tensor': 1}; use a batch size that is a multiple of 4")

@@ -7,6 +7,16 @@ Compiles the exact step that training runs (same model, objective, optimizer, sh
 runs `--warmup` untimed steps, then `--steps` timed ones, and prints the median step time,
 `tokens_per_s=<n>`, the compiled step's FLOPs and memory, and peak memory (device memory
 statistics where the backend has them, else the process's peak resident memory).
+
+Memory per device for a mesh, without the hardware (nothing is allocated or run):
+
+  python -m electra_jax.benchmark --config=configs/large.py --memory_only --simulate_devices=64 \
+      --config.mesh.data=1 --config.mesh.fsdp=-1
+
+compiles the step for `--simulate_devices` CPU devices and prints, per device, the parameters
+and optimizer state its shards hold (exact, from the shapes and shardings) and XLA's memory
+analysis of the compiled step (arguments, outputs, temporaries). CPU compilation differs from
+TPU/GPU in fusion and layout, so the temporaries are an estimate.
 """
 
 import resource
@@ -35,6 +45,12 @@ def define_flags() -> None:
   flags.DEFINE_float("peak_tflops", 0.0,
                      "The devices' peak dense TFLOP/s each (e.g. 989 for H100 bf16); when set, "
                      "model FLOPs utilisation (MFU) is printed.")
+  flags.DEFINE_bool("memory_only", False,
+                    "Compile without running and print the memory each device needs.")
+  flags.DEFINE_integer("simulate_devices", 0,
+                       "With --memory_only: compile for this many simulated CPU devices (a "
+                       "TPU slice's device count, e.g. 4 for v4-8, 64 for v5p-128); 0: the "
+                       "devices present.")
   flags.mark_flags_as_required(["config"])
 
 # Synthetic data uses the special ids of electra-jax's sentencepiece models.
@@ -111,9 +127,65 @@ def run(config, steps: int, warmup: int, peak_tflops: float) -> dict:
   return result
 
 
+def _per_device_bytes(tree) -> int:
+  """Bytes one device holds of a tree of sharded ShapeDtypeStructs (its largest shard)."""
+  total = 0
+  for leaf in jax.tree.leaves(tree):
+    shard = leaf.sharding.shard_shape(leaf.shape)
+    total += int(np.prod(shard, dtype=np.int64)) * np.dtype(leaf.dtype).itemsize
+  return total
+
+
+def estimate_memory(config) -> dict:
+  """Per-device memory of `config`'s train step on the current devices and mesh (GiB).
+
+  `state_*` come from the parameters' shapes and shardings (exact); `compiled_*` from XLA's
+  memory analysis of the compiled step (donated state: outputs reuse the argument buffers).
+  """
+  setup = train.build_setup(config, SPECIAL)
+  state = setup.abstract_state()
+  batch = {k: jax.ShapeDtypeStruct((config.train.batch_size, config.data.max_seq_length),
+                                   np.int32, sharding=setup.batch_sharding)
+           for k in train.INPUT_KEYS}
+  with parallel.activate(setup.mesh, setup.rules):
+    compiled = setup.train_jit.lower(state, batch).compile()
+  gib = 2.0**30
+  result = {
+      "devices": jax.device_count(),
+      "mesh": dict(setup.mesh.shape),
+      "params_gib": _per_device_bytes(state.params) / gib,
+      "optimizer_gib": _per_device_bytes(state.opt_state) / gib,
+      "param_count": sum(int(np.prod(x.shape)) for x in jax.tree.leaves(state.params)),
+  }
+  analysis = compiled.memory_analysis()
+  if analysis is not None:
+    result["compiled_args_gib"] = analysis.argument_size_in_bytes / gib
+    result["compiled_temp_gib"] = analysis.temp_size_in_bytes / gib
+    result["compiled_total_gib"] = (analysis.argument_size_in_bytes
+                                    + analysis.temp_size_in_bytes) / gib
+  return result
+
+
 def main(argv):
-  """The command: runs `run` with the flags' values and prints the results."""
+  """The command: runs `run` (or `estimate_memory`) with the flags' values and prints them."""
   del argv
+  if FLAGS.simulate_devices and not FLAGS.memory_only:
+    raise ElectraError("--simulate_devices needs --memory_only (simulated devices cannot be timed)")
+  if FLAGS.simulate_devices:
+    jax.config.update("jax_platforms", "cpu")
+    jax.config.update("jax_num_cpu_devices", FLAGS.simulate_devices)
+  if FLAGS.memory_only:
+    m = estimate_memory(FLAGS.config)
+    print(f"devices={m['devices']} mesh={m['mesh']} batch={FLAGS.config.train.batch_size} "
+          f"seq={FLAGS.config.data.max_seq_length} dtype={FLAGS.config.model.dtype} "
+          f"params={m['param_count']:,}")
+    print(f"per_device_params_gib={m['params_gib']:.3f} "
+          f"per_device_optimizer_gib={m['optimizer_gib']:.3f}"
+          + (f" compiled_args_gib={m['compiled_args_gib']:.3f} "
+             f"compiled_temp_gib={m['compiled_temp_gib']:.3f} "
+             f"per_device_total_gib={m['compiled_total_gib']:.3f}"
+             if "compiled_total_gib" in m else ""))
+    return
   r = run(FLAGS.config, FLAGS.steps, FLAGS.warmup, FLAGS.peak_tflops)
   print(f"device={r['device_kind']} ({r['platform']}) x{r['devices']} "
         f"batch={r['batch_size']} seq={r['seq_len']} dtype={FLAGS.config.model.dtype}")

@@ -1,0 +1,81 @@
+"""Data, FSDP and tensor parallelism on 8 simulated CPU devices (a child process; see
+mesh_check.py): the same losses as one device, parameters sharded as the rules say, checkpoints
+that move between meshes, and one clear error per impossible mesh."""
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from electra_jax import default_config
+from electra_jax import parallel
+from electra_jax.errors import ElectraError
+from tests import testing
+
+
+@pytest.fixture(scope="module")
+def report():
+  env = dict(os.environ, JAX_PLATFORMS="cpu", TF_CPP_MIN_LOG_LEVEL="3")
+  proc = subprocess.run([sys.executable, "-m", "tests.mesh_check"], cwd=testing.REPO, env=env,
+                        capture_output=True, text=True, timeout=900, check=False)
+  assert proc.returncode == 0, proc.stderr[-3000:]
+  return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.parametrize("mesh", ["data8", "fsdp8", "mixed"])
+def test_every_mesh_gives_the_single_device_losses(report, mesh):
+  assert report["device_count"] == 8
+  one = report["losses"]["one"]
+  assert one[-1] != one[0]  # Training moved.
+  np.testing.assert_allclose(report["losses"][mesh], one, rtol=2e-6)
+
+
+def test_parameters_and_optimizer_state_are_sharded_by_the_rules(report):
+  specs = report["specs"]
+  for mesh in ("data8", "fsdp8", "mixed"):
+    # [hidden, mlp] kernels: hidden over fsdp, mlp over tensor; Adam's moments likewise.
+    assert specs[mesh]["ffn_in"] == ["fsdp", "tensor"]
+    assert specs[mesh]["adam_mu_ffn_in"] == ["fsdp", "tensor"]
+    assert specs[mesh]["query"] == ["fsdp", "tensor"]  # [hidden, heads]
+    assert specs[mesh]["word_embeddings"] == [None, "fsdp"]  # The vocabulary stays whole.
+    assert specs[mesh]["layer_norm"] == ["fsdp"]
+  # What each device holds of the [128, 256] FFN kernel.
+  assert specs["data8"]["shard_shape_ffn_in"] == [128, 256]  # Replicated.
+  assert specs["fsdp8"]["shard_shape_ffn_in"] == [16, 256]  # 1/8 of the rows.
+  assert specs["mixed"]["shard_shape_ffn_in"] == [64, 128]  # fsdp=2 rows x tensor=2 columns.
+
+
+@pytest.mark.parametrize("mesh", ["fsdp8", "mixed"])
+def test_checkpoint_from_one_mesh_resumes_on_another(report, mesh):
+  resumed = report["resumed"][mesh]
+  assert resumed["step"] == 2 and resumed["ffn_in_spec"] == ["fsdp", "tensor"]
+  np.testing.assert_allclose(resumed["loss"], report["losses"]["data8"][2], rtol=2e-6)
+
+
+def test_impossible_meshes_are_clear_errors(report):
+  errors = report["errors"]
+  assert "needs 3 devices per slice but 8 are available" in errors["not_multiplying"]
+  assert "at most one mesh axis may be -1" in errors["two_unknown"]
+  assert "4 attention head(s), which the tensor-parallel degree 8 does not divide" in (
+      errors["tensor_heads"])
+  assert "train.batch_size=6 is not divisible by the 4 batch shards" in errors["batch"]
+
+
+def _mesh(**degrees):
+  config = default_config.get_config().mesh
+  config.update(degrees)
+  return config
+
+
+def test_mesh_shape_fills_the_unknown_axis_and_multiplies_dcn():
+  assert parallel.mesh_shape(_mesh(), 8) == (8, 1, 1)
+  assert parallel.mesh_shape(_mesh(data=1, fsdp=-1, tensor=2), 8) == (1, 4, 2)
+  # Two slices of 4 devices: ICI degrees are per slice, DCN degrees multiply them.
+  assert parallel.mesh_shape(_mesh(data=-1, fsdp=4, dcn_data=2), 8) == (2, 4, 1)
+  with pytest.raises(ElectraError, match="does not divide the 6 devices per slice"):
+    parallel.mesh_shape(_mesh(data=-1, fsdp=4), 6)
+  with pytest.raises(ElectraError, match="DCN degrees .* do not|does not divide the 9 devices"):
+    parallel.mesh_shape(_mesh(dcn_data=2), 9)
