@@ -172,7 +172,8 @@ def test_missing_data_explains_how_to_get_it(glue_dir, tmp_path):
     glue.read_split(glue.get_task("mnli"), str(tmp_path), "train")
   message = str(info.value)
   assert str(tmp_path / "MNLI") in message and "download_glue_data.py" in message
-  assert "glue/mnli" in message and "read_tfds_split" in message
+  assert "glue/mnli" in message and "--config.data_source=tfds" in message
+  assert "--config.data_dir" in message
   with pytest.raises(ElectraError) as info:
     glue.read_split(glue.get_task("qqp"), glue_dir, "train")
   message = str(info.value)

@@ -424,3 +424,21 @@ def test_attention_dropout_is_independent_per_example(tiny):
   dropped = np.asarray(apply(params, False, jax.random.PRNGKey(3)))
   assert not np.allclose(dropped, np.asarray(apply(params, True, jax.random.PRNGKey(3))))
   assert not any(np.array_equal(dropped[0], dropped[i]) for i in range(1, 4))
+
+
+def test_remat_gives_the_same_loss_and_gradients():
+  """model.remat recomputes activations in the backward pass: same numbers, same names."""
+  from electra_jax import benchmark, parallel, train  # pylint: disable=import-outside-toplevel
+  from tests import testing  # pylint: disable=import-outside-toplevel
+  results = []
+  for remat in (False, True):
+    config = testing.fast_config()
+    config.model.remat = remat
+    setup = train.build_setup(config, benchmark.SPECIAL)
+    state = setup.new_state(0)
+    batch = benchmark.synthetic_batch(8, config.data.max_seq_length, config.model.vocab_size)
+    _, metrics = setup.train_step(state, parallel.device_put_batch(batch, setup.batch_sharding))
+    results.append((jax.tree.structure(state.params), float(metrics["loss"][0]),
+                    float(metrics["grad_norm"][0])))
+  assert results[0][0] == results[1][0]
+  np.testing.assert_allclose(results[0][1:], results[1][1:], rtol=1e-5)

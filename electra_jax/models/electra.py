@@ -47,7 +47,8 @@ def encoder_configs(model_config: ml_collections.ConfigDict
       attention_dropout_prob=m.attention_dropout_prob,
       initializer_range=m.initializer_range,
       layer_norm_eps=m.layer_norm_eps,
-      dtype=DTYPES[m.dtype])
+      dtype=DTYPES[m.dtype],
+      remat=bool(m.get("remat", False)))
   gen_hidden = int(round(m.hidden_size * m.generator_hidden_size))
   generator = dataclasses.replace(
       discriminator,
