@@ -74,11 +74,13 @@ def make_mesh(mesh_config, devices: Sequence[Any] | None = None) -> Mesh:
   shape = mesh_shape(mesh_config, len(devices))
   axis_types = (AxisType.Auto,) * len(MESH_AXES)
   dcn = _degrees(mesh_config, DCN_PREFIX)
-  if int(np.prod(dcn)) > 1:
+  has_slices = hasattr(devices[0], "slice_index")
+  if int(np.prod(dcn)) > 1 and (has_slices or jax.process_count() > 1):
     ici = tuple(t // d for t, d in zip(shape, dcn))
     device_array = mesh_utils.create_hybrid_device_mesh(
-        ici, dcn, devices, process_is_granule=not hasattr(devices[0], "slice_index"))
+        ici, dcn, devices, process_is_granule=not has_slices)
     return Mesh(device_array, MESH_AXES, axis_types=axis_types)
+  # One slice (or one process of simulated devices): the DCN degrees just multiply the ICI ones.
   return jax.make_mesh(shape, MESH_AXES, axis_types=axis_types, devices=devices)
 
 

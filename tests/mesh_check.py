@@ -32,6 +32,8 @@ MESHES = {
     "data8": {"data": 8, "fsdp": 1, "tensor": 1},
     "fsdp8": {"data": 1, "fsdp": 8, "tensor": 1},
     "mixed": {"data": 2, "fsdp": 2, "tensor": 2},
+    # Two "slices" (DCN) of 4 devices, each fsdp=2 x data=2.
+    "dcn": {"data": -1, "fsdp": 2, "tensor": 1, "dcn_data": 2},
 }
 WATCHED = {  # Parameters whose sharding the test checks.
     "ffn_in": ("discriminator", "encoder", "layer_0", "intermediate", "dense", "kernel"),
@@ -54,7 +56,7 @@ def model_config():
 
 def with_mesh(config, degrees):
   config = config.copy_and_resolve_references()
-  config.mesh.update(degrees)
+  config.mesh.update({"data": 1, "fsdp": 1, "tensor": 1, "dcn_data": 1, **degrees})
   return config
 
 
@@ -96,6 +98,7 @@ def main():
     specs["adam_mu_ffn_in"] = spec_of(leaf(mu, WATCHED["ffn_in"]))
     specs["shard_shape_ffn_in"] = list(
         leaf(state.params, WATCHED["ffn_in"]).addressable_shards[0].data.shape)
+    specs["mesh"] = dict(setup.mesh.shape)
     report["specs"][name] = specs
     _, report["losses"][name] = run_steps(setup, state, batches)
 

@@ -25,7 +25,7 @@ def report():
   return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
-@pytest.mark.parametrize("mesh", ["data8", "fsdp8", "mixed"])
+@pytest.mark.parametrize("mesh", ["data8", "fsdp8", "mixed", "dcn"])
 def test_every_mesh_gives_the_single_device_losses(report, mesh):
   assert report["device_count"] == 8
   one = report["losses"]["one"]
@@ -46,6 +46,9 @@ def test_parameters_and_optimizer_state_are_sharded_by_the_rules(report):
   assert specs["data8"]["shard_shape_ffn_in"] == [128, 256]  # Replicated.
   assert specs["fsdp8"]["shard_shape_ffn_in"] == [16, 256]  # 1/8 of the rows.
   assert specs["mixed"]["shard_shape_ffn_in"] == [64, 128]  # fsdp=2 rows x tensor=2 columns.
+  # DCN degrees multiply the ICI ones: 2 slices x (data 2, fsdp 2).
+  assert specs["dcn"]["mesh"] == {"data": 4, "fsdp": 2, "tensor": 1}
+  assert specs["dcn"]["shard_shape_ffn_in"] == [64, 256]
 
 
 @pytest.mark.parametrize("mesh", ["fsdp8", "mixed"])
