@@ -120,6 +120,10 @@ def main():
     }
   ckpt.close()
 
+  from electra_jax.benchmark import step  # pylint: disable=import-outside-toplevel
+  report["memory"] = {name: step.estimate_memory(with_mesh(base, MESHES[name]))
+                      for name in ("data8", "fsdp8")}
+
   errors = {}
   for name, degrees, batch in (("not_multiplying", {"data": 3, "fsdp": 1, "tensor": 1}, 8),
                                ("two_unknown", {"data": -1, "fsdp": -1, "tensor": 1}, 8),

@@ -58,6 +58,17 @@ def test_checkpoint_from_one_mesh_resumes_on_another(report, mesh):
   np.testing.assert_allclose(resumed["loss"], report["losses"]["data8"][2], rtol=2e-6)
 
 
+def test_memory_estimate_counts_each_devices_shards(report):
+  data8, fsdp8 = report["memory"]["data8"], report["memory"]["fsdp8"]
+  gib = 2.0**30
+  # Replicated: every device holds all float32 parameters, and Adam's two moments.
+  assert data8["params_gib"] * gib == pytest.approx(4 * data8["param_count"])
+  assert data8["optimizer_gib"] == pytest.approx(2 * data8["params_gib"], rel=1e-3)
+  # FSDP over 8 devices: about an eighth (a few small vectors stay whole).
+  assert data8["params_gib"] / 8 <= fsdp8["params_gib"] < data8["params_gib"] / 6
+  assert fsdp8["compiled_total_gib"] > fsdp8["params_gib"] + fsdp8["optimizer_gib"]
+
+
 def test_impossible_meshes_are_clear_errors(report):
   errors = report["errors"]
   assert "needs 3 devices per slice but 8 are available" in errors["not_multiplying"]
