@@ -1,0 +1,526 @@
+"""Hugging Face ELECTRA <-> electra-jax, in memory: configs and parameter trees.
+
+Parameter names mirror Hugging Face's, so the mapping is a rule on names: `a/b/layer_3/c/kernel`
+is `a.b.layer.3.c.weight` transposed (Flax Dense kernels are [in, out], torch Linear weights
+[out, in]), LayerNorm `scale` is `weight`, Embed `embedding` is `weight`, the generator's
+`output_bias` is `generator_lm_head.bias`; `discriminator/...` lives under `electra.` of the
+discriminator and `generator/...` under `electra.` of the generator.
+
+ELECTRA's generator and discriminator share one embedding module, while each Hugging Face model
+holds its own copy (see `params_from_hf`'s `generator_embeddings`). `electra_jax.convert` reads
+and writes the files and is the command line.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Mapping, Sequence
+
+import flax.linen as nn
+import jax
+import jax.numpy as jnp
+import ml_collections
+import numpy as np
+
+from electra_jax import default_config
+from electra_jax.errors import ElectraError
+from electra_jax.models import electra
+
+DISCRIMINATOR, GENERATOR = "discriminator", "generator"
+GENERATOR_EMBEDDINGS = ("auto", "discriminator", "untied")  # Choices of `generator_embeddings`.
+EMBEDDINGS_TOLERANCE = 1e-6  # Max abs difference for the generator's embeddings to count as shared.
+
+# transformers' ElectraConfig defaults: what a config.json that leaves a field out means.
+HF_DEFAULTS: dict[str, Any] = {
+    "vocab_size": 30522, "embedding_size": 128, "hidden_size": 256, "num_hidden_layers": 12,
+    "num_attention_heads": 4, "intermediate_size": 1024, "hidden_act": "gelu",
+    "hidden_dropout_prob": 0.1, "attention_probs_dropout_prob": 0.1,
+    "max_position_embeddings": 512, "type_vocab_size": 2, "initializer_range": 0.02,
+    "layer_norm_eps": 1e-12, "position_embedding_type": "absolute",
+}
+# (our config.model field, HF config field) for the fields read straight from the discriminator.
+_DIRECT_FIELDS = (
+    ("vocab_size", "vocab_size"), ("embedding_size", "embedding_size"),
+    ("hidden_size", "hidden_size"), ("num_layers", "num_hidden_layers"),
+    ("num_heads", "num_attention_heads"), ("intermediate_size", "intermediate_size"),
+    ("max_position_embeddings", "max_position_embeddings"),
+    ("type_vocab_size", "type_vocab_size"), ("hidden_dropout_prob", "hidden_dropout_prob"),
+    ("attention_dropout_prob", "attention_probs_dropout_prob"),
+    ("initializer_range", "initializer_range"), ("layer_norm_eps", "layer_norm_eps"),
+)
+# Fields the generator must share with the discriminator (one embedding table, one model).
+_SHARED_FIELDS = ("vocab_size", "max_position_embeddings", "type_vocab_size", "layer_norm_eps")
+# Buffers some (older) checkpoints store; not parameters.
+_IGNORED_SUFFIXES = (".position_ids", ".token_type_ids")
+_EMBEDDING_LEAVES = ("word_embeddings.weight", "position_embeddings.weight",
+                     "token_type_embeddings.weight", "LayerNorm.weight", "LayerNorm.bias")
+_HF_EMBEDDINGS = "electra.embeddings."
+LM_HEAD_WEIGHT = "generator_lm_head.weight"
+ARCHITECTURES = {DISCRIMINATOR: "ElectraForPreTraining", GENERATOR: "ElectraForMaskedLM"}
+
+
+
+# --------------------------------------------------------------------------------------------
+# Configs.
+
+
+def _hf_get(hf_config: Mapping[str, Any], key: str) -> Any:
+  return hf_config.get(key, HF_DEFAULTS[key])
+
+
+def _check_hf_config(hf_config: Mapping[str, Any], role: str) -> None:
+  """Raises ElectraError for an HF config that electra-jax's encoder cannot reproduce."""
+  model_type = hf_config.get("model_type")
+  if model_type != "electra":
+    raise ElectraError(
+        f"the {role}'s config has model_type={model_type!r}, not 'electra'; pass the directory "
+        "of a Hugging Face ELECTRA model (ElectraForPreTraining for the discriminator, "
+        "ElectraForMaskedLM for the generator)")
+  act = _hf_get(hf_config, "hidden_act")
+  if act != "gelu":
+    raise ElectraError(
+        f"the {role}'s config has hidden_act={act!r}; electra-jax implements only the exact "
+        "(erf) GELU of BERT and ELECTRA, hidden_act='gelu', so this model cannot be converted")
+  position = _hf_get(hf_config, "position_embedding_type")
+  if position != "absolute":
+    raise ElectraError(
+        f"the {role}'s config has position_embedding_type={position!r}; electra-jax has only "
+        "absolute position embeddings, so this model cannot be converted")
+  hidden, heads = _hf_get(hf_config, "hidden_size"), _hf_get(hf_config, "num_attention_heads")
+  if hidden % heads:
+    raise ElectraError(f"the {role}'s config has hidden_size={hidden} not divisible by "
+                       f"num_attention_heads={heads}; fix config.json")
+
+
+def hf_config_to_model_config(disc_hf_config: Mapping[str, Any],
+                              gen_hf_config: Mapping[str, Any] | None = None, *,
+                              untied_generator_embeddings: bool | None = None
+                              ) -> ml_collections.ConfigDict:
+  """electra-jax's `config.model` for a Hugging Face discriminator (and generator) config.
+
+  Starts from `default_config.get_config().model`; fields a config.json leaves out take
+  transformers' `ElectraConfig` defaults. The generator is described relative to the
+  discriminator: generator_hidden_size = Hg / H and generator_layers = Lg / L. electra-jax
+  derives the generator's heads (max(1, Hg // 64)) and FFN width (4 * Hg) from those, so they
+  are checked against the HF generator's. Dropout and initializer settings are taken from the
+  discriminator (they do not change the weights). Without a generator, the generator fields
+  keep their defaults.
+
+  Args:
+    disc_hf_config: the discriminator's config.json as a dict (`ElectraForPreTraining`).
+    gen_hf_config: the generator's config.json (`ElectraForMaskedLM`), or None.
+    untied_generator_embeddings: whether the generator keeps embeddings of its own (of its
+      hidden width); None infers it from the widths: shared when the generator's
+      embedding_size equals the discriminator's, untied when it equals its own hidden_size.
+
+  Returns:
+    the `model` ConfigDict (dtype "float32").
+
+  Raises:
+    ElectraError: not an ELECTRA config, an activation or position embedding electra-jax does
+      not implement, or a generator electra-jax cannot derive from the discriminator (naming
+      each field that differs).
+  """
+  _check_hf_config(disc_hf_config, DISCRIMINATOR)
+  model = default_config.get_config().model
+  for ours, theirs in _DIRECT_FIELDS:
+    model[ours] = _hf_get(disc_hf_config, theirs)
+  model.dtype = "float32"
+  model.untied_generator_embeddings = False
+  if gen_hf_config is None:
+    return model
+  _check_hf_config(gen_hf_config, GENERATOR)
+  for field in _SHARED_FIELDS:
+    d, g = _hf_get(disc_hf_config, field), _hf_get(gen_hf_config, field)
+    if d != g:
+      raise ElectraError(
+          f"the generator's {field}={g} differs from the discriminator's {field}={d}; in "
+          "ELECTRA both read the same embeddings, so they must be equal: pass the generator "
+          "that was trained with this discriminator, or convert the discriminator alone "
+          "(without a generator)")
+  hidden, layers = model.hidden_size, model.num_layers
+  gen_hidden = _hf_get(gen_hf_config, "hidden_size")
+  gen_embedding = _hf_get(gen_hf_config, "embedding_size")
+  if untied_generator_embeddings is None:
+    untied_generator_embeddings = (gen_embedding != model.embedding_size
+                                   and gen_embedding == gen_hidden)
+  model.untied_generator_embeddings = bool(untied_generator_embeddings)
+  model.generator_hidden_size = gen_hidden / hidden
+  model.generator_layers = _hf_get(gen_hf_config, "num_hidden_layers") / layers
+  _, derived = electra.encoder_configs(model)
+  wanted = (("embedding_size", "embedding_size", derived.embedding_size),
+            ("hidden_size", "hidden_size", derived.hidden_size),
+            ("num_hidden_layers", "num_layers", derived.num_layers),
+            ("num_attention_heads", "num_heads", derived.num_heads),
+            ("intermediate_size", "intermediate_size", derived.intermediate_size))
+  how = {
+      "embedding_size": (f"the discriminator's embedding_size {model.embedding_size} (shared "
+                         "embeddings)" if not model.untied_generator_embeddings else
+                         f"its hidden_size {gen_hidden} (untied embeddings)"),
+      "hidden_size": f"round({hidden} * generator_hidden_size)",
+      "num_layers": f"round({layers} * generator_layers)",
+      "num_heads": f"max(1, hidden_size {gen_hidden} // 64)",
+      "intermediate_size": f"4 * hidden_size {gen_hidden}",
+  }
+  differences = [f"{hf_name}={_hf_get(gen_hf_config, hf_name)} but electra-jax derives "
+                 f"{value} = {how[ours]}"
+                 for hf_name, ours, value in wanted if _hf_get(gen_hf_config, hf_name) != value]
+  if differences:
+    raise ElectraError(
+        "the generator cannot be represented in electra-jax, which derives the generator's "
+        "shape from the discriminator's (heads = hidden // 64, FFN = 4 x hidden, embeddings "
+        "shared with the discriminator or of the generator's own width): its "
+        + "; ".join(differences)
+        + ". Convert the discriminator alone (without a generator), which is all fine-tuning "
+        "needs")
+  return model
+
+
+def model_config_to_hf_configs(model_config: ml_collections.ConfigDict,
+                               pad_token_id: int | None = None
+                               ) -> tuple[dict[str, Any], dict[str, Any]]:
+  """The Hugging Face config.json dicts of the discriminator and the generator of `config.model`.
+
+  Args:
+    model_config: electra-jax's `config.model`.
+    pad_token_id: the tokenizer's [PAD] id; None writes transformers' default, 0.
+
+  Returns:
+    (discriminator config, generator config): `model_type` "electra", `architectures`
+    ["ElectraForPreTraining"] / ["ElectraForMaskedLM"], `hidden_act` "gelu", and the sizes.
+  """
+  disc, gen = electra.encoder_configs(model_config)
+
+  def to_hf(cfg, role):
+    return {
+        "architectures": [ARCHITECTURES[role]],
+        "model_type": "electra",
+        "vocab_size": cfg.vocab_size,
+        "embedding_size": cfg.embedding_size,
+        "hidden_size": cfg.hidden_size,
+        "num_hidden_layers": cfg.num_layers,
+        "num_attention_heads": cfg.num_heads,
+        "intermediate_size": cfg.intermediate_size,
+        "hidden_act": "gelu",
+        "hidden_dropout_prob": cfg.hidden_dropout_prob,
+        "attention_probs_dropout_prob": cfg.attention_dropout_prob,
+        "max_position_embeddings": cfg.max_position_embeddings,
+        "type_vocab_size": cfg.type_vocab_size,
+        "initializer_range": cfg.initializer_range,
+        "layer_norm_eps": cfg.layer_norm_eps,
+        "position_embedding_type": "absolute",
+        "pad_token_id": 0 if pad_token_id is None else int(pad_token_id),
+        "tie_word_embeddings": True,
+    }
+  return to_hf(disc, DISCRIMINATOR), to_hf(gen, GENERATOR)
+
+
+# --------------------------------------------------------------------------------------------
+# Parameters.
+
+
+def abstract_params(model_config: ml_collections.ConfigDict) -> dict[str, Any]:
+  """The `ElectraPretrainer` parameter tree of `config.model` as `jax.ShapeDtypeStruct`s."""
+  model = electra.build_pretrainer(model_config)
+  seq_len = min(8, model_config.max_position_embeddings)
+  ids = jax.ShapeDtypeStruct((1, seq_len), jnp.int32)
+  positions = jax.ShapeDtypeStruct((1, 1), jnp.int32)
+  keys = {"params": jax.random.PRNGKey(0), "dropout": jax.random.PRNGKey(1)}
+  boxed = jax.eval_shape(model.init, keys, ids, ids, ids, positions)["params"]
+  return nn.meta.unbox(boxed)
+
+
+def _path_keys(path) -> tuple[str, ...]:
+  return tuple(str(getattr(k, "key", k)) for k in path)
+
+
+def hf_name(path: Sequence[str]) -> tuple[str, str, bool]:
+  """Our parameter path -> (HF model: "discriminator"/"generator", HF key, transpose?).
+
+  E.g. ("discriminator", "encoder", "layer_0", "attention", "self", "query", "kernel") ->
+  ("discriminator", "electra.encoder.layer.0.attention.self.query.weight", True). The shared
+  `embeddings` map to the discriminator's `electra.embeddings.*`.
+  """
+  top, *modules, leaf = path
+  role, prefix = {
+      "embeddings": (DISCRIMINATOR, "electra.embeddings"),
+      "generator_embeddings": (GENERATOR, "electra.embeddings"),
+      "discriminator": (DISCRIMINATOR, "electra"),
+      "generator": (GENERATOR, "electra"),
+      "discriminator_predictions": (DISCRIMINATOR, "discriminator_predictions"),
+      "generator_predictions": (GENERATOR, "generator_predictions"),
+  }[top]
+  if top == "generator_predictions" and leaf == "output_bias":
+    return GENERATOR, "generator_lm_head.bias", False
+  names = [prefix] + [m.replace("layer_", "layer.") if m.startswith("layer_") else m
+                      for m in modules]
+  hf_leaf = {"kernel": "weight", "scale": "weight", "embedding": "weight", "bias": "bias"}[leaf]
+  return role, ".".join(names + [hf_leaf]), leaf == "kernel"
+
+
+def _as_float32(value: Any) -> np.ndarray:
+  """A torch tensor or array-like (any float dtype, bfloat16 included) as float32 numpy."""
+  if hasattr(value, "detach"):  # torch.Tensor, without importing torch.
+    import torch  # pylint: disable=import-outside-toplevel
+    return value.detach().to(device="cpu", dtype=torch.float32).numpy()
+  return np.asarray(value).astype(np.float32)
+
+
+def _kind_hint(keys: Sequence[str], role: str) -> str:
+  """A guess at what a state dict that does not fit is, and what to pass instead."""
+  keys = list(keys)
+  if any(k.startswith("generator_predictions.") for k in keys) and role == DISCRIMINATOR:
+    return (" It looks like a generator (ElectraForMaskedLM): pass the discriminator "
+            "(ElectraForPreTraining) as the discriminator and this one as the generator.")
+  if any(k.startswith("discriminator_predictions.") for k in keys) and role == GENERATOR:
+    return (" It looks like a discriminator (ElectraForPreTraining): pass the generator "
+            "(ElectraForMaskedLM) as the generator.")
+  if any(k.startswith("embeddings.word_embeddings") for k in keys):
+    return (" It looks like a bare ElectraModel (the encoder without a pretraining head), which "
+            "electra-jax cannot use as a pretraining checkpoint: convert the "
+            f"{ARCHITECTURES[role]} it came from (e.g. google/electra-base-{role}).")
+  if any(k.startswith(("classifier.", "qa_outputs.", "sequence_summary.")) for k in keys):
+    return (" It looks like a fine-tuned model with a task head instead of the pretraining "
+            f"head: convert the pretrained {ARCHITECTURES[role]} instead.")
+  return ""
+
+
+def _check_keys(state: Mapping[str, Any], expected: Mapping[str, tuple[int, ...]],
+                optional: Sequence[str], role: str) -> None:
+  """Raises ElectraError when `state` lacks, adds or mis-shapes keys of `expected`."""
+  what = (f"expected a Hugging Face {ARCHITECTURES[role]} state dict (keys "
+          + ("electra.embeddings.*, electra.encoder.layer.N.*, discriminator_predictions.*)"
+             if role == DISCRIMINATOR else
+             "electra.embeddings.*, electra.encoder.layer.N.*, generator_predictions.*, "
+             "generator_lm_head.bias)"))
+  present = [k for k in state if not k.endswith(_IGNORED_SUFFIXES)]
+  missing = [k for k in expected if k not in state]
+  if missing:
+    raise ElectraError(
+        f"the {role} weights lack {len(missing)} of the {len(expected)} expected parameters, "
+        f"e.g. {', '.join(missing[:4])}; {what}.{_kind_hint(present, role)}")
+  unexpected = [k for k in present if k not in expected and k not in optional]
+  if unexpected:
+    raise ElectraError(
+        f"the {role} weights have {len(unexpected)} parameter(s) that its config.json does not "
+        f"describe, e.g. {', '.join(unexpected[:4])}; {what} whose config.json matches the "
+        f"weights (e.g. num_hidden_layers).{_kind_hint(present, role)}")
+  for key, shape in expected.items():
+    got = tuple(np.shape(state[key]))
+    if got != tuple(shape):
+      raise ElectraError(
+          f"the {role} weight {key} has shape {got} but its config.json implies "
+          f"{tuple(shape)}; the config.json does not belong to these weights")
+
+
+def _embeddings_difference(disc_state: Mapping[str, Any], gen_state: Mapping[str, Any]
+                           ) -> float | None:
+  """Max abs difference of the two models' embedding modules; None if the shapes differ."""
+  worst = 0.0
+  for leaf in _EMBEDDING_LEAVES:
+    key = _HF_EMBEDDINGS + leaf
+    if key not in disc_state or key not in gen_state:
+      return None
+    d, g = _as_float32(disc_state[key]), _as_float32(gen_state[key])
+    if d.shape != g.shape:
+      return None
+    worst = max(worst, float(np.max(np.abs(d - g))) if d.size else 0.0)
+  return worst
+
+
+def _resolve_untied(disc_state, disc_config, gen_state, gen_config,
+                    generator_embeddings: str) -> bool:
+  """Whether the generator keeps its own embeddings (see `params_from_hf`)."""
+  gen_embedding = _hf_get(gen_config, "embedding_size")
+  gen_hidden = _hf_get(gen_config, "hidden_size")
+  can_untie = gen_embedding == gen_hidden
+  if generator_embeddings == "untied":
+    return True
+  same_width = gen_embedding == _hf_get(disc_config, "embedding_size")
+  if generator_embeddings == "discriminator":
+    if not same_width:
+      raise ElectraError(
+          f"generator_embeddings='discriminator' needs the generator's embedding_size "
+          f"({gen_embedding}) to equal the discriminator's "
+          f"({_hf_get(disc_config, 'embedding_size')}); "
+          + ("use generator_embeddings='untied'" if can_untie else
+             "convert the discriminator alone (without a generator)"))
+    return False
+  if not same_width:
+    return can_untie  # Sharing is impossible; untied if the widths allow (else a config error).
+  difference = _embeddings_difference(disc_state, gen_state)
+  if difference is None or difference <= EMBEDDINGS_TOLERANCE:
+    return False  # Shared (a missing or mis-shaped key is reported by the key check).
+  options = ["generator_embeddings='discriminator' (--generator_embeddings=discriminator) to "
+             "let the generator read the discriminator's embeddings and drop its own (its "
+             "predictions change)"]
+  if can_untie:
+    options.append("'untied' to keep both (model.untied_generator_embeddings=True)")
+  raise ElectraError(
+      f"the generator's embeddings differ from the discriminator's (max abs difference "
+      f"{difference:.3g} > {EMBEDDINGS_TOLERANCE:g}), so the two models were not trained "
+      "together with shared embeddings as ELECTRA does; pass the generator trained with this "
+      "discriminator, convert the discriminator alone, or pass " + ", or ".join(options))
+
+
+def params_from_hf(disc_state_dict: Mapping[str, Any], disc_config: Mapping[str, Any],
+                   gen_state_dict: Mapping[str, Any] | None = None,
+                   gen_config: Mapping[str, Any] | None = None,
+                   generator_embeddings: str = "auto") -> dict[str, Any]:
+  """electra-jax `ElectraPretrainer` parameters from Hugging Face ELECTRA state dicts.
+
+  Args:
+    disc_state_dict: an `ElectraForPreTraining` state dict (torch tensors or numpy arrays,
+      any float dtype): `electra.embeddings.*`, `electra.embeddings_project.*` (when
+      embedding_size != hidden_size), `electra.encoder.layer.N.*`,
+      `discriminator_predictions.{dense,dense_prediction}.*`.
+    disc_config: its config.json as a dict.
+    gen_state_dict: the matching `ElectraForMaskedLM` state dict (`electra.*`,
+      `generator_predictions.{dense,LayerNorm}.*`, `generator_lm_head.bias`, optionally the
+      tied `generator_lm_head.weight`), or None for the discriminator alone.
+    gen_config: the generator's config.json; required with `gen_state_dict`.
+    generator_embeddings: how the generator's embedding copy maps to electra-jax:
+      "auto": onto the shared `embeddings` when it equals the discriminator's (max abs
+        difference <= 1e-6); as untied `generator_embeddings` when its width rules sharing out
+        and equals the generator's hidden size; otherwise an error naming the choices below.
+      "discriminator": the generator reads the discriminator's embeddings; its own are dropped.
+      "untied": the generator keeps its own (needs embedding_size == hidden_size).
+
+  Returns:
+    nested dicts of float32 numpy arrays: `embeddings`, `discriminator`,
+    `discriminator_predictions`, and with a generator `generator`, `generator_predictions`
+    (and `generator_embeddings` when untied; then the matching config has
+    `untied_generator_embeddings=True`:
+    `hf_config_to_model_config(disc_config, gen_config,
+    untied_generator_embeddings="generator_embeddings" in params)`).
+
+  Raises:
+    ElectraError: a config electra-jax cannot represent (see `hf_config_to_model_config`),
+      missing / unexpected / mis-shaped keys (e.g. a bare `ElectraModel` or a classification
+      model), embeddings that cannot be shared, or an untied generator output layer.
+  """
+  if (gen_state_dict is None) != (gen_config is None):
+    raise ElectraError("pass both the generator's state dict and its config, or neither")
+  if generator_embeddings not in GENERATOR_EMBEDDINGS:
+    raise ElectraError(f"generator_embeddings={generator_embeddings!r}; choose one of "
+                       f"{', '.join(GENERATOR_EMBEDDINGS)}")
+  untied = None
+  if gen_state_dict is not None:
+    untied = _resolve_untied(disc_state_dict, disc_config, gen_state_dict, gen_config,
+                             generator_embeddings)
+  model_config = hf_config_to_model_config(disc_config, gen_config,
+                                           untied_generator_embeddings=untied)
+  abstract = abstract_params(model_config)
+  if gen_state_dict is None:
+    abstract = {k: v for k, v in abstract.items()
+                if k in ("embeddings", "discriminator", "discriminator_predictions")}
+  states = {DISCRIMINATOR: disc_state_dict, GENERATOR: gen_state_dict}
+  expected: dict[str, dict[str, tuple[int, ...]]] = {DISCRIMINATOR: {}, GENERATOR: {}}
+  leaves = []
+  for path, leaf in jax.tree_util.tree_leaves_with_path(abstract):
+    keys = _path_keys(path)
+    role, key, transpose = hf_name(keys)
+    expected[role][key] = tuple(reversed(leaf.shape)) if transpose else tuple(leaf.shape)
+    leaves.append((keys, role, key, transpose))
+  optional = []
+  if gen_state_dict is not None:
+    optional.append(LM_HEAD_WEIGHT)
+    if not untied:  # The generator's own copy of the shared embeddings: checked, not mapped.
+      for leaf in _EMBEDDING_LEAVES:
+        key = _HF_EMBEDDINGS + leaf
+        expected[GENERATOR][key] = expected[DISCRIMINATOR][key]
+  for role, state in states.items():
+    if state is not None:
+      _check_keys(state, expected[role], optional if role == GENERATOR else (), role)
+  params: dict[str, Any] = {}
+  for keys, role, key, transpose in leaves:
+    value = _as_float32(states[role][key])
+    value = np.ascontiguousarray(value.T) if transpose else value
+    node = params
+    for k in keys[:-1]:
+      node = node.setdefault(k, {})
+    node[keys[-1]] = value
+  if gen_state_dict is not None and LM_HEAD_WEIGHT in gen_state_dict:
+    head = _as_float32(gen_state_dict[LM_HEAD_WEIGHT])
+    words = _as_float32(gen_state_dict[_HF_EMBEDDINGS + "word_embeddings.weight"])
+    if head.shape != words.shape or np.max(np.abs(head - words)) > EMBEDDINGS_TOLERANCE:
+      raise ElectraError(
+          "the generator's output layer generator_lm_head.weight is not tied to its word "
+          "embeddings (tie_word_embeddings=False); electra-jax's generator always predicts "
+          "with its input embeddings, so convert the discriminator alone")
+  return params
+
+
+def params_to_hf(params: Mapping[str, Any], model_config: ml_collections.ConfigDict,
+                 pad_token_id: int | None = None
+                 ) -> tuple[dict[str, np.ndarray], dict[str, Any],
+                            dict[str, np.ndarray] | None, dict[str, Any] | None]:
+  """Hugging Face state dicts and configs of electra-jax `ElectraPretrainer` parameters.
+
+  The inverse of `params_from_hf`. The generator's state dict gets a copy of the shared
+  embeddings (or its untied `generator_embeddings`) and `generator_lm_head.weight` equal to its
+  word embeddings (tied, as transformers ties them).
+
+  Args:
+    params: the parameter tree (numpy or jax arrays); needs `embeddings`, `discriminator` and
+      `discriminator_predictions`; `generator` and `generator_predictions` are optional.
+    model_config: the `config.model` the parameters belong to.
+    pad_token_id: the tokenizer's [PAD] id for the configs (None: 0).
+
+  Returns:
+    (discriminator state dict, discriminator config, generator state dict or None, generator
+    config or None); state dicts of float32 numpy arrays with transformers' key names,
+    configs as dicts for config.json (see `model_config_to_hf_configs`).
+
+  Raises:
+    ElectraError: a required part is missing, or the parameters do not match `model_config`.
+  """
+  needed = ("embeddings", "discriminator", "discriminator_predictions")
+  missing = [p for p in needed if p not in params]
+  if missing:
+    raise ElectraError(
+        f"the parameters lack {', '.join(missing)} (they have {', '.join(sorted(params))}); "
+        "exporting needs the shared embeddings, the discriminator and its head: pass a "
+        "pretraining checkpoint (load_pretrained(path, parts=None))")
+  gen_parts = ["generator", "generator_predictions"]
+  if model_config.untied_generator_embeddings:
+    gen_parts.append("generator_embeddings")
+  has_gen = [p for p in gen_parts if p in params]
+  if has_gen and len(has_gen) != len(gen_parts):
+    raise ElectraError(
+        f"the parameters have {', '.join(has_gen)} but not "
+        f"{', '.join(p for p in gen_parts if p not in params)}; load every part of the "
+        "checkpoint (load_pretrained(path, parts=None)) to export the generator")
+  abstract = abstract_params(model_config)
+  abstract = {k: v for k, v in abstract.items() if k in needed or (has_gen and k in gen_parts)}
+  flat = {_path_keys(p): v for p, v in jax.tree_util.tree_leaves_with_path(
+      {k: params[k] for k in abstract})}
+  want = {_path_keys(p): tuple(v.shape) for p, v in jax.tree_util.tree_leaves_with_path(abstract)}
+  if set(flat) != set(want) or any(tuple(np.shape(flat[k])) != s for k, s in want.items()):
+    odd = sorted("/".join(k) for k in set(flat) ^ set(want)) or sorted(
+        f"{'/'.join(k)} {tuple(np.shape(flat[k]))} != {s}"
+        for k, s in want.items() if tuple(np.shape(flat[k])) != s)
+    raise ElectraError(
+        f"the parameters do not match the model config (e.g. {', '.join(odd[:3])}); the "
+        "checkpoint's config is not the one it was trained with")
+  states: dict[str, dict[str, np.ndarray]] = {DISCRIMINATOR: {}, GENERATOR: {}}
+  for keys, value in flat.items():
+    role, key, transpose = hf_name(keys)
+    value = np.asarray(value, dtype=np.float32)
+    states[role][key] = np.ascontiguousarray(value.T) if transpose else value.copy()
+  disc_config, gen_config = model_config_to_hf_configs(model_config, pad_token_id)
+  if not has_gen:
+    return states[DISCRIMINATOR], disc_config, None, None
+  gen_state = states[GENERATOR]
+  if not model_config.untied_generator_embeddings:
+    for leaf in _EMBEDDING_LEAVES:
+      gen_state[_HF_EMBEDDINGS + leaf] = states[DISCRIMINATOR][_HF_EMBEDDINGS + leaf].copy()
+  gen_state[LM_HEAD_WEIGHT] = gen_state[_HF_EMBEDDINGS + "word_embeddings.weight"].copy()
+  return states[DISCRIMINATOR], disc_config, gen_state, gen_config
+
+
+def count_params(tree: Any) -> int:
+  """Number of scalars in a tree (or state dict) of arrays."""
+  return int(sum(math.prod(np.shape(x)) for x in jax.tree_util.tree_leaves(tree)))
+
+
