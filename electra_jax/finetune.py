@@ -423,13 +423,20 @@ def _write_json(path: str, value: Any) -> None:
   fileio.write_atomic(path, json.dumps(value, indent=2, sort_keys=True) + "\n")
 
 
-def finetune_seed(config: ml_collections.ConfigDict, task: glue.Task, data: TaskData,
-                  weights: pretrained_lib.Pretrained, encoder: Any, hyper: Hyperparameters,
-                  seed: int, seed_dir: str) -> dict[str, Any]:
-  """Trains one seed and returns {"seed", "metrics": {split/metric: value}, "steps", ...}."""
+def num_train_steps(config: ml_collections.ConfigDict, data: TaskData,
+                    hyper: Hyperparameters) -> int:
+  """ceil(training examples x epochs / batch size), at least 1."""
   n_train = len(data.train["labels"])
-  num_steps = max(1, int(math.ceil(n_train * hyper.num_epochs / config.batch_size)))
-  setup = build_setup(config, task, encoder, hyper, num_steps)
+  return max(1, int(math.ceil(n_train * hyper.num_epochs / config.batch_size)))
+
+
+def finetune_seed(config: ml_collections.ConfigDict, task: glue.Task, data: TaskData,
+                  weights: pretrained_lib.Pretrained, setup: FinetuneSetup,
+                  hyper: Hyperparameters, seed: int, seed_dir: str) -> dict[str, Any]:
+  """Trains one seed with `setup` (shared by the task's seeds, so compiled once) and returns
+  {"seed", "metrics": {split/metric: value}, "steps", ...}."""
+  n_train = len(data.train["labels"])
+  num_steps = num_train_steps(config, data, hyper)
   state = initial_state(setup, weights, seed)
   writer = metrics_lib.create_writer(
       os.path.join(os.path.dirname(os.path.dirname(seed_dir)), "tensorboard", task.name,
@@ -532,7 +539,7 @@ def run(config: ml_collections.ConfigDict, workdir: str) -> dict[str, Any]:
   summary = {}
   for task in tasks:
     hyper = resolve_hyperparameters(config, task, encoder.hidden_size)
-    data = None
+    data = setup = None
     results = []
     for seed in range(config.seed, config.seed + config.num_seeds):
       seed_dir = os.path.join(workdir, task.name, f"seed_{seed}")
@@ -545,7 +552,8 @@ def run(config: ml_collections.ConfigDict, workdir: str) -> dict[str, Any]:
         continue
       if data is None:
         data = load_task_data(config, task, tokenizer)
-      results.append(finetune_seed(config, task, data, weights, encoder, hyper, seed,
+        setup = build_setup(config, task, encoder, hyper, num_train_steps(config, data, hyper))
+      results.append(finetune_seed(config, task, data, weights, setup, hyper, seed,
                                    seed_dir))
     summary[task.name] = summarize(task, results)
     if jax.process_index() == 0 and config.write_test_predictions:

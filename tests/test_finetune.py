@@ -376,3 +376,31 @@ def test_mnli_writes_matched_mismatched_and_diagnostic_predictions(pretrain_dir,
     assert lines[0] == "index\tprediction" and len(lines) == rows + 1, name
     assert {line.split("\t")[1] for line in lines[1:]} <= labels
   assert lines[1].split("\t")[0] == "0"  # AX keeps its own index column.
+
+
+def test_tfds_source_fine_tunes(pretrain_dir, tmp_path):
+  """data_source=tfds: glue/sst2 through tfds (mocked; the same records for every split)."""
+  from tests import test_glue_data  # pylint: disable=import-outside-toplevel
+  sentences = [b"a fine film", b"dull and long", b"great fun", b"a waste"] * 4
+  records = {"idx": np.arange(16, dtype=np.int32), "sentence": sentences,
+             "label": np.array([1, 0, 1, 0] * 4, np.int64)}
+  seen = []
+  config = glue_config(pretrain_dir, "sst2", data_source="tfds", data_dir="",
+                       tfds_data_dir=str(tmp_path / "tfds"), num_epochs=1.0, batch_size=4,
+                       eval_batch_size=4)
+  with test_glue_data._mock_tfds(records, seen):  # pylint: disable=protected-access
+    summary = finetune.run(config, str(tmp_path / "out"))
+  assert seen == ["train", "validation", "test"]
+  assert 0.0 <= summary["sst2"]["median"]["dev/accuracy"] <= 1.0
+  with open(tmp_path / "out" / "submission" / "SST-2.tsv") as f:
+    assert len(f.read().splitlines()) == 17  # Header + the 16 mocked test rows.
+
+
+def test_model_size_can_be_forced_and_is_checked():
+  config = testing.load_config("glue")
+  config.model_size = "large"
+  forced = finetune.resolve_hyperparameters(config, glue.get_task("sst2"), 256)
+  assert (forced.learning_rate, forced.layer_decay, forced.size) == (5e-5, 0.9, "large")
+  config.model_size = "huge"
+  with pytest.raises(ElectraError, match="model_size='huge'"):
+    finetune.resolve_hyperparameters(config, glue.get_task("sst2"), 256)
