@@ -183,6 +183,14 @@ require() {
   fi
 }
 
+# start_tpu_script "$@": the settings from the environment and the flags, with the TPU
+# target (project, zone, name) required; what every tpu_*.sh does first.
+start_tpu_script() {
+  init_settings
+  parse_flags "$@"
+  require_tpu_target
+}
+
 require_tpu_target() {
   require ELECTRA_PROJECT project
   require ELECTRA_ZONE zone
@@ -214,23 +222,21 @@ rquote() {
   esac
 }
 
-# A command line for the workers: every word rquote'd.
-rcmd_line() {
-  local out='' word
+# join_quoted QUOTER WORDS...: the words, each passed through QUOTER, separated by spaces.
+join_quoted() {
+  local quoter=$1 out='' word
+  shift
   for word in "$@"; do
-    out="$out $(rquote "$word")"
+    out="$out $("$quoter" "$word")"
   done
   printf '%s' "${out# }"
 }
 
+# A command line for the workers: every word rquote'd.
+rcmd_line() { join_quoted rquote "$@"; }
+
 # A command line: every word quoted, separated by spaces.
-cmd_line() {
-  local out='' word
-  for word in "$@"; do
-    out="$out $(quote "$word")"
-  done
-  printf '%s' "${out# }"
-}
+cmd_line() { join_quoted quote "$@"; }
 
 # run CMD ARGS...: with --dry-run print "+ CMD ARGS" (one line, shell-quoted); else print that
 # line to stderr and run it.

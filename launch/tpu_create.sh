@@ -27,9 +27,7 @@ EOF
 }
 
 main() {
-  init_settings
-  parse_flags "$@"
-  require_tpu_target
+  start_tpu_script "$@"
   require ELECTRA_ACCELERATOR_TYPE accelerator-type
   resolve_runtime
   if is_true "$ELECTRA_SPOT" && is_true "$ELECTRA_PREEMPTIBLE"; then

@@ -20,9 +20,7 @@ EOF
 }
 
 main() {
-  init_settings
-  parse_flags "$@"
-  require_tpu_target
+  start_tpu_script "$@"
   if is_true "$ELECTRA_QUEUED"; then
     queued_resources delete "$ELECTRA_QR_ID" --force --quiet
   else

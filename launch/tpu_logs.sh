@@ -18,9 +18,7 @@ EOF
 }
 
 main() {
-  init_settings
-  parse_flags "$@"
-  require_tpu_target
+  start_tpu_script "$@"
   case $ELECTRA_WORKER in
     all) ;;
     ''|*[!0-9]*) die "--worker must be all or a worker index, got '$ELECTRA_WORKER'" ;;

@@ -32,9 +32,7 @@ EOF
 }
 
 main() {
-  init_settings
-  parse_flags "$@"
-  require_tpu_target
+  start_tpu_script "$@"
   resolve_workdir
   local script
   script=$(remote_run_script)  # (assigned first: a failure inside $(...) stops the script)

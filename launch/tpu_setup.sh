@@ -27,9 +27,7 @@ EOF
 }
 
 main() {
-  init_settings
-  parse_flags "$@"
-  require_tpu_target
+  start_tpu_script "$@"
   if [ -z "$ELECTRA_REPO" ]; then
     copy_code
   fi

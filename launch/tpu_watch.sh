@@ -45,9 +45,7 @@ EOF
 }
 
 main() {
-  init_settings
-  parse_flags "$@"
-  require_tpu_target
+  start_tpu_script "$@"
   require ELECTRA_ACCELERATOR_TYPE accelerator-type
   case $ELECTRA_MAX_RECOVERIES$ELECTRA_CHECK_INTERVAL in
     *[!0-9]*) die "--max-recoveries and --check-interval must be whole numbers" ;;
