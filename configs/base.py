@@ -1,6 +1,6 @@
 """ELECTRA-Base: H=768, L=12, 12 heads, E=768; batch 256, seq 512, lr 2e-4, 766k steps."""
 
-from electra_jax import default_config
+from electra_jax.pretrain import default_config
 
 
 def get_config():

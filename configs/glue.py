@@ -10,7 +10,7 @@ hidden size below 768; base: 768 up to 1023; large: 1024 and above): learning ra
 
 import ml_collections
 
-from electra_jax import default_config
+from electra_jax.pretrain import default_config
 
 
 def get_config():
@@ -57,6 +57,6 @@ def get_config():
   config.log_every_steps = 100  # Steps between progress lines and metric writes.
   config.write_test_predictions = True  # Write GLUE submission files for the test splits.
 
-  # Mesh and logical-axis rules, exactly as in pretraining (see electra_jax/default_config.py).
+  # Mesh and logical-axis rules, exactly as in pretraining (see electra_jax/pretrain/default_config.py).
   config.mesh = default_config.get_config().mesh
   return config

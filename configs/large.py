@@ -1,6 +1,6 @@
 """ELECTRA-Large: H=1024, L=24, 16 heads, E=1024; batch 2048, seq 512, mask 25%, 400k steps."""
 
-from electra_jax import default_config
+from electra_jax.pretrain import default_config
 
 
 def get_config():

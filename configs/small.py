@@ -4,7 +4,7 @@ Usage: python -m electra_jax.main --config=configs/small.py --workdir=DIR \
          --config.data.train_files='corpus/*.txt' --config.data.tokenizer_model=spm.model
 """
 
-from electra_jax import default_config
+from electra_jax.pretrain import default_config
 
 
 def get_config():

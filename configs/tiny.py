@@ -10,7 +10,7 @@ needs far more than a few CPU minutes to beat the all-"original" baseline on the
 held-out AUC 0.55 after 750 steps); flatter samples give it a signal it learns in minutes.
 """
 
-from electra_jax import default_config
+from electra_jax.pretrain import default_config
 
 
 def get_config():

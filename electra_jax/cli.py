@@ -23,7 +23,7 @@ def _fields_doc(argv: Sequence[str]) -> str:
                       if a.startswith("--config=")), "")
   if config_file.endswith("glue.py"):
     return config_file
-  return "electra_jax/default_config.py"
+  return "electra_jax/pretrain/default_config.py"
 
 
 def parse_flags(argv: list[str]) -> list[str]:

@@ -23,8 +23,8 @@ flags.mark_flags_as_required(["config", "workdir"])
 def main(argv):
   if len(argv) > 1:
     raise app.UsageError(f"unexpected arguments: {argv[1:]}")
-  from electra_jax import parallel  # pylint: disable=import-outside-toplevel
-  from electra_jax import train  # pylint: disable=import-outside-toplevel
+  from electra_jax.training import parallel  # pylint: disable=import-outside-toplevel
+  from electra_jax.pretrain import loop as train  # pylint: disable=import-outside-toplevel
   parallel.initialize_distributed()  # Several hosts / processes: join them first.
   train.train_and_evaluate(FLAGS.config, FLAGS.workdir)
 

@@ -18,8 +18,8 @@ import jax  # pylint: disable=g-import-not-at-top
 jax.config.update("jax_platforms", "cpu")
 
 from electra_jax import benchmark  # pylint: disable=g-import-not-at-top
-from electra_jax import parallel  # pylint: disable=g-import-not-at-top
-from electra_jax import train  # pylint: disable=g-import-not-at-top
+from electra_jax.training import parallel  # pylint: disable=g-import-not-at-top
+from electra_jax.pretrain import loop as train  # pylint: disable=g-import-not-at-top
 from electra_jax.errors import ElectraError  # pylint: disable=g-import-not-at-top
 from tests import testing  # pylint: disable=g-import-not-at-top
 
@@ -28,8 +28,9 @@ def finetune_losses(pretrain_config):
   """Fine-tuning losses (MRPC-shaped task, dropout off) on 1 and on 8 devices."""
   import flax.linen as nn  # pylint: disable=import-outside-toplevel
   import numpy as np  # pylint: disable=import-outside-toplevel
-  from electra_jax import finetune, pretrained  # pylint: disable=import-outside-toplevel
-  from electra_jax.data import glue  # pylint: disable=import-outside-toplevel
+  from electra_jax.finetune import runner as finetune  # pylint: disable=import-outside-toplevel
+  from electra_jax.training import pretrained  # pylint: disable=import-outside-toplevel
+  from electra_jax.finetune import glue  # pylint: disable=import-outside-toplevel
   from electra_jax.models import electra  # pylint: disable=import-outside-toplevel
   model = electra.build_pretrainer(pretrain_config.model)
   seq = pretrain_config.data.max_seq_length

@@ -16,8 +16,8 @@ import numpy as np
 import pytest
 
 from electra_jax import convert
-from electra_jax import default_config
-from electra_jax import pretrained
+from electra_jax.pretrain import default_config
+from electra_jax.training import pretrained
 from electra_jax.errors import ElectraError
 from electra_jax.models import electra
 from tests.testing import REPO

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import sentencepiece as spm
 
-from electra_jax import default_config
+from electra_jax.pretrain import default_config
 from electra_jax.data import corpus
 from electra_jax.data import examples
 from electra_jax.data import pipeline

@@ -4,8 +4,8 @@ and a WordPiece vocabulary; and the config errors that protect them."""
 import numpy as np
 import pytest
 
-from electra_jax import default_config
-from electra_jax import train
+from electra_jax.pretrain import default_config
+from electra_jax.pretrain import loop as train
 from electra_jax.data import build as build_lib
 from electra_jax.data import pipeline
 from electra_jax.data import shards

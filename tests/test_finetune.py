@@ -12,11 +12,11 @@ import numpy as np
 import optax
 import pytest
 
-from electra_jax import finetune
-from electra_jax import optim
-from electra_jax import pretrained
-from electra_jax import train
-from electra_jax.data import glue
+from electra_jax.finetune import runner as finetune
+from electra_jax.training import optimizer as optim
+from electra_jax.training import pretrained
+from electra_jax.pretrain import loop as train
+from electra_jax.finetune import glue
 from electra_jax.data import tokenizer as tokenizer_lib
 from electra_jax.errors import ElectraError
 from tests import testing

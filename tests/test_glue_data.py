@@ -15,7 +15,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 import numpy as np  # pylint: disable=g-import-not-at-top
 import pytest  # pylint: disable=g-import-not-at-top
 
-from electra_jax.data import glue  # pylint: disable=g-import-not-at-top
+from electra_jax.finetune import glue  # pylint: disable=g-import-not-at-top
 from electra_jax.data import tokenizer as tokenizer_lib  # pylint: disable=g-import-not-at-top
 from electra_jax.errors import ElectraError  # pylint: disable=g-import-not-at-top
 from tests.testing import REPO  # pylint: disable=g-import-not-at-top

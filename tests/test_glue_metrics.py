@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from electra_jax import glue_metrics as gm
-from electra_jax.data import glue
+from electra_jax.finetune import metrics as gm
+from electra_jax.finetune import glue
 
 # A 2x2 confusion matrix worked out by hand: TP=3 (rows 0-2), FN=1 (row 3), FP=1 (row 4),
 # TN=5 (rows 5-9).

@@ -10,8 +10,8 @@ import sys
 import numpy as np
 import pytest
 
-from electra_jax import default_config
-from electra_jax import parallel
+from electra_jax.pretrain import default_config
+from electra_jax.training import parallel
 from electra_jax.errors import ElectraError
 from tests import testing
 

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from jax.sharding import PartitionSpec
 
-from electra_jax import default_config
+from electra_jax.pretrain import default_config
 from electra_jax.models import electra
 from electra_jax.models import encoder as enc
 from tests.testing import load_config, path_str
@@ -428,7 +428,9 @@ def test_attention_dropout_is_independent_per_example(tiny):
 
 def test_remat_gives_the_same_loss_and_gradients():
   """model.remat recomputes activations in the backward pass: same numbers, same names."""
-  from electra_jax import benchmark, parallel, train  # pylint: disable=import-outside-toplevel
+  from electra_jax import benchmark  # pylint: disable=import-outside-toplevel
+  from electra_jax.pretrain import loop as train  # pylint: disable=import-outside-toplevel
+  from electra_jax.training import parallel  # pylint: disable=import-outside-toplevel
   from tests import testing  # pylint: disable=import-outside-toplevel
   results = []
   for remat in (False, True):

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from electra_jax import objectives
+from electra_jax.pretrain import objectives
 from electra_jax.models import electra
 from tests.testing import load_config, path_str
 

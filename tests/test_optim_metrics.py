@@ -9,9 +9,9 @@ import numpy as np
 import optax
 import pytest
 
-from electra_jax import default_config
-from electra_jax import metrics
-from electra_jax import optim
+from electra_jax.pretrain import default_config
+from electra_jax.training import metrics
+from electra_jax.training import optimizer as optim
 from electra_jax.models import electra
 from tests.testing import load_config, path_str
 

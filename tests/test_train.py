@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from electra_jax import benchmark
-from electra_jax import train
+from electra_jax.pretrain import loop as train
 from tests import testing
 
 

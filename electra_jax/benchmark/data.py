@@ -76,8 +76,8 @@ def _device_put_function(batch_size: int):
   """(put, description): `put(batch)` places a host batch on every device, sharded over the
   batch axis as in training (the default config's mesh and rules)."""
   import jax  # pylint: disable=import-outside-toplevel
-  from electra_jax import default_config  # pylint: disable=import-outside-toplevel
-  from electra_jax import parallel  # pylint: disable=import-outside-toplevel
+  from electra_jax.pretrain import default_config  # pylint: disable=import-outside-toplevel
+  from electra_jax.training import parallel  # pylint: disable=import-outside-toplevel
   mesh_config = default_config.get_config().mesh
   mesh = parallel.make_mesh(mesh_config)
   sharding = parallel.batch_sharding(mesh, parallel.axis_rules(mesh_config))

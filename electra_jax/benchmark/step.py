@@ -28,9 +28,9 @@ import jax
 import numpy as np
 from ml_collections import config_flags
 
-from electra_jax import objectives
-from electra_jax import parallel
-from electra_jax import train
+from electra_jax.pretrain import objectives
+from electra_jax.training import parallel
+from electra_jax.pretrain import loop as train
 from electra_jax.errors import ElectraError
 
 FLAGS = flags.FLAGS

@@ -12,5 +12,5 @@ Modules, one job each:
   pipeline    `config.data` -> tokenizer, examples and train/eval iterators.
   glue        GLUE tasks: TSV and tfds readers, featurization, submission files.
 
-Every `config.data` field is documented in `electra_jax/default_config.py`.
+Every `config.data` field is documented in `electra_jax/pretrain/default_config.py`.
 """

@@ -251,7 +251,7 @@ def build_pretraining_data(data_config: Any, workdir: str, vocab_size: int, seed
   """Prepares the configured source, tokenizer and examples (see the module docstring).
 
   Args:
-    data_config: `config.data` (see `electra_jax/default_config.py` for every field).
+    data_config: `config.data` (see `electra_jax/pretrain/default_config.py` for every field).
     workdir: run directory; the embedded corpus goes to `<workdir>/corpus/` and a trained
       tokenizer to `<workdir>/tokenizer/`, and both are reused on restart.
     vocab_size: the model's vocabulary size; the tokenizer must have exactly this many pieces.

@@ -1,35 +1,7 @@
-"""Converts ELECTRA weights between Hugging Face `transformers` and electra-jax checkpoints.
+"""Hugging Face model directories in and out: reads `config.json` + weights, writes electra-jax
+checkpoints (through `electra_jax.training.pretrained`) and Hugging Face directories.
 
-  python -m electra_jax.convert from-hf --hf_dir=DISC_DIR [--generator_dir=GEN_DIR] \\
-      [--vocab_file=vocab.txt] [--generator_embeddings=auto|discriminator|untied] \\
-      --output=CKPT_DIR [--overwrite]
-  python -m electra_jax.convert to-hf --checkpoint=WORKDIR_OR_CKPT --output=DIR [--overwrite]
-
-`from-hf` reads a Hugging Face `ElectraForPreTraining` directory (config.json and
-model.safetensors or pytorch_model.bin, e.g. a local copy of google/electra-base-discriminator)
-and optionally the matching `ElectraForMaskedLM` generator, and writes an electra-jax checkpoint
-(CKPT_DIR/checkpoints/0/ and CKPT_DIR/tokenizer/vocab.txt) that fine-tuning takes as its initial
-checkpoint and `to-hf` reads back. `to-hf` writes DIR/discriminator/ (ElectraForPreTraining) and,
-when the checkpoint has one, DIR/generator/ (ElectraForMaskedLM), each with config.json,
-model.safetensors and the tokenizer files, loadable with `from_pretrained`. Both print one
-summary line.
-
-The in-memory mapping of names, shapes and configs is `electra_jax.hf_mapping`.
-
-ELECTRA's generator and discriminator share one embedding module, while each Hugging Face model
-file holds its own copy. `from-hf` maps the generator onto the shared embeddings when its copy
-equals the discriminator's (within 1e-6, as in checkpoints trained together); otherwise it
-stops and says which `--generator_embeddings` choice fits: `discriminator` (the generator reads
-the discriminator's embeddings and its own are dropped, which changes its predictions) or
-`untied` (the generator keeps its own embeddings, `model.untied_generator_embeddings=True`;
-possible only when its embedding width equals its hidden width, as electra-jax builds untied
-generators). Sizes that electra-jax derives for the generator (heads = hidden // 64,
-FFN = 4 x hidden) must match the Hugging Face generator's, or the conversion stops.
-
-The Python functions work on in-memory state dicts (torch tensors or numpy arrays) as well:
-`hf_config_to_model_config`, `model_config_to_hf_configs`, `params_from_hf`, `params_to_hf`,
-and on directories: `from_hf`, `to_hf`. torch is needed only to read pytorch_model.bin.
-"""
+The package docstring (`electra_jax.convert`) describes both directions."""
 
 from __future__ import annotations
 
@@ -39,17 +11,15 @@ import shutil
 import tempfile
 from typing import Any, Mapping, NamedTuple, Sequence
 
-from absl import flags
 from absl import logging
 import ml_collections
 import numpy as np
 
-from electra_jax import cli
-from electra_jax import pretrained
+from electra_jax.training import pretrained
 from electra_jax.data import tokenizer as tokenizer_lib
 from electra_jax.errors import ElectraError
 # The in-memory mapping lives in hf_mapping; its public functions are part of this module's API.
-from electra_jax.hf_mapping import (  # pylint: disable=unused-import
+from electra_jax.convert.hf_mapping import (  # pylint: disable=unused-import
     ARCHITECTURES, DISCRIMINATOR, GENERATOR, GENERATOR_EMBEDDINGS, LM_HEAD_WEIGHT,
     abstract_params, count_params, hf_config_to_model_config, hf_name,
     model_config_to_hf_configs, params_from_hf, params_to_hf)
@@ -390,114 +360,3 @@ def to_hf(checkpoint: str, output_dir: str, overwrite: bool = False) -> dict[str
     ElectraError: no checkpoint there, no discriminator in it, or an output that exists.
   """
   return convert_to_hf(checkpoint, output_dir, overwrite).directories
-
-
-# --------------------------------------------------------------------------------------------
-# Command line.
-
-SUBCOMMANDS = ("from-hf", "to-hf")
-_FLAGS_OF = {"from-hf": ("hf_dir", "output", "generator_dir", "vocab_file",
-                         "generator_embeddings", "overwrite"),
-             "to-hf": ("checkpoint", "output", "overwrite")}
-_REQUIRED = {"from-hf": ("hf_dir", "output"), "to-hf": ("checkpoint", "output")}
-_EXAMPLES = {
-    "from-hf": "python -m electra_jax.convert from-hf --hf_dir=electra-base-discriminator "
-               "--generator_dir=electra-base-generator --output=ckpt/electra-base",
-    "to-hf": "python -m electra_jax.convert to-hf --checkpoint=runs/small --output=hf/small",
-}
-
-
-def _define_flags() -> None:
-  """Registers the command's flags (only when this module is the program, see tokenizer.py)."""
-  flags.DEFINE_string("hf_dir", None,
-                      "from-hf: the Hugging Face ElectraForPreTraining (discriminator) directory: "
-                      "config.json, model.safetensors or pytorch_model.bin, vocab.txt.")
-  flags.DEFINE_string("generator_dir", None,
-                      "from-hf: the matching ElectraForMaskedLM (generator) directory; omit it "
-                      "to convert the discriminator alone (all fine-tuning needs).")
-  flags.DEFINE_string("vocab_file", None,
-                      "from-hf: the WordPiece vocab.txt; default: vocab.txt in --hf_dir.")
-  flags.DEFINE_enum("generator_embeddings", "auto", list(GENERATOR_EMBEDDINGS),
-                    "from-hf: auto: share the discriminator's embeddings when the generator's "
-                    "copy equals them (as in ELECTRA training), untied when only that fits; "
-                    "discriminator: use the discriminator's even when they differ; untied: "
-                    "keep the generator's own (needs its embedding_size == hidden_size).")
-  flags.DEFINE_string("checkpoint", None,
-                      "to-hf: a pretraining workdir (newest checkpoint), its checkpoints/ "
-                      "directory, one checkpoints/<step>/ directory, or a from-hf output.")
-  flags.DEFINE_string("output", None,
-                      "Required. from-hf: the electra-jax checkpoint directory to write. to-hf: "
-                      "the directory for discriminator/ and generator/.")
-  flags.DEFINE_bool("overwrite", False, "Replace a non-empty --output.")
-
-
-def _millions(n: int) -> str:
-  return f"{n / 1e6:.2f}M"
-
-
-def _from_hf_command(fl) -> str:
-  result = convert_from_hf(fl.hf_dir, fl.output, fl.generator_dir, fl.vocab_file, fl.overwrite,
-                           fl.generator_embeddings)
-  p = result.params
-  disc = count_params({k: p[k] for k in ("embeddings", "discriminator",
-                                         "discriminator_predictions")})
-  gen_parts = [k for k in ("generator_embeddings", "generator", "generator_predictions")
-               if k in p]
-  gen = ""
-  if gen_parts:
-    shared = ("own embeddings" if "generator_embeddings" in p
-              else "sharing the discriminator's embeddings")
-    gen = (f", generator {_millions(count_params({k: p[k] for k in gen_parts}))} parameters "
-           f"more ({shared})")
-  output = os.path.dirname(os.path.dirname(result.step_dir))
-  return (f"wrote {result.step_dir}: discriminator {_millions(disc)} parameters{gen}, WordPiece "
-          f"vocabulary of {result.vocab_size} tokens "
-          f"({'lowercased' if result.tokenizer.lowercase else 'cased'}) in "
-          f"{os.path.join(output, pretrained.TOKENIZER_DIR)}; use {output} as the initial "
-          "checkpoint for fine-tuning, or export it with to-hf")
-
-
-def _to_hf_command(fl) -> str:
-  result = convert_to_hf(fl.checkpoint, fl.output, fl.overwrite)
-  parts = [f"{path} ({ARCHITECTURES[role]}, {_millions(result.param_counts[role])} parameters)"
-           for role, path in result.directories.items()]
-  tokenizer = (f" with {', '.join(result.tokenizer_files)}" if result.tokenizer_files
-               else " without tokenizer files")
-  return (f"wrote step {result.step} as {' and '.join(parts)}{tokenizer}; load with "
-          f"transformers.ElectraForPreTraining.from_pretrained("
-          f"{result.directories[DISCRIMINATOR]!r})")
-
-
-def _main(argv: list[str]) -> None:
-  """Runs the subcommand named by the first positional argument."""
-  args = argv[1:]
-  valid = " or ".join(repr(c) for c in SUBCOMMANDS)
-  if not args:
-    raise ElectraError(f"no subcommand given; the subcommand is {valid}, e.g. "
-                       f"{_EXAMPLES['from-hf']} (see --help)")
-  command = args[0]
-  if command not in SUBCOMMANDS:
-    raise ElectraError(f"unknown subcommand {command!r}; the subcommand is {valid} (see --help)")
-  if len(args) > 1:
-    raise ElectraError(f"unexpected arguments after {command!r}: {' '.join(args[1:])}; values "
-                       "are given as flags, e.g. --output=DIR")
-  fl = flags.FLAGS
-  missing = [f"--{name}" for name in _REQUIRED[command] if not fl[name].value]
-  if missing:
-    raise ElectraError(f"{command} needs {', '.join(missing)}, e.g. {_EXAMPLES[command]}")
-  foreign = sorted(f"--{name}" for name in set().union(*_FLAGS_OF.values())
-                   if name not in _FLAGS_OF[command] and fl[name].present)
-  if foreign:
-    raise ElectraError(f"{', '.join(foreign)} {'does' if len(foreign) == 1 else 'do'} not apply "
-                       f"to {command}; drop {'it' if len(foreign) == 1 else 'them'} (e.g. "
-                       f"{_EXAMPLES[command]})")
-  if not fl["verbosity"].present:  # Keep orbax's per-file INFO lines out; -v 0 shows them.
-    logging.set_verbosity(logging.WARNING)
-  summary = _from_hf_command(fl) if command == "from-hf" else _to_hf_command(fl)
-  print(summary, flush=True)
-
-
-if __name__ == "__main__":
-  _define_flags()
-  cli.run(_main)
-

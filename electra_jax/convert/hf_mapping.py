@@ -22,7 +22,7 @@ import jax.numpy as jnp
 import ml_collections
 import numpy as np
 
-from electra_jax import default_config
+from electra_jax.pretrain import default_config
 from electra_jax.errors import ElectraError
 from electra_jax.models import electra
 

@@ -24,13 +24,13 @@ import numpy as np
 import optax
 from jax.sharding import PartitionSpec
 
-from electra_jax import checkpoints
-from electra_jax import config_validation
-from electra_jax import metrics as metrics_lib
-from electra_jax import objectives
-from electra_jax import optim
-from electra_jax import parallel
-from electra_jax import pretrained
+from electra_jax.training import checkpoints
+from electra_jax.pretrain import validation as config_validation
+from electra_jax.training import metrics as metrics_lib
+from electra_jax.pretrain import objectives
+from electra_jax.training import optimizer as optim
+from electra_jax.training import parallel
+from electra_jax.training import pretrained
 from electra_jax.data import fileio
 from electra_jax.errors import ElectraError
 from electra_jax.models import electra

@@ -29,30 +29,26 @@ import statistics
 import time
 from typing import Any, Callable
 
-from absl import app
-from absl import flags
 from absl import logging
 import flax
 import flax.linen as nn
 import jax
 import jax.numpy as jnp
 import ml_collections
-from ml_collections import config_flags
 import numpy as np
 import optax
 from jax.sharding import PartitionSpec
 
-from electra_jax import cli
-from electra_jax import glue_metrics
-from electra_jax import metrics as metrics_lib
-from electra_jax import optim
-from electra_jax import parallel
-from electra_jax import pretrained as pretrained_lib
+from electra_jax.finetune import metrics as glue_metrics
+from electra_jax.training import metrics as metrics_lib
+from electra_jax.training import optimizer as optim
+from electra_jax.training import parallel
+from electra_jax.training import pretrained as pretrained_lib
 from electra_jax.data import fileio
-from electra_jax.data import glue
+from electra_jax.finetune import glue
 from electra_jax.data import tokenizer as tokenizer_lib
 from electra_jax.errors import ElectraError
-from electra_jax.models import classifier
+from electra_jax.finetune import heads as classifier
 from electra_jax.models import electra
 
 INPUT_KEYS = ("input_ids", "input_mask", "segment_ids")
@@ -575,26 +571,3 @@ def run(config: ml_collections.ConfigDict, workdir: str) -> dict[str, Any]:
                config.num_seeds)
   print(results_table(summary), flush=True)
   return summary
-
-
-FLAGS = flags.FLAGS
-
-
-def _define_flags() -> None:
-  config_flags.DEFINE_config_file(
-      "config", None, "Fine-tuning config (configs/glue.py); override fields with --config.a=v.",
-      lock_config=True)
-  flags.DEFINE_string("workdir", None, "Directory for results, predictions and TensorBoard logs.")
-  flags.mark_flags_as_required(["config", "workdir"])
-
-
-def main(argv: list[str]) -> None:
-  if len(argv) > 1:
-    raise app.UsageError(f"unexpected arguments: {argv[1:]}")
-  parallel.initialize_distributed()
-  run(FLAGS.config, FLAGS.workdir)
-
-
-if __name__ == "__main__":
-  _define_flags()
-  cli.run(main)

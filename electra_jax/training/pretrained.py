@@ -27,8 +27,8 @@ import ml_collections
 import numpy as np
 import orbax.checkpoint as ocp
 
-from electra_jax import checkpoints
-from electra_jax import default_config
+from electra_jax.training import checkpoints
+from electra_jax.pretrain import default_config
 from electra_jax.data import fileio
 from electra_jax.data import tokenizer as tokenizer_lib
 from electra_jax.errors import ElectraError

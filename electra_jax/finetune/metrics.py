@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from electra_jax.data import glue
+from electra_jax.finetune import glue
 
 
 def _pair(labels: Any, predictions: Any) -> tuple[np.ndarray, np.ndarray]:

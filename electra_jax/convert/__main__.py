@@ -1,0 +1,129 @@
+"""`python -m electra_jax.convert from-hf | to-hf`: the conversion command line.
+
+See `electra_jax.convert` for what each subcommand reads and writes.
+"""
+
+from __future__ import annotations
+
+import os
+
+from absl import flags
+from absl import logging
+
+from electra_jax import cli
+from electra_jax.convert.files import convert_from_hf, convert_to_hf
+from electra_jax.convert.hf_mapping import (ARCHITECTURES, DISCRIMINATOR, GENERATOR_EMBEDDINGS,
+                                            count_params)
+from electra_jax.errors import ElectraError
+from electra_jax.training import pretrained
+
+# absl's --help prints the main module's docstring: show the package's.
+from electra_jax import convert as _package  # pylint: disable=wrong-import-position
+__doc__ = _package.__doc__  # pylint: disable=redefined-builtin
+
+SUBCOMMANDS = ("from-hf", "to-hf")
+_FLAGS_OF = {"from-hf": ("hf_dir", "output", "generator_dir", "vocab_file",
+                         "generator_embeddings", "overwrite"),
+             "to-hf": ("checkpoint", "output", "overwrite")}
+_REQUIRED = {"from-hf": ("hf_dir", "output"), "to-hf": ("checkpoint", "output")}
+_EXAMPLES = {
+    "from-hf": "python -m electra_jax.convert from-hf --hf_dir=electra-base-discriminator "
+               "--generator_dir=electra-base-generator --output=ckpt/electra-base",
+    "to-hf": "python -m electra_jax.convert to-hf --checkpoint=runs/small --output=hf/small",
+}
+
+
+def _define_flags() -> None:
+  """Registers the command's flags (only when this module is the program, see tokenizer.py)."""
+  flags.DEFINE_string("hf_dir", None,
+                      "from-hf: the Hugging Face ElectraForPreTraining (discriminator) directory: "
+                      "config.json, model.safetensors or pytorch_model.bin, vocab.txt.")
+  flags.DEFINE_string("generator_dir", None,
+                      "from-hf: the matching ElectraForMaskedLM (generator) directory; omit it "
+                      "to convert the discriminator alone (all fine-tuning needs).")
+  flags.DEFINE_string("vocab_file", None,
+                      "from-hf: the WordPiece vocab.txt; default: vocab.txt in --hf_dir.")
+  flags.DEFINE_enum("generator_embeddings", "auto", list(GENERATOR_EMBEDDINGS),
+                    "from-hf: auto: share the discriminator's embeddings when the generator's "
+                    "copy equals them (as in ELECTRA training), untied when only that fits; "
+                    "discriminator: use the discriminator's even when they differ; untied: "
+                    "keep the generator's own (needs its embedding_size == hidden_size).")
+  flags.DEFINE_string("checkpoint", None,
+                      "to-hf: a pretraining workdir (newest checkpoint), its checkpoints/ "
+                      "directory, one checkpoints/<step>/ directory, or a from-hf output.")
+  flags.DEFINE_string("output", None,
+                      "Required. from-hf: the electra-jax checkpoint directory to write. to-hf: "
+                      "the directory for discriminator/ and generator/.")
+  flags.DEFINE_bool("overwrite", False, "Replace a non-empty --output.")
+
+
+def _millions(n: int) -> str:
+  return f"{n / 1e6:.2f}M"
+
+
+def _from_hf_command(fl) -> str:
+  result = convert_from_hf(fl.hf_dir, fl.output, fl.generator_dir, fl.vocab_file, fl.overwrite,
+                           fl.generator_embeddings)
+  p = result.params
+  disc = count_params({k: p[k] for k in ("embeddings", "discriminator",
+                                         "discriminator_predictions")})
+  gen_parts = [k for k in ("generator_embeddings", "generator", "generator_predictions")
+               if k in p]
+  gen = ""
+  if gen_parts:
+    shared = ("own embeddings" if "generator_embeddings" in p
+              else "sharing the discriminator's embeddings")
+    gen = (f", generator {_millions(count_params({k: p[k] for k in gen_parts}))} parameters "
+           f"more ({shared})")
+  output = os.path.dirname(os.path.dirname(result.step_dir))
+  return (f"wrote {result.step_dir}: discriminator {_millions(disc)} parameters{gen}, WordPiece "
+          f"vocabulary of {result.vocab_size} tokens "
+          f"({'lowercased' if result.tokenizer.lowercase else 'cased'}) in "
+          f"{os.path.join(output, pretrained.TOKENIZER_DIR)}; use {output} as the initial "
+          "checkpoint for fine-tuning, or export it with to-hf")
+
+
+def _to_hf_command(fl) -> str:
+  result = convert_to_hf(fl.checkpoint, fl.output, fl.overwrite)
+  parts = [f"{path} ({ARCHITECTURES[role]}, {_millions(result.param_counts[role])} parameters)"
+           for role, path in result.directories.items()]
+  tokenizer = (f" with {', '.join(result.tokenizer_files)}" if result.tokenizer_files
+               else " without tokenizer files")
+  return (f"wrote step {result.step} as {' and '.join(parts)}{tokenizer}; load with "
+          f"transformers.ElectraForPreTraining.from_pretrained("
+          f"{result.directories[DISCRIMINATOR]!r})")
+
+
+def _main(argv: list[str]) -> None:
+  """Runs the subcommand named by the first positional argument."""
+  args = argv[1:]
+  valid = " or ".join(repr(c) for c in SUBCOMMANDS)
+  if not args:
+    raise ElectraError(f"no subcommand given; the subcommand is {valid}, e.g. "
+                       f"{_EXAMPLES['from-hf']} (see --help)")
+  command = args[0]
+  if command not in SUBCOMMANDS:
+    raise ElectraError(f"unknown subcommand {command!r}; the subcommand is {valid} (see --help)")
+  if len(args) > 1:
+    raise ElectraError(f"unexpected arguments after {command!r}: {' '.join(args[1:])}; values "
+                       "are given as flags, e.g. --output=DIR")
+  fl = flags.FLAGS
+  missing = [f"--{name}" for name in _REQUIRED[command] if not fl[name].value]
+  if missing:
+    raise ElectraError(f"{command} needs {', '.join(missing)}, e.g. {_EXAMPLES[command]}")
+  foreign = sorted(f"--{name}" for name in set().union(*_FLAGS_OF.values())
+                   if name not in _FLAGS_OF[command] and fl[name].present)
+  if foreign:
+    raise ElectraError(f"{', '.join(foreign)} {'does' if len(foreign) == 1 else 'do'} not apply "
+                       f"to {command}; drop {'it' if len(foreign) == 1 else 'them'} (e.g. "
+                       f"{_EXAMPLES[command]})")
+  if not fl["verbosity"].present:  # Keep orbax's per-file INFO lines out; -v 0 shows them.
+    logging.set_verbosity(logging.WARNING)
+  summary = _from_hf_command(fl) if command == "from-hf" else _to_hf_command(fl)
+  print(summary, flush=True)
+
+
+if __name__ == "__main__":
+  _define_flags()
+  cli.run(_main)
+
