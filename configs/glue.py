@@ -55,6 +55,9 @@ def get_config():
   config.seed = 0  # First seed (head init, dropout, data order).
   config.num_seeds = 1  # Seeds seed..seed+num_seeds-1 are run; the report gives each and the median.
   config.log_every_steps = 100  # Steps between progress lines and metric writes.
+  # Steps between checkpoints of a running seed (resumed after a crash, deleted when the seed
+  # is done); 0: checkpoint only when a preemption is announced.
+  config.checkpoint_every_steps = 0
   config.write_test_predictions = True  # Write GLUE submission files for the test splits.
 
   # Mesh and logical-axis rules, exactly as in pretraining (see electra_jax/pretrain/default_config.py).

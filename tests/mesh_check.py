@@ -74,11 +74,10 @@ def spec_of(array):
   return [list(e) if isinstance(e, tuple) else e for e in array.sharding.spec]
 
 
-def run_steps(setup, state, batches):
+def run_steps(trainer, state, batches):
   losses = []
   for host_batch in batches:
-    state, metrics = setup.train_step(state,
-                                      parallel.device_put_batch(host_batch, setup.batch_sharding))
+    state, metrics = trainer.train_step(state, trainer.put_batch(host_batch))
     losses.append(float(metrics["loss"][0]))
   return state, losses
 
@@ -90,7 +89,7 @@ def main():
   report = {"device_count": jax.device_count(), "losses": {}, "specs": {}}
   for name, degrees in MESHES.items():
     setup = train.build_setup(with_mesh(base, degrees), benchmark.SPECIAL,
-                              devices=devices_for(name))
+                              devices=devices_for(name)).trainer
     state = setup.new_state(0)
     specs = {k: spec_of(leaf(state.params, p)) for k, p in WATCHED.items()}
     # Adam's first moment has the parameter's sharding.
@@ -104,14 +103,14 @@ def main():
 
   # Save after 2 steps on data=8; restore on other meshes and take the third step there.
   directory = tempfile.mkdtemp()
-  setup = train.build_setup(with_mesh(base, MESHES["data8"]), benchmark.SPECIAL)
+  setup = train.build_setup(with_mesh(base, MESHES["data8"]), benchmark.SPECIAL).trainer
   state, _ = run_steps(setup, setup.new_state(0), batches[:2])
   ckpt = checkpoints.Checkpointer(directory, keep=1, async_save=False)
   ckpt.save(2, state, {"step": 2})
   ckpt.wait()
   report["resumed"] = {}
   for name in ("fsdp8", "mixed"):
-    other = train.build_setup(with_mesh(base, MESHES[name]), benchmark.SPECIAL)
+    other = train.build_setup(with_mesh(base, MESHES[name]), benchmark.SPECIAL).trainer
     restored, _ = ckpt.restore(2, other.abstract_state())
     report["resumed"][name] = {
         "step": int(restored.step),

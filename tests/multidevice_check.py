@@ -18,7 +18,6 @@ import jax  # pylint: disable=g-import-not-at-top
 jax.config.update("jax_platforms", "cpu")
 
 from electra_jax import benchmark  # pylint: disable=g-import-not-at-top
-from electra_jax.training import parallel  # pylint: disable=g-import-not-at-top
 from electra_jax.pretrain import loop as train  # pylint: disable=g-import-not-at-top
 from electra_jax.errors import ElectraError  # pylint: disable=g-import-not-at-top
 from tests import testing  # pylint: disable=g-import-not-at-top
@@ -56,8 +55,9 @@ def finetune_losses(pretrain_config):
     state = finetune.initial_state(setup, weights, seed=0)
     losses = []
     for batch in finetune.train_batches(data, 8, 3, seed=0):
-      state, metrics = setup.train_step(state, finetune.device_batch(setup, batch, 8))
-      losses.append(float(metrics["loss"]))
+      state, metrics = setup.trainer.train_step(
+          state, setup.trainer.put_batch(finetune.with_labels(batch, task), 8))
+      losses.append(float(metrics["loss"][0]))
     out[f"finetune_{name}_losses"] = losses
   return out
 
@@ -68,12 +68,12 @@ def main():
                                        seed=s) for s in range(3)]
   report = {"device_count": jax.device_count()}
   for name, devices in (("one", jax.devices()[:1]), ("eight", jax.devices())):
-    setup = train.build_setup(config, benchmark.SPECIAL, devices=devices)
-    state = setup.new_state(0)
+    trainer = train.build_setup(config, benchmark.SPECIAL, devices=devices).trainer
+    state = trainer.new_state(0)
     losses = []
     for host_batch in batches:
-      batch = parallel.device_put_batch(host_batch, setup.batch_sharding)
-      state, metrics = setup.train_step(state, batch)
+      batch = trainer.put_batch(host_batch)
+      state, metrics = trainer.train_step(state, batch)
       losses.append(float(metrics["loss"][0]))
     report[f"{name}_losses"] = losses
     report[f"{name}_batch_devices"] = len(batch["input_ids"].sharding.device_set)

@@ -62,9 +62,22 @@ def _classifier_params(num_layers=2):
   }
 
 
+def _multipliers(params, num_layers, decay, original_offset=False):
+  """Each parameter's learning-rate scale under the layer-wise decay group rule."""
+  group_of, groups = optim.layerwise_decay_groups(num_layers, decay, original_offset)
+  return jax.tree_util.tree_map_with_path(
+      lambda path, _: groups[group_of(optim.path_names(path))].learning_rate_scale, params)
+
+
+def _finetune_optimizer(params, num_layers, learning_rate, layer_decay, **settings):
+  group_of, groups = optim.layerwise_decay_groups(num_layers, layer_decay)
+  return optim.build_optimizer(
+      params, optim.OptimizerSettings(learning_rate=learning_rate, **settings), group_of, groups)
+
+
 def test_layerwise_multipliers_default_and_original():
   params = _classifier_params(num_layers=2)
-  m = optim.layerwise_lr_multipliers(params, num_layers=2, decay=0.5)
+  m = _multipliers(params, num_layers=2, decay=0.5)
   assert m["task_head"]["kernel"] == 1.0 and m["task_head"]["bias"] == 1.0
   layers = m["discriminator"]["encoder"]
   assert layers["layer_1"]["output"]["dense"]["kernel"] == 0.5  # Top layer: decay^1.
@@ -72,7 +85,7 @@ def test_layerwise_multipliers_default_and_original():
   assert m["embeddings"]["word_embeddings"]["embedding"] == 0.125  # decay^(L+1).
   assert m["discriminator"]["embeddings_project"]["kernel"] == 0.125
   # The original code: one extra factor everywhere below the head.
-  o = optim.layerwise_lr_multipliers(params, num_layers=2, decay=0.5, original_offset=True)
+  o = _multipliers(params, num_layers=2, decay=0.5, original_offset=True)
   assert o["task_head"]["kernel"] == 1.0
   assert o["discriminator"]["encoder"]["layer_1"]["output"]["dense"]["kernel"] == 0.25
   assert o["embeddings"]["word_embeddings"]["embedding"] == 0.0625  # decay^(L+2).
@@ -85,13 +98,13 @@ def test_finetune_optimizer_scales_each_layer_update():
   grads = jax.tree.map(lambda x: rng.normal(size=x.shape).astype(np.float32), params)
 
   def first_update(decay):
-    tx, _ = optim.build_finetune_optimizer(params, 2, learning_rate=1e-3, layer_decay=decay,
-                                           warmup_steps=0, total_steps=10, max_grad_norm=0)
+    tx, _ = _finetune_optimizer(params, 2, learning_rate=1e-3, layer_decay=decay,
+                                warmup_steps=0, total_steps=10, max_grad_norm=0)
     updates, _ = tx.update(grads, tx.init(params), params)
     return updates
 
   plain, decayed = first_update(1.0), first_update(0.5)
-  factors = optim.layerwise_lr_multipliers(params, 2, 0.5)
+  factors = _multipliers(params, 2, 0.5)
   for p, d, f in zip(jax.tree.leaves(plain), jax.tree.leaves(decayed), jax.tree.leaves(factors)):
     np.testing.assert_allclose(d, p * f, rtol=1e-6)
   # And the plain update is AdamW's: -lr * (sign-like adam step + weight decay * param).
@@ -222,12 +235,13 @@ def test_finetuning_fits_a_real_sst2_slice(pretrain_dir):
   steps = 120
   setup = finetune.build_setup(config, task, encoder, hyper, steps)
   state = finetune.initial_state(setup, weights, seed=0)
-  before = finetune.predict(setup, state.params, data, 64, task)
+  before = finetune.predict(setup, state, data, 64, task)
   losses = []
   for batch in finetune.train_batches(data, config.batch_size, steps, seed=0):
-    state, metrics = setup.train_step(state, finetune.device_batch(setup, batch, 16))
-    losses.append(float(metrics["loss"]))
-  after = finetune.predict(setup, state.params, data, 64, task)
+    state, metrics = setup.trainer.train_step(
+        state, setup.trainer.put_batch(finetune.with_labels(batch, task), 16))
+    losses.append(float(metrics["loss"][0]))
+  after = finetune.predict(setup, state, data, 64, task)
   assert np.mean(losses[-10:]) < 0.5 * np.mean(losses[:10])
   assert np.mean(after == data["labels"]) >= 0.9 > np.mean(before == data["labels"])
 
@@ -275,6 +289,53 @@ def test_stsb_is_regression(pretrain_dir, tmp_path):
   with open(tmp_path / "glue" / "submission" / "STS-B.tsv") as f:
     scores = [float(line.split("\t")[1]) for line in f.read().splitlines()[1:]]
   assert len(scores) == 1379 and all(0.0 <= s <= 5.0 for s in scores)
+
+
+@needs_glue
+def test_finetuning_reads_and_writes_through_fileio(pretrain_dir):
+  """A remote workdir (tf.io.gfile's in-memory ram:// filesystem, as gs:// would be) gets every
+  output, and a checkpoint is found through fileio as well."""
+  import tensorflow as tf  # pylint: disable=import-outside-toplevel
+  gfile = tf.io.gfile
+  workdir = "ram://finetune_test/glue"
+  config = glue_config(pretrain_dir, "rte", max_train_examples=32, num_epochs=1.0,
+                       max_eval_examples=32)
+  summary = finetune.run(config, workdir)
+  assert set(summary) == {"rte"}
+  for name in ("config.json", "results.json", "rte/seed_0/dev_metrics.json",
+               "rte/seed_0/metrics.jsonl", "rte/seed_0/predictions/RTE.tsv",
+               "submission/RTE.tsv"):
+    assert gfile.exists(f"{workdir}/{name}"), name
+  assert not os.path.exists(workdir) and not os.path.exists("ram:")
+  results = json.loads(gfile.GFile(f"{workdir}/results.json").read())
+  assert results["rte"]["seeds"]["0"] == summary["rte"]["seeds"]["0"]
+  assert gfile.listdir(f"{workdir}/tensorboard/rte/seed_0")
+  # The finished seed is found again through fileio on a rerun.
+  assert finetune.run(config, workdir)["rte"]["seeds"] == summary["rte"]["seeds"]
+  # Checkpoint discovery goes through fileio too (orbax itself reads gs:// natively).
+  remote = "ram://finetune_test/pretrain/checkpoints/8"
+  for item in ("state", "meta"):
+    gfile.makedirs(f"{remote}/{item}")
+  assert pretrained.find_step_dir("ram://finetune_test/pretrain") == remote
+
+
+@needs_glue
+def test_a_preempted_seed_resumes_to_the_same_result(pretrain_dir, tmp_path, monkeypatch):
+  """A preemption announced at step 3 saves the seed and stops with a clear error; running
+  again resumes from that checkpoint and gives exactly the uninterrupted run's metrics."""
+  from electra_jax.training import checkpoints  # pylint: disable=import-outside-toplevel
+  config = glue_config(pretrain_dir, "rte", max_train_examples=64, num_epochs=1.0,
+                       max_eval_examples=64, write_test_predictions=False)
+  straight = finetune.run(config, str(tmp_path / "straight"))
+  monkeypatch.setattr(checkpoints, "reached_preemption", lambda step: step == 3)
+  workdir = tmp_path / "preempted"
+  with pytest.raises(finetune.Preempted, match="rte seed 0 was preempted at step 3"):
+    finetune.run(config, str(workdir))
+  assert os.path.isdir(workdir / "rte" / "seed_0" / "checkpoints" / "3")
+  monkeypatch.setattr(checkpoints, "reached_preemption", lambda step: False)
+  resumed = finetune.run(config, str(workdir))
+  assert resumed["rte"]["seeds"] == straight["rte"]["seeds"]
+  assert not os.path.exists(workdir / "rte" / "seed_0" / "checkpoints")
 
 
 def _run_cli(*args):

@@ -12,7 +12,9 @@ from jax.sharding import PartitionSpec
 
 from electra_jax.pretrain import default_config
 from electra_jax.models import electra
+from electra_jax.errors import ElectraError
 from electra_jax.models import encoder as enc
+from electra_jax.models import layers
 from tests.testing import load_config, path_str
 
 # The std of a standard normal truncated at +-2: sqrt(1 - 4 phi(2) / (2 Phi(2) - 1)).
@@ -348,7 +350,7 @@ def test_dropout_only_when_not_deterministic(tiny):
 
 def test_truncated_normal_init():
   """Samples lie within +-2 std and their std is 0.02 * 0.8796 (TF's raw truncated normal)."""
-  x = np.asarray(enc.truncated_normal_init(0.02)(jax.random.PRNGKey(0), (400_000,)))
+  x = np.asarray(layers.truncated_normal_init(0.02)(jax.random.PRNGKey(0), (400_000,)))
   assert x.dtype == np.float32
   assert np.abs(x).max() <= 0.04 + 1e-7
   assert np.abs(x).max() > 0.039  # Reaches the cut.
@@ -426,21 +428,42 @@ def test_attention_dropout_is_independent_per_example(tiny):
   assert not any(np.array_equal(dropped[0], dropped[i]) for i in range(1, 4))
 
 
-def test_remat_gives_the_same_loss_and_gradients():
-  """model.remat recomputes activations in the backward pass: same numbers, same names."""
+def test_remat_policies_give_the_same_loss_and_gradients():
+  """Every model.remat policy recomputes activations in the backward pass: same numbers, same
+  names; the policies really differ in what the compiled step keeps (checkpoint markers)."""
   from electra_jax import benchmark  # pylint: disable=import-outside-toplevel
   from electra_jax.pretrain import loop as train  # pylint: disable=import-outside-toplevel
-  from electra_jax.training import parallel  # pylint: disable=import-outside-toplevel
   from tests import testing  # pylint: disable=import-outside-toplevel
-  results = []
-  for remat in (False, True):
+  results, jaxprs = [], {}
+  for remat in enc.REMAT_POLICIES:
     config = testing.fast_config()
     config.model.remat = remat
-    setup = train.build_setup(config, benchmark.SPECIAL)
-    state = setup.new_state(0)
-    batch = benchmark.synthetic_batch(8, config.data.max_seq_length, config.model.vocab_size)
-    _, metrics = setup.train_step(state, parallel.device_put_batch(batch, setup.batch_sharding))
+    trainer = train.build_setup(config, benchmark.SPECIAL).trainer
+    state = trainer.new_state(0)
+    batch = trainer.put_batch(benchmark.synthetic_batch(8, config.data.max_seq_length,
+                                                        config.model.vocab_size))
+    jaxprs[remat] = str(jax.make_jaxpr(trainer.train_jit)(state, batch))
+    _, metrics = trainer.train_step(state, batch)
     results.append((jax.tree.structure(state.params), float(metrics["loss"][0]),
                     float(metrics["grad_norm"][0])))
-  assert results[0][0] == results[1][0]
-  np.testing.assert_allclose(results[0][1:], results[1][1:], rtol=1e-5)
+  assert all(r[0] == results[0][0] for r in results)
+  for r in results[1:]:
+    np.testing.assert_allclose(r[1:], results[0][1:], rtol=1e-5)
+  assert "remat" not in jaxprs["none"]
+  assert "policy=None" in jaxprs["full"] and "DotsSaveable" not in jaxprs["full"]
+  assert "policy=DotsSaveable" in jaxprs["dots_saveable"]
+
+
+def test_unknown_remat_and_attention_are_clear_errors():
+  from electra_jax.pretrain import validation  # pylint: disable=import-outside-toplevel
+  from tests import testing  # pylint: disable=import-outside-toplevel
+  config = testing.fast_config()
+  config.model.remat = "dots"
+  with pytest.raises(ElectraError, match="model.remat='dots'; choose one of none, full, "
+                                         "dots_saveable"):
+    validation.validate(config)
+  config = testing.fast_config()
+  config.model.attention = "flash"
+  with pytest.raises(ElectraError, match="model.attention='flash' is not an attention "
+                                         "implementation; choose one of xla"):
+    validation.validate(config)

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
+from electra_jax.errors import ElectraError
 from electra_jax.pretrain import objectives
 from electra_jax.models import electra
 from tests.testing import load_config, path_str
@@ -522,9 +523,8 @@ class Case:
 
 def make_case(untied_embeddings):
   config = tiny_config(untied=untied_embeddings)
-  model = electra.build_pretrainer(config.model)
-  objective = objectives.build_objective(config, model, SPECIAL_IDS)
-  return Case(objective, init_params(model), make_model_batch())
+  objective = objectives.build_objective(config, SPECIAL_IDS)
+  return Case(objective, init_params(objective.model), make_model_batch())
 
 
 @pytest.fixture(scope="module")
@@ -554,16 +554,20 @@ def test_build_objective_fields(tied):
   assert objective.special_ids == SPECIAL_IDS
   config = tiny_config()
   config.objective.max_predictions = -1
-  obj = objectives.build_objective(config, objective.model, SPECIAL_IDS)
+  obj = objectives.build_objective(config, SPECIAL_IDS)
   assert obj.max_predictions == objectives.max_predictions_for(SEQ, 0.15) == 2
 
 
-def test_build_objective_unknown_name_raises(tied):
-  """An unknown objective name is a ValueError."""
+def test_registry_unknown_name_lists_the_known_ones():
+  """An unknown objective name is one clear error naming it and every registered objective."""
   config = tiny_config()
-  config.objective.name = "bert_mlm_nope"
-  with pytest.raises(ValueError, match="bert_mlm_nope"):
-    objectives.build_objective(config, tied.objective.model, SPECIAL_IDS)
+  config.objective.name = "electr"
+  with pytest.raises(ElectraError) as e:
+    objectives.build_objective(config, SPECIAL_IDS)
+  message = str(e.value)
+  assert "'electr'" in message and "did you mean 'electra'" in message
+  assert f"known objectives: {', '.join(sorted(objectives.OBJECTIVES))}" in message
+  assert objectives.objective_class("electra") is objectives.ElectraObjective
 
 
 @pytest.mark.parametrize("weights", [(1.0, 50.0), (0.7, 3.0)])

@@ -12,6 +12,8 @@ import pytest
 from electra_jax.pretrain import default_config
 from electra_jax.training import metrics
 from electra_jax.training import optimizer as optim
+from electra_jax.pretrain import loop as train
+from electra_jax.errors import ElectraError
 from electra_jax.models import electra
 from tests.testing import load_config, path_str
 
@@ -159,8 +161,15 @@ def numpy_adamw(t, params, grads_per_step):
   return flat_p
 
 
-def run_optimizer(t, params, grads_per_step):
-  tx, schedule = optim.build_optimizer(t)
+def build(t, params=None, groups=None, group_of=None):
+  """build_optimizer for `config.train` = t; by default one group holding every parameter."""
+  groups = groups or {"all": optim.GroupSettings()}
+  return optim.build_optimizer(toy_params() if params is None else params,
+                               train.optimizer_settings(t), group_of or (lambda _: "all"), groups)
+
+
+def run_optimizer(t, params, grads_per_step, **group_args):
+  tx, schedule = build(t, params, **group_args)
   state = tx.init(params)
   update = jax.jit(tx.update)
   p = jax.tree_util.tree_map(jnp.asarray, params)
@@ -225,13 +234,91 @@ def test_build_optimizer_is_clip_then_adamw():
   adamw = optax.adamw(0.1, b1=0.9, b2=0.99, eps=1e-3, weight_decay=0.05, mask=optim.decay_mask)
   for max_norm, reference in ((0.0, adamw),
                               (1.0, optax.chain(optax.clip_by_global_norm(1.0), adamw))):
-    ours, _ = optim.build_optimizer(train_config(warmup_steps=0, max_grad_norm=max_norm,
-                                                 num_train_steps=10**9))
+    ours, _ = build(train_config(warmup_steps=0, max_grad_norm=max_norm,
+                                 num_train_steps=10**9))
     for grads in (big, small):
       a, _ = ours.update(grads, ours.init(params), params)
       b, _ = reference.update(grads, reference.init(params), params)
       for x, y in zip(jax.tree_util.tree_leaves(a), jax.tree_util.tree_leaves(b)):
         np.testing.assert_allclose(x, y, rtol=1e-5, atol=1e-9)
+
+
+def test_build_optimizer_state_layout_is_that_of_old_checkpoints():
+  """Default groups give chain(clip, adamw)'s state tree (as checkpoints before groups hold);
+  no clipping gives adamw's alone."""
+  params = toy_params()
+  adamw = optax.adamw(lambda step: 0.1, b1=0.9, b2=0.99, eps=1e-3, weight_decay=0.05,
+                      mask=optim.decay_mask)
+  for max_norm, reference in ((1.0, optax.chain(optax.clip_by_global_norm(1.0), adamw)),
+                              (0.0, adamw)):
+    ours, _ = build(train_config(max_grad_norm=max_norm))
+    assert (jax.tree_util.tree_structure(ours.init(params))
+            == jax.tree_util.tree_structure(reference.init(params)))
+
+
+# ---------------------------------------------------------------------------------------------
+# Parameter groups
+# ---------------------------------------------------------------------------------------------
+
+def _group_of(path):
+  return "slow" if path[0] in ("dense", "LayerNorm") else "fast"
+
+
+@pytest.mark.parametrize("max_grad_norm", [0.0, 1.0])
+def test_group_learning_rates_and_weight_decay_match_a_hand_computation(max_grad_norm):
+  """Two steps with per-group learning-rate scales and weight decays equal numpy AdamW where
+  each parameter's update is scaled by its group's factor and decayed at its group's rate."""
+  t = train_config(warmup_steps=0, max_grad_norm=max_grad_norm)
+  groups = {"slow": optim.GroupSettings(learning_rate_scale=0.25, weight_decay=0.5),
+            "fast": optim.GroupSettings(learning_rate_scale=2.0)}
+  params, grads = toy_params(), toy_grads([3.0, 0.4])
+  got, _ = run_optimizer(t, params, grads, groups=groups, group_of=_group_of)
+  flat_p = {path_str(k): v.astype(np.float64)
+            for k, v in jax.tree_util.tree_leaves_with_path(params)}
+  m = {k: 0.0 for k in flat_p}
+  v2 = {k: 0.0 for k in flat_p}
+  for step, g_tree in enumerate(grads):
+    g = {path_str(k): x.astype(np.float64)
+         for k, x in jax.tree_util.tree_leaves_with_path(g_tree)}
+    if max_grad_norm:
+      norm = math.sqrt(sum(float(np.sum(x ** 2)) for x in g.values()))
+      g = {k: x * min(1.0, max_grad_norm / norm) for k, x in g.items()}
+    for k in flat_p:
+      group = _group_of(k.split("/"))
+      scale, wd = (0.25, 0.5) if group == "slow" else (2.0, t.weight_decay)
+      m[k] = 0.9 * m[k] + 0.1 * g[k]
+      v2[k] = 0.99 * v2[k] + 0.01 * g[k] ** 2
+      update = (m[k] / (1 - 0.9 ** (step + 1))) / (np.sqrt(v2[k] / (1 - 0.99 ** (step + 1)))
+                                                   + 1e-3)
+      if k in DECAYED:
+        update = update + wd * flat_p[k]
+      flat_p[k] = flat_p[k] - 0.1 * (1 - step / 10) * scale * update
+  assert_trees_close(got, flat_p)
+
+
+def test_frozen_group_does_not_move():
+  """A group with trainable=False keeps its parameters exactly (even with weight decay and
+  earlier momentum), and its gradients do not count in the clipping norm."""
+  t = train_config(warmup_steps=0, max_grad_norm=1.0)
+  params, grads = toy_params(), toy_grads([3.0, 2.0])
+  groups = {"slow": optim.GroupSettings(trainable=False), "fast": optim.GroupSettings()}
+  got, _ = run_optimizer(t, params, grads, groups=groups, group_of=_group_of)
+  only_fast = {k: v for k, v in params.items() if _group_of((k,)) == "fast"}
+  fast_grads = [{k: g[k] for k in only_fast} for g in grads]
+  want, _ = run_optimizer(t, only_fast, fast_grads)
+  for k, v in jax.tree_util.tree_leaves_with_path(params):
+    name = path_str(k)
+    if _group_of(name.split("/")) == "slow":
+      np.testing.assert_array_equal(got[name], v, err_msg=name)
+    else:
+      np.testing.assert_allclose(got[name], want[name], rtol=1e-6, err_msg=name)
+      assert not np.array_equal(got[name], v)
+
+
+def test_a_parameter_outside_every_group_is_an_error():
+  with pytest.raises(ElectraError, match=r"parameter \S+ is in group 'slow', which has "
+                                         r"no settings \(groups: fast\)"):
+    build(train_config(), groups={"fast": optim.GroupSettings()}, group_of=_group_of)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -7,11 +7,12 @@ import pytest
 
 from electra_jax import benchmark
 from electra_jax.pretrain import loop as train
+from electra_jax.training import metrics as metrics_lib
 from tests import testing
 
 
 def _train_losses(workdir):
-  return {r["step"]: r["train/loss"] for r in train.read_metrics(workdir) if "train/loss" in r}
+  return {r["step"]: r["train/loss"] for r in metrics_lib.read_metrics(workdir) if "train/loss" in r}
 
 
 def test_resume_equals_uninterrupted(tmp_path, corpus_and_tokenizer):

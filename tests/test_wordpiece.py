@@ -13,6 +13,7 @@ from tokenizers import normalizers
 from tokenizers import pre_tokenizers
 
 from electra_jax.data import tokenizer as tokenizer_lib
+from electra_jax.data.tokenizer import training as tokenizer_training
 from electra_jax.errors import ElectraError
 from tests import testing
 
@@ -311,7 +312,7 @@ def test_train_sentencepiece_warns_of_long_lines(tmp_path, monkeypatch):
   text.write_text("\n".join(lines) + "\n" + "a" * (tokenizer_lib.MAX_SENTENCE_BYTES + 1) + "\n",
                   encoding="utf-8")
   warnings = []
-  monkeypatch.setattr(tokenizer_lib.logging, "warning",
+  monkeypatch.setattr(tokenizer_training.logging, "warning",
                       lambda fmt, *args: warnings.append(fmt % args))
   tokenizer_lib.train_sentencepiece([str(text)], str(tmp_path / "spm"), vocab_size=60)
   assert warnings == [

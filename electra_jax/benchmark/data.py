@@ -41,7 +41,7 @@ from electra_jax import cli
 from electra_jax.data import build as build_lib
 from electra_jax.data import corpus as corpus_lib
 from electra_jax.data import examples as examples_lib
-from electra_jax.data import fileio
+from electra_jax import fileio
 from electra_jax.data import shards as shards_lib
 from electra_jax.data import text_files
 from electra_jax.data import tokenizer as tokenizer_lib

@@ -5,8 +5,10 @@
 
 Compiles the exact step that training runs (same model, objective, optimizer, shardings),
 runs `--warmup` untimed steps, then `--steps` timed ones, and prints the median step time,
-`tokens_per_s=<n>`, the compiled step's FLOPs and memory, and peak memory (device memory
-statistics where the backend has them, else the process's peak resident memory).
+`tokens_per_s=<n>`, the objective's analytic FLOPs per step (the paper's convention) as model
+TFLOP/s and MFU, XLA's own FLOP count of the compiled step, the compiled step's memory, and
+peak memory (device memory statistics where the backend has them, else the process's peak
+resident memory).
 
 Memory per device for a mesh, without the hardware (nothing is allocated or run):
 
@@ -28,10 +30,11 @@ import jax
 import numpy as np
 from ml_collections import config_flags
 
-from electra_jax.pretrain import objectives
-from electra_jax.training import parallel
-from electra_jax.pretrain import loop as train
 from electra_jax.errors import ElectraError
+from electra_jax.pretrain import loop as pretrain_loop
+from electra_jax.pretrain import objectives
+from electra_jax.training import hardware
+from electra_jax.training import parallel
 
 FLAGS = flags.FLAGS
 
@@ -43,8 +46,9 @@ def define_flags() -> None:
   flags.DEFINE_integer("steps", 10, "Timed steps (the median is reported).")
   flags.DEFINE_integer("warmup", 2, "Untimed steps after compilation.")
   flags.DEFINE_float("peak_tflops", 0.0,
-                     "The devices' peak dense TFLOP/s each (e.g. 989 for H100 bf16); when set, "
-                     "model FLOPs utilisation (MFU) is printed.")
+                     "The devices' peak dense TFLOP/s each (e.g. 989 for H100 bf16); 0 looks "
+                     "the device up in electra_jax/training/hardware.py. When known, model "
+                     "FLOPs utilisation (MFU, from the objective's analytic FLOPs) is printed.")
   flags.DEFINE_bool("memory_only", False,
                     "Compile without running and print the memory each device needs.")
   flags.DEFINE_integer("simulate_devices", 0,
@@ -87,28 +91,28 @@ def run(config, steps: int, warmup: int, peak_tflops: float) -> dict:
   """Benchmarks `config`'s train step; returns the measurements printed by `main`."""
   if steps < 1 or warmup < 0:
     raise ElectraError(f"--steps={steps} --warmup={warmup}: time at least 1 step, warm up >= 0")
-  setup = train.build_setup(config, SPECIAL)
+  peak = hardware.peak_flops_per_device(peak_tflops)
+  setup = pretrain_loop.build_setup(config, SPECIAL)
+  trainer = setup.trainer
   batch_size, seq_len = config.train.batch_size, config.data.max_seq_length
   host_batch = synthetic_batch(batch_size, seq_len, config.model.vocab_size)
-  batch = parallel.device_put_batch(host_batch, setup.batch_sharding)
-  state = setup.new_state(config.seed)
+  batch = trainer.put_batch(host_batch)
+  state = trainer.new_state(config.seed)
   start = time.perf_counter()
-  with parallel.activate(setup.mesh, setup.rules):
-    compiled = setup.train_jit.lower(state, batch).compile()
+  with parallel.activate(trainer.mesh, trainer.rules):
+    compiled = trainer.train_jit.lower(state, batch).compile()
   compile_s = time.perf_counter() - start
   for _ in range(warmup):
-    state, metrics = setup.train_step(state, batch)
+    state, metrics = trainer.train_step(state, batch)
   jax.block_until_ready(state)
   times = []
   for _ in range(steps):
     start = time.perf_counter()
-    state, metrics = setup.train_step(state, batch)
+    state, metrics = trainer.train_step(state, batch)
     jax.block_until_ready((state, metrics))
     times.append(time.perf_counter() - start)
   step_s = statistics.median(times)
-  cost = compiled.cost_analysis()
-  cost = cost[0] if isinstance(cost, (list, tuple)) else cost
-  flops = float(cost.get("flops", 0.0)) if cost else 0.0
+  flops = setup.flops_per_step
   result = {
       "devices": jax.device_count(),
       "platform": jax.devices()[0].platform,
@@ -119,12 +123,20 @@ def run(config, steps: int, warmup: int, peak_tflops: float) -> dict:
       "step_s": step_s,
       "tokens_per_s": batch_size * seq_len / step_s,
       "flops_per_step": flops,
+      "xla_flops_per_step": compiled_flops(compiled),
       "memory": _memory_line(compiled),
       "final_loss": float(metrics["loss"][0]),
   }
-  if peak_tflops > 0 and flops > 0:
-    result["mfu"] = flops / step_s / (peak_tflops * 1e12 * jax.device_count())
+  if peak > 0:
+    result["mfu"] = flops / step_s / (peak * jax.device_count())
   return result
+
+
+def compiled_flops(compiled) -> float:
+  """XLA's own FLOP count of a compiled computation (0 when the backend gives none)."""
+  cost = compiled.cost_analysis()
+  cost = cost[0] if isinstance(cost, (list, tuple)) else cost
+  return float(cost.get("flops", 0.0)) if cost else 0.0
 
 
 def _per_device_bytes(tree) -> int:
@@ -142,17 +154,17 @@ def estimate_memory(config) -> dict:
   `state_*` come from the parameters' shapes and shardings (exact); `compiled_*` from XLA's
   memory analysis of the compiled step (donated state: outputs reuse the argument buffers).
   """
-  setup = train.build_setup(config, SPECIAL)
-  state = setup.abstract_state()
+  trainer = pretrain_loop.build_setup(config, SPECIAL).trainer
+  state = trainer.abstract_state()
   batch = {k: jax.ShapeDtypeStruct((config.train.batch_size, config.data.max_seq_length),
-                                   np.int32, sharding=setup.batch_sharding)
-           for k in train.INPUT_KEYS}
-  with parallel.activate(setup.mesh, setup.rules):
-    compiled = setup.train_jit.lower(state, batch).compile()
+                                   np.int32, sharding=trainer.batch_shardings[k])
+           for k in pretrain_loop.INPUT_KEYS}
+  with parallel.activate(trainer.mesh, trainer.rules):
+    compiled = trainer.train_jit.lower(state, batch).compile()
   gib = 2.0**30
   result = {
       "devices": jax.device_count(),
-      "mesh": dict(setup.mesh.shape),
+      "mesh": dict(trainer.mesh.shape),
       "params_gib": _per_device_bytes(state.params) / gib,
       "optimizer_gib": _per_device_bytes(state.opt_state) / gib,
       "param_count": sum(int(np.prod(x.shape)) for x in jax.tree.leaves(state.params)),
@@ -191,7 +203,8 @@ def main(argv):
         f"batch={r['batch_size']} seq={r['seq_len']} dtype={FLAGS.config.model.dtype}")
   print(f"compile_s={r['compile_s']:.1f} step_time_ms={1000 * r['step_s']:.1f} "
         f"(median of {FLAGS.steps}) tokens_per_s={r['tokens_per_s']:.0f} "
-        f"tflops_per_s={r['flops_per_step'] / r['step_s'] / 1e12:.3f}"
+        f"model_tflops_per_s={r['flops_per_step'] / r['step_s'] / 1e12:.3f} "
+        f"xla_tflops_per_s={r['xla_flops_per_step'] / r['step_s'] / 1e12:.3f}"
         + (f" mfu={r['mfu']:.3f}" if "mfu" in r else ""))
   print(r["memory"])
 

@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 
 from electra_jax.data import examples as examples_lib
-from electra_jax.data import fileio
+from electra_jax import fileio
 from electra_jax.errors import ElectraError
 
 Arrays = dict[str, np.ndarray]

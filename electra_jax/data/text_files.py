@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterator, Sequence
 
 from absl import logging
 
-from electra_jax.data import fileio
+from electra_jax import fileio
 from electra_jax.errors import ElectraError
 
 Document = list[str]

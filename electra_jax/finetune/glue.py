@@ -47,7 +47,7 @@ from typing import Any
 from absl import logging
 import numpy as np
 
-from electra_jax.data import fileio
+from electra_jax import fileio
 from electra_jax.errors import ElectraError
 
 TRAIN, DEV, TEST = "train", "dev", "test"  # What a split holds, whatever its name.

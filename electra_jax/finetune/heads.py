@@ -1,9 +1,9 @@
-"""The fine-tuning model: ELECTRA's discriminator encoder with a sentence-level task head.
+"""Task heads for fine-tuning: a pretrained encoder with a sentence-level head.
 
 As in the original ELECTRA fine-tuning code: the final hidden state of [CLS] -> dropout ->
 dense(num_labels). Regression tasks (STS-B) use one output. The encoder's parameters are named
-exactly as in `ElectraPretrainer` (`embeddings/...`, `discriminator/...`), so a pretraining
-checkpoint's `embeddings` and `discriminator` groups drop straight in; the head lives under
+exactly as in the pretraining model (`embeddings/...` and the encoder network, `discriminator/...`
+for ELECTRA), so a pretraining checkpoint's groups drop straight in; the head lives under
 `task_head/`.
 """
 
@@ -13,6 +13,7 @@ import flax.linen as nn
 import jax.numpy as jnp
 
 from electra_jax.models import encoder as enc
+from electra_jax.models import layers
 
 HEAD = "task_head"
 
@@ -24,22 +25,24 @@ class SequenceClassifier(nn.Module):
     config: the discriminator's encoder config (dropout rates included).
     num_labels: classes (1 for regression).
     head_dropout: dropout on the [CLS] hidden state before the output layer.
+    encoder_name: the parameter name of the encoder network in the pretraining checkpoint.
   """
   config: enc.EncoderConfig
   num_labels: int
   head_dropout: float = 0.1
+  encoder_name: str = "discriminator"
 
   @nn.compact
   def __call__(self, input_ids, input_mask, segment_ids, deterministic: bool = True):
     cfg = self.config
     embedded = enc.Embeddings(cfg, name="embeddings")(input_ids, segment_ids, deterministic)
-    hidden = enc.Transformer(cfg, name="discriminator")(embedded, input_mask, deterministic)
+    hidden = enc.Transformer(cfg, name=self.encoder_name)(embedded, input_mask, deterministic)
     cls = hidden[:, 0]  # [B, H]
     cls = nn.Dropout(self.head_dropout)(cls, deterministic=deterministic)
     head = nn.Dense(
         self.num_labels, dtype=cfg.dtype, param_dtype=jnp.float32,
         kernel_init=nn.with_logical_partitioning(
-            enc.truncated_normal_init(cfg.initializer_range), ("hidden", None)),
+            layers.truncated_normal_init(cfg.initializer_range), ("hidden", None)),
         bias_init=nn.with_logical_partitioning(nn.initializers.zeros_init(), (None,)),
         name=HEAD)
     return head(cls).astype(jnp.float32)

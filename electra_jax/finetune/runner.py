@@ -6,12 +6,16 @@
 For every task and seed: restore the shared embeddings and the discriminator from the
 checkpoint (never the generator or optimizer slots), add the task head ([CLS] -> dropout ->
 dense), train with AdamW, layer-wise learning-rate decay, 10% warmup and linear decay on a
-sharded, jitted train step (the same mesh, logical-axis rules and batch sharding as
-pretraining), then score the dev split(s) and write test predictions in the GLUE submission
-format. Outputs, all under --workdir:
+sharded, jitted train step (the shared training core of `electra_jax.training`: the same
+state, optimizer builder, step loop, metrics log, checkpointer and mesh as pretraining), then
+score the dev split(s) and write test predictions in the GLUE submission format. The workdir
+and the checkpoint may be local or gs:// (all files go through `electra_jax.fileio`). Outputs,
+all under --workdir:
 
   results.json                        every task's per-seed dev metrics and the medians
   <task>/seed_<s>/dev_metrics.json    one seed's dev metrics (a finished seed is not rerun)
+  <task>/seed_<s>/metrics.jsonl       its training metrics
+  <task>/seed_<s>/checkpoints/        while a seed runs: its preemption checkpoint (resumed)
   <task>/seed_<s>/predictions/*.tsv   its test predictions (official GLUE file names)
   submission/*.tsv                    for each task, the predictions of its median seed
   tensorboard/<task>/seed_<s>/        train loss / learning rate and dev metrics
@@ -21,50 +25,41 @@ format. Outputs, all under --workdir:
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import json
 import math
-import os
-import shutil
 import statistics
 import time
-from typing import Any, Callable
+from typing import Any
 
 from absl import logging
-import flax
-import flax.linen as nn
 import jax
 import jax.numpy as jnp
 import ml_collections
 import numpy as np
 import optax
-from jax.sharding import PartitionSpec
 
+from electra_jax import fileio
+from electra_jax.data import tokenizer as tokenizer_lib
+from electra_jax.errors import ElectraError
+from electra_jax.finetune import glue
+from electra_jax.finetune import heads as classifier
 from electra_jax.finetune import metrics as glue_metrics
+from electra_jax.models import electra
+from electra_jax.training import checkpoints
+from electra_jax.training import loop
 from electra_jax.training import metrics as metrics_lib
 from electra_jax.training import optimizer as optim
 from electra_jax.training import parallel
 from electra_jax.training import pretrained as pretrained_lib
-from electra_jax.data import fileio
-from electra_jax.finetune import glue
-from electra_jax.data import tokenizer as tokenizer_lib
-from electra_jax.errors import ElectraError
-from electra_jax.finetune import heads as classifier
-from electra_jax.models import electra
+from electra_jax.training import trainer as trainer_lib
+from electra_jax.training.state import TrainState
 
 INPUT_KEYS = ("input_ids", "input_mask", "segment_ids")
 # The original ELECTRA fine-tuning recipe per model size.
 SIZE_LEARNING_RATES = {"small": 3e-4, "base": 1e-4, "large": 5e-5}
 SIZE_LAYER_DECAY = {"small": 0.8, "base": 0.8, "large": 0.9}
 LONG_TASKS = ("rte", "stsb")  # Trained for 10 epochs instead of 3.
-
-
-@flax.struct.dataclass
-class FinetuneState:
-  """step: int32 scalar; params: the classifier's parameters; opt_state; rng: PRNG key."""
-  step: jax.Array
-  params: Any
-  opt_state: Any
-  rng: jax.Array
 
 
 def model_size(config: ml_collections.ConfigDict, hidden_size: int) -> str:
@@ -117,6 +112,8 @@ def validate(config: ml_collections.ConfigDict) -> None:
       (config.dtype in electra.DTYPES,
        f"dtype={config.dtype!r}; choose one of {sorted(electra.DTYPES)}"),
       (config.log_every_steps >= 1, f"log_every_steps={config.log_every_steps} must be >= 1"),
+      (config.checkpoint_every_steps >= 0,
+       f"checkpoint_every_steps={config.checkpoint_every_steps} must be >= 0"),
   ]
   for ok, message in checks:
     if not ok:
@@ -259,7 +256,7 @@ def padded_batches(data: dict[str, np.ndarray], batch_size: int):
 
 
 # --------------------------------------------------------------------------------------------
-# Model, state and steps.
+# Model, state and steps (on the shared training core).
 
 def task_loss(task: glue.Task, logits: jax.Array, labels: jax.Array) -> jax.Array:
   """Mean cross-entropy over the batch, or mean squared error for regression.
@@ -273,107 +270,53 @@ def task_loss(task: glue.Task, logits: jax.Array, labels: jax.Array) -> jax.Arra
 
 @dataclasses.dataclass
 class FinetuneSetup:
-  """The model, optimizer, shardings and jitted steps of one task's fine-tuning."""
+  """One task's classifier and its compiled training core (shared by the task's seeds)."""
   model: classifier.SequenceClassifier
-  tx: optax.GradientTransformation
-  schedule: optax.Schedule
-  mesh: jax.sharding.Mesh
-  rules: tuple
-  state_shardings: Any
-  batch_sharding: Any  # [B, T] inputs.
-  label_sharding: Any  # [B] labels and predictions.
-  train_step: Callable
-  predict_step: Callable
-  init_params: Callable
+  trainer: trainer_lib.Trainer
+  encoder_name: str
 
 
 def build_setup(config: ml_collections.ConfigDict, task: glue.Task,
                 encoder: Any, hyper: Hyperparameters, num_train_steps: int,
-                devices=None) -> FinetuneSetup:
-  model = classifier.SequenceClassifier(encoder, task.num_labels, config.head_dropout)
-  mesh = parallel.make_mesh(config.mesh, devices)
-  rules = parallel.axis_rules(config.mesh)
-  parallel.check_batch_divides(config.batch_size, mesh, rules)
-  try:
-    parallel.check_batch_divides(config.eval_batch_size, mesh, rules)
-  except ElectraError as e:
-    raise ElectraError(str(e).replace("train.batch_size", "eval_batch_size")) from e
+                devices=None, encoder_name: str = "discriminator") -> FinetuneSetup:
+  """The classifier, the layer-wise-decay optimizer and the jitted steps of one task."""
+  model = classifier.SequenceClassifier(encoder, task.num_labels, config.head_dropout,
+                                        encoder_name=encoder_name)
   dummy = jnp.zeros((1, config.max_seq_length), jnp.int32)
 
-  def init_params(rng):
-    return nn.meta.unbox(model.init({"params": rng}, dummy, dummy, dummy)["params"])
+  def init_params(key):
+    head_rng, state_rng = jax.random.split(key)
+    return model.init({"params": head_rng}, dummy, dummy, dummy)["params"], state_rng
 
-  with parallel.activate(mesh, rules):
-    boxed = jax.eval_shape(model.init, {"params": jax.random.PRNGKey(0)}, dummy, dummy, dummy)
-    param_specs = nn.get_partition_spec(boxed)["params"]
-    abstract_params = jax.eval_shape(init_params, jax.random.PRNGKey(0))
-  warmup = int(config.warmup_fraction * num_train_steps)
-  tx, schedule = optim.build_finetune_optimizer(
-      abstract_params, encoder.num_layers, hyper.learning_rate, hyper.layer_decay, warmup,
-      num_train_steps, weight_decay=config.weight_decay, b1=config.adam_b1, b2=config.adam_b2,
-      eps=config.adam_eps, max_grad_norm=config.max_grad_norm,
-      original_offset=config.original_layer_decay)
-  abstract_opt = jax.eval_shape(tx.init, abstract_params)
-  opt_specs = optax.tree_map_params(
-      tx, lambda _, spec: spec, abstract_opt, param_specs,
-      transform_non_params=lambda _: PartitionSpec(),
-      is_leaf=lambda x: isinstance(x, PartitionSpec))
-  state_specs = FinetuneState(step=PartitionSpec(), params=param_specs, opt_state=opt_specs,
-                              rng=PartitionSpec())
-  state_shardings = parallel.logical_to_shardings(state_specs, mesh, rules)
-  parallel.check_shardings_divide(abstract_params, state_shardings.params, "parameter")
-  parallel.check_heads_divide(encoder.num_heads, mesh, rules, "discriminator")
-  batch_sharding = parallel.batch_sharding(mesh, rules)
-  replicated = parallel.replicated(mesh)
-  label_sharding = jax.sharding.NamedSharding(mesh, PartitionSpec(batch_sharding.spec[0]))
+  def loss_fn(params, batch, rng, deterministic):
+    logits = model.apply({"params": params}, *(batch[k] for k in INPUT_KEYS),
+                         deterministic=deterministic, rngs={"dropout": rng})
+    loss = task_loss(task, logits, batch["labels"])
+    return loss, {"loss": metrics_lib.ratio(loss, 1.0)}, {"logits": logits}
 
-  def train_step(state: FinetuneState, batch):
-    rng = jax.random.fold_in(state.rng, state.step)
-
-    def loss_fn(params):
-      logits = model.apply({"params": params}, *(batch[k] for k in INPUT_KEYS),
-                           deterministic=False, rngs={"dropout": rng})
-      return task_loss(task, logits, batch["labels"])
-
-    loss, grads = jax.value_and_grad(loss_fn)(state.params)
-    updates, opt_state = tx.update(grads, state.opt_state, state.params)
-    params = optax.apply_updates(state.params, updates)
-    metrics = {"loss": loss, "learning_rate": schedule(state.step),
-               "grad_norm": optax.global_norm(grads)}
-    return state.replace(step=state.step + 1, params=params, opt_state=opt_state), metrics
-
-  def predict_step(params, batch):
-    return model.apply({"params": params}, *(batch[k] for k in INPUT_KEYS), deterministic=True)
-
-  train_shardings = {**{k: batch_sharding for k in INPUT_KEYS}, "labels": label_sharding}
-  train_jit = jax.jit(train_step, in_shardings=(state_shardings, train_shardings),
-                      out_shardings=(state_shardings, replicated), donate_argnums=0)
-  predict_jit = jax.jit(predict_step,
-                        in_shardings=(state_shardings.params,
-                                      {k: batch_sharding for k in INPUT_KEYS}),
-                        out_shardings=label_sharding)
-
-  def run_train(state, batch):
-    with parallel.activate(mesh, rules):
-      return train_jit(state, batch)
-
-  def run_predict(params, batch):
-    with parallel.activate(mesh, rules):
-      return predict_jit(params, batch)
-
-  return FinetuneSetup(model=model, tx=tx, schedule=schedule, mesh=mesh, rules=rules,
-                       state_shardings=state_shardings, batch_sharding=batch_sharding,
-                       label_sharding=label_sharding, train_step=run_train, predict_step=run_predict, init_params=init_params)
+  settings = optim.OptimizerSettings(
+      learning_rate=hyper.learning_rate, warmup_steps=int(config.warmup_fraction * num_train_steps),
+      total_steps=num_train_steps, weight_decay=config.weight_decay, b1=config.adam_b1,
+      b2=config.adam_b2, eps=config.adam_eps, max_grad_norm=config.max_grad_norm)
+  group_of, groups = optim.layerwise_decay_groups(encoder.num_layers, hyper.layer_decay,
+                                                  config.original_layer_decay)
+  trainer = trainer_lib.build_trainer(
+      init_params=init_params, loss_fn=loss_fn,
+      make_optimizer=lambda params: optim.build_optimizer(params, settings, group_of, groups),
+      mesh_config=config.mesh, batch_ranks={**{k: 2 for k in INPUT_KEYS}, "labels": 1},
+      batch_sizes={"batch_size": config.batch_size, "eval_batch_size": config.eval_batch_size},
+      devices=devices)
+  parallel.check_heads_divide(encoder.num_heads, trainer.mesh, trainer.rules, "encoder")
+  return FinetuneSetup(model=model, trainer=trainer, encoder_name=encoder_name)
 
 
 def initial_state(setup: FinetuneSetup, weights: pretrained_lib.Pretrained,
-                  seed: int) -> FinetuneState:
-  """Fresh head (seeded), pretrained embeddings + discriminator, zero optimizer state; sharded."""
-  head_rng, state_rng = jax.random.split(jax.random.PRNGKey(seed))
-  with parallel.activate(setup.mesh, setup.rules):
-    params = jax.device_get(jax.jit(setup.init_params)(head_rng))
-  params = dict(params)
-  for group in pretrained_lib.FINETUNE_PARTS:
+                  seed: int) -> TrainState:
+  """Fresh head (seeded), the pretrained embeddings + encoder, zero optimizer state; sharded."""
+  trainer = setup.trainer
+  state = trainer.new_state(seed)
+  params = dict(jax.device_get(state.params))
+  for group in ("embeddings", setup.encoder_name):
     expected = jax.tree.map(np.shape, params[group])
     got = jax.tree.map(np.shape, weights.params[group])
     if jax.tree.structure(expected) != jax.tree.structure(got) or expected != got:
@@ -381,33 +324,26 @@ def initial_state(setup: FinetuneSetup, weights: pretrained_lib.Pretrained,
           f"the checkpoint's {group} parameters do not fit the model built from its config "
           f"({weights.path}); the checkpoint is inconsistent: re-convert or re-export it")
     params[group] = jax.tree.map(lambda x: np.asarray(x, np.float32), weights.params[group])
-  params = jax.device_put(params, setup.state_shardings.params)
-  with parallel.activate(setup.mesh, setup.rules):
-    opt_state = jax.jit(setup.tx.init, out_shardings=setup.state_shardings.opt_state)(params)
-  return FinetuneState(step=jax.device_put(jnp.zeros((), jnp.int32),
-                                           setup.state_shardings.step),
-                       params=params, opt_state=opt_state,
-                       rng=jax.device_put(state_rng, setup.state_shardings.rng))
+  return trainer.with_params(state, params)
 
 
-def device_batch(setup: FinetuneSetup, batch: dict[str, np.ndarray],
-                 global_batch: int) -> dict[str, jax.Array]:
-  """This host's rows -> global arrays: inputs as [B, T], labels (if present) as [B]."""
-  out = parallel.device_put_batch({k: batch[k] for k in INPUT_KEYS}, setup.batch_sharding,
-                                  global_batch)
-  if "labels" in batch:
-    out.update(parallel.device_put_batch({"labels": batch["labels"]}, setup.label_sharding,
-                                         global_batch))
-  return out
+def with_labels(batch: dict[str, np.ndarray], task: glue.Task) -> dict[str, np.ndarray]:
+  """The batch with labels of the task's dtype (zeros for unlabelled test rows)."""
+  rows = len(batch["input_ids"])
+  labels = batch.get("labels", np.zeros(rows))
+  return {**{k: batch[k] for k in INPUT_KEYS},
+          "labels": labels.astype(np.float32 if task.is_regression else np.int32)}
 
 
-def predict(setup: FinetuneSetup, params, data: dict[str, np.ndarray], batch_size: int,
-            task: glue.Task) -> np.ndarray:
+def predict(setup: FinetuneSetup, state: TrainState, data: dict[str, np.ndarray],
+            batch_size: int, task: glue.Task) -> np.ndarray:
   """Class ids (int [N]) or regression outputs (float [N]) for every row of `data`."""
   outputs = []
+  rng = jax.random.PRNGKey(0)  # Unused: the eval step has no dropout.
   for batch, real in padded_batches(data, batch_size):
-    logits = np.asarray(jax.device_get(
-        setup.predict_step(params, device_batch(setup, batch, batch_size))))[:real]
+    _, out = setup.trainer.eval_step(
+        state, setup.trainer.put_batch(with_labels(batch, task), batch_size), rng)
+    logits = np.asarray(jax.device_get(out["logits"]))[:real]
     outputs.append(logits[:, 0] if task.is_regression else logits.argmax(-1))
   return np.concatenate(outputs) if outputs else np.zeros(0)
 
@@ -417,6 +353,10 @@ def predict(setup: FinetuneSetup, params, data: dict[str, np.ndarray], batch_siz
 
 def _write_json(path: str, value: Any) -> None:
   fileio.write_atomic(path, json.dumps(value, indent=2, sort_keys=True) + "\n")
+
+
+def _read_json(path: str) -> Any:
+  return json.loads(fileio.read_bytes(path).decode("utf-8"))
 
 
 def num_train_steps(config: ml_collections.ConfigDict, data: TaskData,
@@ -430,48 +370,75 @@ def finetune_seed(config: ml_collections.ConfigDict, task: glue.Task, data: Task
                   weights: pretrained_lib.Pretrained, setup: FinetuneSetup,
                   hyper: Hyperparameters, seed: int, seed_dir: str) -> dict[str, Any]:
   """Trains one seed with `setup` (shared by the task's seeds, so compiled once) and returns
-  {"seed", "metrics": {split/metric: value}, "steps", ...}."""
+  {"seed", "metrics": {split/metric: value}, "steps", ...}.
+
+  A seed that was stopped by a preemption (or that saves every checkpoint_every_steps)
+  resumes from its checkpoint in SEED_DIR/checkpoints, which is deleted when the seed is done.
+  """
   n_train = len(data.train["labels"])
   num_steps = num_train_steps(config, data, hyper)
-  state = initial_state(setup, weights, seed)
-  writer = metrics_lib.create_writer(
-      os.path.join(os.path.dirname(os.path.dirname(seed_dir)), "tensorboard", task.name,
-                   f"seed_{seed}"), jax.process_index() == 0)
-  start = window_start = time.perf_counter()
-  window = []
+  is_chief = jax.process_index() == 0
+  workdir = fileio.dirname(fileio.dirname(seed_dir))
+  ckpt_dir = fileio.join(seed_dir, "checkpoints")
+  # Opened only when there is something to resume or to save: most seeds never checkpoint.
+  ckpt = checkpoints.Checkpointer(ckpt_dir, keep=1) if fileio.isdir(ckpt_dir) else None
+  latest = ckpt.latest_step() if ckpt is not None else None
+  if latest is None:
+    state = initial_state(setup, weights, seed)
+  else:
+    state, _ = ckpt.restore(latest, setup.trainer.abstract_state())
+    logging.info("%s seed %d: resuming from step %d", task.name, seed, latest)
+  start_step = int(jax.device_get(state.step))
+  log = metrics_lib.MetricsLog(
+      fileio.join(workdir, "tensorboard", task.name, f"seed_{seed}"),
+      fileio.join(seed_dir, "metrics.jsonl"), is_chief)
   logging.info("%s seed %d: %d steps (%.3g epochs of %d examples, batch %d), lr %.2e, "
                "layer decay %.2f (%s recipe)", task.name, seed, num_steps, hyper.num_epochs,
                n_train, config.batch_size, hyper.learning_rate, hyper.layer_decay, hyper.size)
-  labels_dtype = np.float32 if task.is_regression else np.int32
-  for step, batch in enumerate(train_batches(data.train, config.batch_size, num_steps, seed), 1):
-    batch = dict(batch, labels=batch["labels"].astype(labels_dtype))
-    state, metrics = setup.train_step(state, device_batch(setup, batch, config.batch_size))
-    window.append(metrics)
-    if step % config.log_every_steps == 0 or step == num_steps:
-      values = {k: float(np.mean([float(m[k]) for m in jax.device_get(window)]))
-                for k in window[0]}
-      now = time.perf_counter()
-      values["steps_per_s"] = len(window) / (now - window_start)
-      window.clear()
-      window_start = now
-      writer.write_scalars(step, {f"train/{k}": v for k, v in values.items()})
-      logging.info("%s seed %d step %d/%d (%.0f%%) | loss %.4f | lr %.2e | %.1f steps/s",
-                   task.name, seed, step, num_steps, 100.0 * step / num_steps, values["loss"],
-                   values["learning_rate"], values["steps_per_s"])
+  batches = itertools.islice(train_batches(data.train, config.batch_size, num_steps, seed),
+                             start_step, None)
+  batches = (with_labels(batch, task) for batch in batches)
+  start = time.perf_counter()
+
+  def save(step, state):
+    nonlocal ckpt
+    if step >= num_steps:  # The finished seed writes its results instead.
+      return
+    if ckpt is None:
+      ckpt = checkpoints.Checkpointer(ckpt_dir, keep=1)
+    ckpt.save(step, state, {"step": step, "task": task.name, "seed": seed})
+
+  try:
+    result = loop.run(
+        trainer=setup.trainer, state=state, batches=batches, global_batch=config.batch_size,
+        start_step=start_step,
+        schedule=loop.Schedule(total_steps=num_steps, stop_at=num_steps,
+                               log_every=config.log_every_steps,
+                               checkpoint_every=config.checkpoint_every_steps),
+        log=log, progress=loop.Progress(prefix=f"{task.name} seed {seed} "),
+        save=save, preemption=checkpoints.reached_preemption)
+  finally:
+    if ckpt is not None:
+      ckpt.wait()
+      ckpt.close()
+  if result.preempted:
+    log.close()
+    raise Preempted(f"{task.name} seed {seed} was preempted at step {result.step}; it resumes "
+                    "from its checkpoint when the same command is run again")
+  state = result.state
   train_seconds = time.perf_counter() - start
   metrics = {}
   for split, split_data in data.evals.items():
-    predictions = predict(setup, state.params, split_data, config.eval_batch_size, task)
+    predictions = predict(setup, state, split_data, config.eval_batch_size, task)
     for name, value in glue_metrics.task_metrics(task, split_data["labels"], predictions).items():
       metrics[f"{split}/{name}"] = float(value)
-  writer.write_scalars(num_steps, {f"eval/{k}": v for k, v in metrics.items()})
-  writer.flush()
-  writer.close()
-  if jax.process_index() == 0:
-    prediction_dir = os.path.join(seed_dir, "predictions")
-    for key, split_data in data.tests.items():
-      test_task_name, split = key.split(":")
-      predictions = predict(setup, state.params, split_data, config.eval_batch_size, task)
+  log.write_scalars(num_steps, {f"eval/{k}": v for k, v in metrics.items()})
+  log.close()
+  prediction_dir = fileio.join(seed_dir, "predictions")
+  for key, split_data in data.tests.items():
+    test_task_name, split = key.split(":")
+    predictions = predict(setup, state, split_data, config.eval_batch_size, task)
+    if is_chief:
       glue.write_submission(glue.get_task(test_task_name), split, data.guids[key], predictions,
                             prediction_dir)
   result = {"task": task.name, "seed": seed, "metrics": metrics, "steps": num_steps,
@@ -479,13 +446,19 @@ def finetune_seed(config: ml_collections.ConfigDict, task: glue.Task, data: Task
             "learning_rate": hyper.learning_rate, "layer_decay": hyper.layer_decay,
             "num_epochs": hyper.num_epochs, "init_checkpoint": weights.path,
             "pretrain_step": weights.step}
-  if jax.process_index() == 0:
-    os.makedirs(seed_dir, exist_ok=True)
-    _write_json(os.path.join(seed_dir, "dev_metrics.json"), result)
+  if is_chief:
+    fileio.makedirs(seed_dir)
+    _write_json(fileio.join(seed_dir, "dev_metrics.json"), result)
+    if fileio.isdir(ckpt_dir):
+      fileio.rmtree(ckpt_dir)
   logging.info("%s seed %d: %s (%.0f s)", task.name, seed,
                " | ".join(f"{k} {100 * v:.2f}" for k, v in sorted(metrics.items())),
                train_seconds)
   return result
+
+
+class Preempted(ElectraError):
+  """Fine-tuning stopped at a preemption after saving; rerunning resumes it."""
 
 
 def primary_score(task: glue.Task, metrics: dict[str, float]) -> float:
@@ -522,10 +495,11 @@ def run(config: ml_collections.ConfigDict, workdir: str) -> dict[str, Any]:
   """Fine-tunes every configured task and seed; returns the summary written to results.json."""
   validate(config)
   tasks = task_names(config)
-  workdir = os.path.abspath(workdir)
-  os.makedirs(workdir, exist_ok=True)
-  if jax.process_index() == 0:
-    fileio.write_atomic(os.path.join(workdir, "config.json"),
+  workdir = fileio.absolute(workdir)
+  fileio.makedirs(workdir)
+  is_chief = jax.process_index() == 0
+  if is_chief:
+    fileio.write_atomic(fileio.join(workdir, "config.json"),
                         config.to_json_best_effort(indent=2))
   weights = pretrained_lib.load_pretrained(config.init_checkpoint)
   encoder = encoder_config(config, weights.model_config)
@@ -538,34 +512,31 @@ def run(config: ml_collections.ConfigDict, workdir: str) -> dict[str, Any]:
     data = setup = None
     results = []
     for seed in range(config.seed, config.seed + config.num_seeds):
-      seed_dir = os.path.join(workdir, task.name, f"seed_{seed}")
-      done = os.path.join(seed_dir, "dev_metrics.json")
-      if os.path.isfile(done):
-        with open(done) as f:
-          results.append(json.load(f))
+      seed_dir = fileio.join(workdir, task.name, f"seed_{seed}")
+      done = fileio.join(seed_dir, "dev_metrics.json")
+      if fileio.isfile(done):
+        results.append(_read_json(done))
         logging.info("%s seed %d is done already (%s); delete it to rerun", task.name, seed,
                      done)
         continue
       if data is None:
         data = load_task_data(config, task, tokenizer)
-        setup = build_setup(config, task, encoder, hyper, num_train_steps(config, data, hyper))
+        setup = build_setup(config, task, encoder, hyper, num_train_steps(config, data, hyper),
+                            encoder_name=weights.encoder_network)
       results.append(finetune_seed(config, task, data, weights, setup, hyper, seed,
                                    seed_dir))
     summary[task.name] = summarize(task, results)
-    if jax.process_index() == 0 and config.write_test_predictions:
-      source = os.path.join(workdir, task.name, f"seed_{summary[task.name]['median_seed']}",
-                            "predictions")
-      target = os.path.join(workdir, "submission")
-      os.makedirs(target, exist_ok=True)
-      if os.path.isdir(source):
-        for name in os.listdir(source):
-          shutil.copyfile(os.path.join(source, name), os.path.join(target, name))
-  if jax.process_index() == 0:
-    previous = {}
-    path = os.path.join(workdir, "results.json")
-    if os.path.isfile(path):
-      with open(path) as f:
-        previous = json.load(f)
+    if is_chief and config.write_test_predictions:
+      source = fileio.join(workdir, task.name, f"seed_{summary[task.name]['median_seed']}",
+                           "predictions")
+      target = fileio.join(workdir, "submission")
+      fileio.makedirs(target)
+      if fileio.isdir(source):
+        for name in fileio.listdir(source):
+          fileio.copy(fileio.join(source, name), fileio.join(target, name))
+  if is_chief:
+    path = fileio.join(workdir, "results.json")
+    previous = _read_json(path) if fileio.isfile(path) else {}
     _write_json(path, {**previous, **summary})
   logging.info("GLUE dev results in %s/results.json; x100, median over %d seed(s):", workdir,
                config.num_seeds)

@@ -18,8 +18,16 @@ import jax.numpy as jnp
 import ml_collections
 
 from electra_jax.models import encoder as enc
+from electra_jax.models import layers
 
 DTYPES = {"float32": jnp.float32, "bfloat16": jnp.bfloat16}
+
+
+def remat_name(value) -> str:
+  """model.remat as a policy name; configs saved before policies had names hold a bool."""
+  if isinstance(value, bool):
+    return "full" if value else "none"
+  return str(value)
 
 
 def encoder_configs(model_config: ml_collections.ConfigDict
@@ -48,7 +56,8 @@ def encoder_configs(model_config: ml_collections.ConfigDict
       initializer_range=m.initializer_range,
       layer_norm_eps=m.layer_norm_eps,
       dtype=DTYPES[m.dtype],
-      remat=bool(m.get("remat", False)))
+      remat=remat_name(m.get("remat", "none")),
+      attention=m.get("attention", "xla"))
   gen_hidden = int(round(m.hidden_size * m.generator_hidden_size))
   generator = dataclasses.replace(
       discriminator,
@@ -67,8 +76,8 @@ class GeneratorPredictions(nn.Module):
   @nn.compact
   def __call__(self, hidden, embeddings: enc.Embeddings):
     cfg = self.config
-    h = enc.gelu(enc._dense(cfg.embedding_size, cfg, ("hidden", "embed"), "dense")(hidden))  # pylint: disable=protected-access
-    h = enc._layer_norm(cfg, "embed")(h)  # pylint: disable=protected-access
+    h = layers.gelu(layers.dense(cfg.embedding_size, cfg, ("hidden", "embed"), "dense")(hidden))
+    h = layers.layer_norm(cfg, "embed")(h)
     bias = self.param("output_bias",
                       nn.with_logical_partitioning(nn.initializers.zeros_init(), ("vocab",)),
                       (cfg.vocab_size,), jnp.float32)
@@ -83,8 +92,8 @@ class DiscriminatorPredictions(nn.Module):
   @nn.compact
   def __call__(self, hidden):
     cfg = self.config
-    h = enc.gelu(enc._dense(cfg.hidden_size, cfg, ("hidden", None), "dense")(hidden))  # pylint: disable=protected-access
-    logit = enc._dense(1, cfg, ("hidden", None), "dense_prediction")(h)  # pylint: disable=protected-access
+    h = layers.gelu(layers.dense(cfg.hidden_size, cfg, ("hidden", None), "dense")(hidden))
+    logit = layers.dense(1, cfg, ("hidden", None), "dense_prediction")(h)
     return logit[..., 0].astype(jnp.float32)
 
 
@@ -137,6 +146,23 @@ class ElectraPretrainer(nn.Module):
     return (self.generator_logits(input_ids, input_mask, segment_ids, masked_positions,
                                   deterministic),
             self.discriminator_logits(input_ids, input_mask, segment_ids, deterministic))
+
+
+class ReplacedTokenDetector(nn.Module):
+  """The discriminator with its pretraining head, for scoring text: [B, T] int inputs ->
+  float32 [B, T] "replaced" logits. Parameters are named as in `ElectraPretrainer` (`embeddings`,
+  `encoder_name`, `head_name`), so those groups of a pretraining checkpoint load as they are."""
+  config: enc.EncoderConfig
+  encoder_name: str = "discriminator"
+  head_name: str = "discriminator_predictions"
+
+  @nn.compact
+  def __call__(self, input_ids, input_mask, segment_ids, deterministic: bool = True):
+    embedded = enc.Embeddings(self.config, name="embeddings")(input_ids, segment_ids,
+                                                              deterministic)
+    hidden = enc.Transformer(self.config, name=self.encoder_name)(embedded, input_mask,
+                                                                  deterministic)
+    return DiscriminatorPredictions(self.config, name=self.head_name)(hidden)
 
 
 def build_pretrainer(model_config: ml_collections.ConfigDict) -> ElectraPretrainer:

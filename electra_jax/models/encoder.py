@@ -6,7 +6,7 @@ Module and parameter names follow the original ELECTRA TensorFlow code and Huggi
 
 Every parameter carries logical axis names (``vocab``, ``embed``, ``hidden``, ``heads``,
 ``kv``, ``mlp``) and the main activations are constrained with logical names (``batch``,
-``length``, ``hidden``); `electra_jax.parallel` maps them onto mesh axes by rules.
+``length``, ``hidden``); `electra_jax.training.parallel` maps them onto mesh axes by rules.
 
 Shapes: B = batch, T = sequence length, E = embedding size, H = hidden size,
 N = attention heads, D = H / N head size, F = intermediate (FFN) size.
@@ -20,6 +20,10 @@ from typing import Any
 import flax.linen as nn
 import jax
 import jax.numpy as jnp
+
+from electra_jax.errors import ElectraError
+from electra_jax.models import attention
+from electra_jax.models import layers
 
 Dtype = Any
 
@@ -42,8 +46,11 @@ class EncoderConfig:
     initializer_range: standard deviation of the truncated-normal initialiser.
     layer_norm_eps: LayerNorm epsilon.
     dtype: compute dtype of activations (parameters are always float32).
-    remat: recompute each layer's activations in the backward pass instead of keeping them
-      (jax.checkpoint): much less activation memory for about a third more compute.
+    remat: rematerialisation policy of each layer (`REMAT_POLICIES`): "none" keeps every
+      activation for the backward pass; "full" recomputes the layer (much less activation
+      memory for about a third more compute); "dots_saveable" keeps the matrix products'
+      outputs and recomputes only the element-wise work between them.
+    attention: the attention implementation (`electra_jax.models.attention`).
   """
   vocab_size: int
   embedding_size: int
@@ -58,47 +65,12 @@ class EncoderConfig:
   initializer_range: float = 0.02
   layer_norm_eps: float = 1e-12
   dtype: Dtype = jnp.float32
-  remat: bool = False
+  remat: str = "none"
+  attention: str = "xla"
 
   @property
   def head_size(self) -> int:
     return self.hidden_size // self.num_heads
-
-
-def truncated_normal_init(stddev: float):
-  """N(0, stddev) truncated at 2 standard deviations, like TF's truncated_normal_initializer.
-
-  As in the original code, `stddev` is that of the normal before truncation (the samples' std
-  is about 0.88 * stddev).
-  """
-  return nn.initializers.truncated_normal(stddev, lower=-2.0, upper=2.0)
-
-
-def _dense(features, cfg: EncoderConfig, axes: tuple[str, str], name: str,
-           use_bias: bool = True) -> nn.Dense:
-  return nn.Dense(
-      features,
-      use_bias=use_bias,
-      dtype=cfg.dtype,
-      param_dtype=jnp.float32,
-      kernel_init=nn.with_logical_partitioning(truncated_normal_init(cfg.initializer_range), axes),
-      bias_init=nn.with_logical_partitioning(nn.initializers.zeros_init(), (axes[1],)),
-      name=name)
-
-
-def _layer_norm(cfg: EncoderConfig, axis_name: str, name: str = "LayerNorm") -> nn.LayerNorm:
-  return nn.LayerNorm(
-      epsilon=cfg.layer_norm_eps,
-      dtype=cfg.dtype,
-      param_dtype=jnp.float32,
-      scale_init=nn.with_logical_partitioning(nn.initializers.ones_init(), (axis_name,)),
-      bias_init=nn.with_logical_partitioning(nn.initializers.zeros_init(), (axis_name,)),
-      name=name)
-
-
-def gelu(x):
-  """The exact (erf) GELU of BERT and ELECTRA."""
-  return nn.gelu(x, approximate=False)
 
 
 class Embeddings(nn.Module):
@@ -107,7 +79,7 @@ class Embeddings(nn.Module):
 
   def setup(self):
     cfg = self.config
-    init = truncated_normal_init(cfg.initializer_range)
+    init = layers.truncated_normal_init(cfg.initializer_range)
     self.word_embeddings = nn.Embed(
         cfg.vocab_size, cfg.embedding_size, param_dtype=jnp.float32, dtype=cfg.dtype,
         embedding_init=nn.with_logical_partitioning(init, ("vocab", "embed")))
@@ -117,7 +89,7 @@ class Embeddings(nn.Module):
     self.token_type_embeddings = nn.Embed(
         cfg.type_vocab_size, cfg.embedding_size, param_dtype=jnp.float32, dtype=cfg.dtype,
         embedding_init=nn.with_logical_partitioning(init, (None, "embed")))
-    self.LayerNorm = _layer_norm(cfg, "embed")  # pylint: disable=invalid-name
+    self.LayerNorm = layers.layer_norm(cfg, "embed")  # pylint: disable=invalid-name
     self.dropout = nn.Dropout(cfg.hidden_dropout_prob)
 
   def __call__(self, input_ids, segment_ids, deterministic: bool):
@@ -147,12 +119,12 @@ class SelfAttention(nn.Module):
   config: EncoderConfig
 
   @nn.compact
-  def __call__(self, x, attention_bias, deterministic: bool):
+  def __call__(self, x, input_mask, deterministic: bool):
     cfg = self.config
     batch, seq_len = x.shape[:2]
 
     def project(name):
-      h = _dense(cfg.hidden_size, cfg, ("hidden", "heads"), name)(x)
+      h = layers.dense(cfg.hidden_size, cfg, ("hidden", "heads"), name)(x)
       h = h.reshape(batch, seq_len, cfg.num_heads, cfg.head_size)
       return nn.with_logical_constraint(h, ("batch", "length", "heads", "kv"))
 
@@ -160,10 +132,9 @@ class SelfAttention(nn.Module):
     dropout_rng = None
     if not deterministic and cfg.attention_dropout_prob > 0:
       dropout_rng = self.make_rng("dropout")
-    context = nn.dot_product_attention(
-        query, key, value, bias=attention_bias, dropout_rng=dropout_rng,
-        dropout_rate=cfg.attention_dropout_prob, broadcast_dropout=False,
-        deterministic=deterministic, dtype=cfg.dtype)
+    context = attention.get_attention(cfg.attention)(
+        query, key, value, input_mask, dropout_rng=dropout_rng,
+        dropout_rate=cfg.attention_dropout_prob, deterministic=deterministic, dtype=cfg.dtype)
     return context.reshape(batch, seq_len, cfg.hidden_size)
 
 
@@ -179,9 +150,9 @@ class ResidualOutput(nn.Module):
   @nn.compact
   def __call__(self, h, residual, deterministic: bool):
     cfg = self.config
-    x = _dense(cfg.hidden_size, cfg, (self.input_axis, "hidden"), "dense")(h)
+    x = layers.dense(cfg.hidden_size, cfg, (self.input_axis, "hidden"), "dense")(h)
     x = nn.Dropout(cfg.hidden_dropout_prob)(x, deterministic=deterministic)
-    return _layer_norm(cfg, "hidden")(x + residual)
+    return layers.layer_norm(cfg, "hidden")(x + residual)
 
 
 class Attention(nn.Module):
@@ -189,8 +160,8 @@ class Attention(nn.Module):
   config: EncoderConfig
 
   @nn.compact
-  def __call__(self, x, attention_bias, deterministic: bool):
-    context = SelfAttention(self.config, name="self")(x, attention_bias, deterministic)
+  def __call__(self, x, input_mask, deterministic: bool):
+    context = SelfAttention(self.config, name="self")(x, input_mask, deterministic)
     return ResidualOutput(self.config, "heads", name="output")(context, x, deterministic)
 
 
@@ -200,7 +171,8 @@ class Intermediate(nn.Module):
 
   @nn.compact
   def __call__(self, x):
-    h = gelu(_dense(self.config.intermediate_size, self.config, ("hidden", "mlp"), "dense")(x))
+    cfg = self.config
+    h = layers.gelu(layers.dense(cfg.intermediate_size, cfg, ("hidden", "mlp"), "dense")(x))
     return nn.with_logical_constraint(h, ("batch", "length", "mlp"))
 
 
@@ -209,17 +181,19 @@ class TransformerLayer(nn.Module):
   config: EncoderConfig
 
   @nn.compact
-  def __call__(self, x, attention_bias, deterministic: bool):
-    x = Attention(self.config, name="attention")(x, attention_bias, deterministic)
+  def __call__(self, x, input_mask, deterministic: bool):
+    x = Attention(self.config, name="attention")(x, input_mask, deterministic)
     h = Intermediate(self.config, name="intermediate")(x)
     x = ResidualOutput(self.config, "mlp", name="output")(h, x, deterministic)
     return nn.with_logical_constraint(x, ("batch", "length", "hidden"))
 
 
-def attention_bias_from_mask(input_mask, dtype) -> jax.Array:
-  """[B, T] 1/0 mask -> additive bias [B, 1, 1, T]: 0 for real keys, a large negative for padding."""
-  big_negative = jnp.finfo(dtype).min / 2
-  return jnp.where(input_mask[:, None, None, :] > 0, 0.0, big_negative).astype(dtype)
+# model.remat -> the jax.checkpoint policy (None: save nothing, recompute everything).
+REMAT_POLICIES = {
+    "none": None,
+    "full": None,
+    "dots_saveable": jax.checkpoint_policies.dots_saveable,
+}
 
 
 class Transformer(nn.Module):
@@ -236,33 +210,41 @@ class Transformer(nn.Module):
     cfg = self.config
     x = embedded
     if cfg.embedding_size != cfg.hidden_size:
-      x = _dense(cfg.hidden_size, cfg, ("embed", "hidden"), "embeddings_project")(x)
+      x = layers.dense(cfg.hidden_size, cfg, ("embed", "hidden"), "embeddings_project")(x)
     x = nn.with_logical_constraint(x, ("batch", "length", "hidden"))
-    bias = attention_bias_from_mask(input_mask, cfg.dtype)
-    encoder = _Encoder(cfg, name="encoder")
-    return encoder(x, bias, deterministic)
+    return LayerStack(cfg, name="encoder")(x, input_mask, deterministic)
 
 
-class _Encoder(nn.Module):
-  """The stack of layers, named `layer_N` (Hugging Face's `encoder.layer.N`)."""
+class LayerStack(nn.Module):
+  """The stack of layers, named `layer_N` (Hugging Face's `encoder.layer.N`), each
+  rematerialised per `config.remat`."""
   config: EncoderConfig
 
   @nn.compact
-  def __call__(self, x, attention_bias, deterministic: bool):
-    # With remat, `deterministic` (argument 3, counting self) is a Python bool, not traced.
-    layer = (nn.remat(TransformerLayer, static_argnums=(3,)) if self.config.remat
-             else TransformerLayer)
+  def __call__(self, x, input_mask, deterministic: bool):
+    remat = self.config.remat
+    if remat not in REMAT_POLICIES:
+      raise ElectraError(f"model.remat={remat!r}; choose one of {', '.join(REMAT_POLICIES)}")
+    layer = TransformerLayer
+    if remat != "none":
+      # `deterministic` (argument 3, counting self) is a Python bool, not traced.
+      layer = nn.remat(TransformerLayer, static_argnums=(3,), policy=REMAT_POLICIES[remat])
     for i in range(self.config.num_layers):
-      x = layer(self.config, name=f"layer_{i}")(x, attention_bias, deterministic)
+      x = layer(self.config, name=f"layer_{i}")(x, input_mask, deterministic)
     return x
 
 
 class ElectraModel(nn.Module):
-  """Embeddings + Transformer: the encoder that fine-tuning uses (Hugging Face `ElectraModel`)."""
+  """Embeddings + Transformer: the encoder that fine-tuning uses (Hugging Face `ElectraModel`).
+
+  `network` is the encoder's parameter name in the pretraining model ("discriminator" for
+  ELECTRA), so that its parameters load as they are.
+  """
   config: EncoderConfig
+  network: str = "discriminator"
 
   @nn.compact
   def __call__(self, input_ids, input_mask, segment_ids, deterministic: bool = True):
     """int [B, T] ids, mask and segment ids -> hidden states [B, T, H]."""
     embedded = Embeddings(self.config, name="embeddings")(input_ids, segment_ids, deterministic)
-    return Transformer(self.config, name="discriminator")(embedded, input_mask, deterministic)
+    return Transformer(self.config, name=self.network)(embedded, input_mask, deterministic)

@@ -30,7 +30,13 @@ def get_config() -> ml_collections.ConfigDict:
   model.generator_layers = 1.0  # Generator depth as a fraction of num_layers.
   model.untied_generator_embeddings = False  # True: generator gets its own embeddings.
   model.dtype = "float32"  # Compute dtype: float32 or bfloat16 (parameters stay float32).
-  model.remat = False  # Recompute layer activations in the backward pass (less memory, ~1.3x compute).
+  # Rematerialisation of each Transformer layer in the backward pass: "none" keeps every
+  # activation; "full" recomputes the layer (least memory, ~1.3x compute); "dots_saveable"
+  # keeps matrix-product outputs and recomputes the cheap element-wise work in between.
+  model.remat = "none"
+  # Attention implementation (electra_jax.models.attention): "xla" = softmax(QK^T/sqrt(d))V
+  # in plain XLA ops, with attention dropout.
+  model.attention = "xla"
 
   objective = config.objective = ml_collections.ConfigDict()
   objective.name = "electra"  # Pretraining objective; "electra" = replaced-token detection.
@@ -84,6 +90,16 @@ def get_config() -> ml_collections.ConfigDict:
   train.eval_batches = 20  # Batches per evaluation.
   train.checkpoint_every_steps = 5_000  # Steps between checkpoints (one is also saved at the end).
   train.keep_checkpoints = 3  # Newest checkpoints kept in WORKDIR/checkpoints.
+  # Peak dense TFLOP/s of one device, for MFU on the progress line; 0: looked up from the
+  # device kind (electra_jax/training/hardware.py; unknown devices show no MFU).
+  train.peak_tflops = 0.0
+  # Per parameter group optimizer settings. The objective names its groups (ELECTRA:
+  # embeddings, generator, discriminator); learning_rate_scale multiplies the scheduled
+  # learning rate, weight_decay < 0 uses train.weight_decay, trainable=False freezes the group.
+  train.param_groups = ml_collections.ConfigDict()
+  for group in ("embeddings", "generator", "discriminator"):
+    train.param_groups[group] = ml_collections.ConfigDict(
+        {"learning_rate_scale": 1.0, "weight_decay": -1.0, "trainable": True})
 
   mesh = config.mesh = ml_collections.ConfigDict()
   # Degrees of the three mesh axes within a slice (ICI); exactly one may be -1 (the rest of the

@@ -5,11 +5,24 @@ from __future__ import annotations
 import ml_collections
 
 from electra_jax.errors import ElectraError
+from electra_jax.models import attention
+from electra_jax.models import electra
+from electra_jax.models import encoder
 
 
 def _require(condition: bool, message: str) -> None:
   if not condition:
     raise ElectraError(message)
+
+
+def check_model_choices(m: ml_collections.ConfigDict) -> None:
+  """model.dtype, model.remat and model.attention name things that exist."""
+  _require(m.dtype in electra.DTYPES,
+           f"model.dtype={m.dtype!r}; choose one of {', '.join(sorted(electra.DTYPES))}")
+  remat = electra.remat_name(m.remat)
+  _require(remat in encoder.REMAT_POLICIES,
+           f"model.remat={m.remat!r}; choose one of {', '.join(encoder.REMAT_POLICIES)}")
+  attention.get_attention(m.attention)
 
 
 def validate(config: ml_collections.ConfigDict) -> None:
@@ -33,6 +46,7 @@ def validate(config: ml_collections.ConfigDict) -> None:
   _require(int(round(m.num_layers * m.generator_layers)) >= 1,
            "model.generator_layers leaves the generator with no layers; raise it")
   _require(m.vocab_size > 5, f"model.vocab_size={m.vocab_size} is too small")
+  check_model_choices(m)
   _require(0.0 < o.mask_prob <= 1.0, f"objective.mask_prob={o.mask_prob} must be in (0, 1]")
   _require(0.0 <= o.mask_token_prob <= 1.0,
            f"objective.mask_token_prob={o.mask_token_prob} must be in [0, 1]")

@@ -12,10 +12,21 @@ import os
 from typing import Any
 
 from absl import logging
+from jax.experimental import multihost_utils
 import orbax.checkpoint as ocp
 from orbax.checkpoint import checkpoint_managers
 
 from electra_jax.errors import ElectraError
+
+
+def reached_preemption(step: int) -> bool:
+  """True when the platform announced a preemption and every process has reached `step` (JAX's
+  preemption sync point, on Cloud TPU and multi-process runs); save and stop then. False when
+  JAX's preemption service is not running (a single process)."""
+  try:
+    return bool(multihost_utils.reached_preemption_sync_point(step))
+  except RuntimeError:
+    return False
 
 
 class Checkpointer:
@@ -77,7 +88,7 @@ class Checkpointer:
 
   def reached_preemption(self, step: int) -> bool:
     """True when the platform announced a preemption (multi-host TPU); save and stop then."""
-    return self._manager.reached_preemption(step)
+    return reached_preemption(step)
 
   def close(self) -> None:
     self._manager.close()

@@ -1,11 +1,25 @@
-"""Host-side metric aggregation: exact averages of (numerator, denominator) pairs, and AUC."""
+"""Metrics for every job: exact (numerator, denominator) averages, AUC, and the metrics log.
+
+Steps return metrics as `{name: (numerator, denominator)}` float32 pairs (`ratio`), so that
+averages over many steps or hosts are exact: sum both parts, then divide (`RatioAccumulator`).
+`MetricsLog` writes them to TensorBoard, `metrics.jsonl` and the log.
+"""
 
 from __future__ import annotations
 
-from typing import Mapping
+import json
+from typing import Any, Mapping
 
 from absl import logging
+import jax.numpy as jnp
 import numpy as np
+
+from electra_jax import fileio
+
+
+def ratio(numerator, denominator) -> tuple[Any, Any]:
+  """A metric as a (numerator, denominator) pair of float32 scalars."""
+  return jnp.asarray(numerator, jnp.float32), jnp.asarray(denominator, jnp.float32)
 
 
 class RatioAccumulator:
@@ -87,3 +101,53 @@ def create_writer(logdir: str, is_chief: bool):
                     "metrics still go to the log and metrics.jsonl", e)
     return _LoggingOnlyWriter()
   return metric_writers.create_default_writer(logdir, just_logging=not is_chief)
+
+
+class MetricsLog:
+  """Metrics to TensorBoard (`tensorboard_dir`), the log, and a JSON-lines file.
+
+  Only the chief process (process 0) writes files; the others only log. Each JSON line is
+  `{"step": N, "name": value, ...}` for one write, easy to read back from scripts and tests
+  (`read_metrics`). Remote (gs://) files cannot be appended to, so there the file is rewritten
+  whole (atomically) at every write.
+  """
+
+  def __init__(self, tensorboard_dir: str, jsonl_path: str, is_chief: bool):
+    self._writer = create_writer(tensorboard_dir, is_chief)
+    self._path = jsonl_path
+    self._jsonl = None
+    self._lines: list[str] = []
+    self._remote = is_chief and fileio.is_remote(jsonl_path)
+    if self._remote:
+      if fileio.exists(jsonl_path):
+        self._lines = fileio.read_bytes(jsonl_path).decode("utf-8").splitlines(keepends=True)
+    elif is_chief:
+      fileio.makedirs(fileio.dirname(jsonl_path))
+      self._jsonl = open(jsonl_path, "a", encoding="utf-8")
+
+  def write_hparams(self, hparams: dict[str, Any]) -> None:
+    self._writer.write_hparams(hparams)
+
+  def write_scalars(self, step: int, scalars: dict[str, float]) -> None:
+    self._writer.write_scalars(step, scalars)
+    line = json.dumps({"step": step, **{k: float(v) for k, v in scalars.items()}}) + "\n"
+    if self._jsonl is not None:
+      self._jsonl.write(line)
+      self._jsonl.flush()
+    elif self._remote:
+      self._lines.append(line)
+      fileio.write_atomic(self._path, "".join(self._lines))
+
+  def close(self) -> None:
+    self._writer.flush()
+    self._writer.close()
+    if self._jsonl is not None:
+      self._jsonl.close()
+
+
+def read_metrics(path: str) -> list[dict[str, float]]:
+  """The records of a metrics.jsonl file (or of WORKDIR/metrics.jsonl), oldest first."""
+  if not path.endswith(".jsonl"):
+    path = fileio.join(path, "metrics.jsonl")
+  text = fileio.read_bytes(path).decode("utf-8")
+  return [json.loads(line) for line in text.splitlines() if line.strip()]

@@ -1,13 +1,38 @@
-"""The optimizer of the original ELECTRA: AdamW with warmup x linear decay and clipping."""
+"""The optimizer every job uses: AdamW of the original ELECTRA, with parameter groups.
+
+One builder serves pretraining and fine-tuning. Parameters belong to named groups (an
+objective names its groups, e.g. ELECTRA's `embeddings`, `generator`, `discriminator`;
+fine-tuning's layer-wise decay is a group rule, one group per depth). Each group has a
+`GroupSettings`: a learning-rate multiplier, its own weight decay (or the default) and a
+trainable flag. A frozen group's gradients are zeroed before clipping and its updates are zero,
+so its parameters do not move (its Adam moments only decay).
+
+The transformation is
+
+  chain(zero frozen gradients + clip by global norm,
+        chain(scale_by_adam, decoupled weight decay per parameter, -lr(step)),
+        per-parameter learning-rate multiplier)
+
+where the first and last parts are left out when they would do nothing (no clipping and
+nothing frozen; every multiplier 1). With default groups the optimizer state then has the
+layout of `chain(clip_by_global_norm, optax.adamw)`, which checkpoints written before groups
+existed hold, so they still restore. (Changing a group's settings in the middle of a run
+changes that layout: such a run restarts from its checkpoint only with the same settings.)
+"""
 
 from __future__ import annotations
 
-from typing import Any
+import dataclasses
+from typing import Any, Callable, Mapping
 
 import jax
 import jax.numpy as jnp
-import ml_collections
 import optax
+
+from electra_jax.errors import ElectraError
+
+# A parameter's path in the tree, as a tuple of names ("discriminator", "encoder", ...).
+ParamPath = tuple[str, ...]
 
 
 def learning_rate_schedule(peak: float, warmup_steps: int, total_steps: int) -> optax.Schedule:
@@ -24,86 +49,160 @@ def learning_rate_schedule(peak: float, warmup_steps: int, total_steps: int) -> 
   return schedule
 
 
-def decay_mask(params: Any) -> Any:
+def path_names(path) -> ParamPath:
+  """A jax tree path as a tuple of plain names."""
+  return tuple(str(getattr(k, "key", getattr(k, "name", k))) for k in path)
+
+
+def wants_decay(path: ParamPath) -> bool:
   """True for parameters that get weight decay: everything but LayerNorm and biases."""
-  def wants_decay(path, _):
-    names = [getattr(k, "key", str(k)) for k in path]
-    return not (names[-1] == "bias" or names[-1] == "output_bias"
-                or any(n.startswith("LayerNorm") for n in names))
-  return jax.tree_util.tree_map_with_path(wants_decay, params)
+  return not (path[-1] in ("bias", "output_bias") or any(n.startswith("LayerNorm") for n in path))
 
 
-def build_optimizer(train_config: ml_collections.ConfigDict
-                    ) -> tuple[optax.GradientTransformation, optax.Schedule]:
-  """AdamW (decay masked off LayerNorm and biases), global-norm clipping, the schedule above."""
-  t = train_config
-  schedule = learning_rate_schedule(t.learning_rate, t.warmup_steps, t.num_train_steps)
-  adamw = optax.adamw(schedule, b1=t.adam_b1, b2=t.adam_b2, eps=t.adam_eps,
-                      weight_decay=t.weight_decay, mask=decay_mask)
-  if t.max_grad_norm and t.max_grad_norm > 0:
-    return optax.chain(optax.clip_by_global_norm(t.max_grad_norm), adamw), schedule
-  return adamw, schedule
+def decay_mask(params: Any) -> Any:
+  """A tree like `params`: True where `wants_decay`."""
+  return jax.tree_util.tree_map_with_path(lambda p, _: wants_decay(path_names(p)), params)
 
 
-def layer_depths(params: Any, num_layers: int) -> Any:
-  """Depth of every parameter of a `SequenceClassifier`, for layer-wise learning rates.
+@dataclasses.dataclass(frozen=True)
+class GroupSettings:
+  """How the optimizer treats one parameter group.
 
-  0 for the embeddings (and `embeddings_project`), i + 1 for `encoder/layer_i`, and
-  num_layers + 1 for everything above the encoder (the task head).
+  learning_rate_scale: multiplies the scheduled learning rate (the whole update, weight decay
+    included, as the original's layer-wise decay does).
+  weight_decay: decoupled weight decay of the group; None uses the optimizer's default.
+  trainable: False freezes the group.
   """
-  def depth(path, _):
-    names = [getattr(k, "key", str(k)) for k in path]
-    if names[0] == "embeddings" or "embeddings_project" in names:
-      return 0
-    for name in names:
-      if name.startswith("layer_") and name[len("layer_"):].isdigit():
-        return int(name[len("layer_"):]) + 1
-    return num_layers + 1
-  return jax.tree_util.tree_map_with_path(depth, params)
+  learning_rate_scale: float = 1.0
+  weight_decay: float | None = None
+  trainable: bool = True
 
 
-def layerwise_lr_multipliers(params: Any, num_layers: int, decay: float,
-                             original_offset: bool = False) -> Any:
-  """Per-parameter learning-rate multipliers decay^(num_layers + 1 - depth).
+@dataclasses.dataclass(frozen=True)
+class OptimizerSettings:
+  """The group-independent AdamW settings (train.* in the pretraining config)."""
+  learning_rate: float
+  warmup_steps: int
+  total_steps: int
+  weight_decay: float = 0.01
+  b1: float = 0.9
+  b2: float = 0.999
+  eps: float = 1e-6
+  max_grad_norm: float = 1.0
 
-  The task head gets 1, the top encoder layer `decay`, ..., the embeddings
-  decay^(num_layers + 1). With `original_offset` every exponent is one larger (the head keeps
-  1): the top layer gets decay^2 and the embeddings decay^(num_layers + 2), as the original
-  ELECTRA code computes by mistake (its authors confirmed it), for exact reproduction.
-  """
-  extra = 1 if original_offset else 0
-  top = num_layers + 1
-  return jax.tree.map(
-      lambda d: 1.0 if d == top else float(decay) ** (top - d + extra),
-      layer_depths(params, num_layers))
+
+def assign_groups(params: Any, group_of: Callable[[ParamPath], str],
+                  groups: Mapping[str, GroupSettings]) -> Any:
+  """A tree like `params` holding each parameter's group name; every name must be in `groups`."""
+  def name(path, _):
+    group = group_of(path_names(path))
+    if group not in groups:
+      raise ElectraError(f"parameter {'/'.join(path_names(path))} is in group {group!r}, which "
+                         f"has no settings (groups: {', '.join(groups)})")
+    return group
+  return jax.tree_util.tree_map_with_path(name, params)
+
+
+def _zero_frozen_and_clip(trainable: Any, max_norm: float) -> optax.GradientTransformation:
+  """Zeroes frozen parameters' gradients, then clips the global norm (0: no clipping)."""
+  clip = optax.clip_by_global_norm(max_norm) if max_norm > 0 else optax.identity()
+  all_trainable = all(jax.tree.leaves(trainable))
+
+  def update(updates, state, params=None):
+    if not all_trainable:
+      updates = jax.tree.map(lambda g, t: g if t else jnp.zeros_like(g), updates, trainable)
+    return clip.update(updates, state, params)
+  return optax.GradientTransformation(optax.init_empty_state, update)
+
+
+def _decoupled_weight_decay(rates: Any) -> optax.GradientTransformation:
+  """update + rate * param, for the parameters with a non-zero rate (`rates`: a tree of floats
+  like the params). Used inside `optax.masked(..., rates != 0)`, which hands it only those."""
+  masked_rates = jax.tree.map(lambda r: r if r else optax.MaskedNode(), rates)
+
+  def update(updates, state, params):
+    return jax.tree.map(lambda u, p, r: u + r * p, updates, params, masked_rates), state
+  return optax.GradientTransformation(optax.init_empty_state, update)
 
 
 def scale_by_tree(multipliers: Any) -> optax.GradientTransformation:
-  """Multiplies each update by its entry of `multipliers` (a tree of floats like the params)."""
-  def init(_):
-    return optax.EmptyState()
-
+  """Multiplies each update by its entry of `multipliers` (a tree of floats like the params);
+  an entry of 0 gives an exact zero update."""
   def update(updates, state, params=None):
     del params
-    return jax.tree.map(lambda u, m: u * jnp.asarray(m, u.dtype), updates, multipliers), state
-  return optax.GradientTransformation(init, update)
+
+    def scale(u, m):
+      if m == 1.0:
+        return u
+      return jnp.zeros_like(u) if m == 0.0 else u * jnp.asarray(m, u.dtype)
+    return jax.tree.map(scale, updates, multipliers), state
+  return optax.GradientTransformation(optax.init_empty_state, update)
 
 
-def build_finetune_optimizer(params: Any, num_layers: int, learning_rate: float,
-                             layer_decay: float, warmup_steps: int, total_steps: int,
-                             weight_decay: float = 0.01, b1: float = 0.9, b2: float = 0.999,
-                             eps: float = 1e-6, max_grad_norm: float = 1.0,
-                             original_offset: bool = False
-                             ) -> tuple[optax.GradientTransformation, optax.Schedule]:
-  """AdamW with layer-wise learning-rate decay (the whole update, weight decay included, is
-  scaled per layer, as in the original), clipping, and `learning_rate_schedule` (the original
-  fine-tuning uses warmup = 10% of the steps)."""
-  schedule = learning_rate_schedule(learning_rate, warmup_steps, total_steps)
+def build_optimizer(params: Any, settings: OptimizerSettings,
+                    group_of: Callable[[ParamPath], str],
+                    groups: Mapping[str, GroupSettings]
+                    ) -> tuple[optax.GradientTransformation, optax.Schedule]:
+  """AdamW with parameter groups, global-norm clipping and `learning_rate_schedule`.
+
+  Args:
+    params: the parameters (arrays or ShapeDtypeStructs; only the tree and paths are used).
+    settings: the AdamW settings and the schedule's length.
+    group_of: a parameter's path -> its group name.
+    groups: each group's settings.
+  Returns:
+    (transformation, schedule).
+  """
+  s = settings
+  schedule = learning_rate_schedule(s.learning_rate, s.warmup_steps, s.total_steps)
+  names = assign_groups(params, group_of, groups)
+  trainable = jax.tree.map(lambda g: groups[g].trainable, names)
+
+  def rate(path, group):
+    wd = groups[group].weight_decay
+    return (s.weight_decay if wd is None else wd) if wants_decay(path_names(path)) else 0.0
+  rates = jax.tree_util.tree_map_with_path(rate, names)
+  multipliers = jax.tree.map(
+      lambda g: groups[g].learning_rate_scale if groups[g].trainable else 0.0, names)
+  decayed = jax.tree.map(lambda r: r != 0.0, rates)
+  adamw = optax.chain(optax.scale_by_adam(b1=s.b1, b2=s.b2, eps=s.eps),
+                      optax.masked(_decoupled_weight_decay(rates), decayed),
+                      optax.scale_by_learning_rate(schedule))
+  # Parts that would do nothing are left out, so that the state has exactly the layout of
+  # checkpoints written before parameter groups (chain(clip, adamw), or adamw alone).
   parts = []
-  if max_grad_norm and max_grad_norm > 0:
-    parts.append(optax.clip_by_global_norm(max_grad_norm))
-  parts.append(optax.adamw(schedule, b1=b1, b2=b2, eps=eps, weight_decay=weight_decay,
-                           mask=decay_mask))
-  parts.append(scale_by_tree(layerwise_lr_multipliers(params, num_layers, layer_decay,
-                                                      original_offset)))
-  return optax.chain(*parts), schedule
+  if s.max_grad_norm > 0 or not all(jax.tree.leaves(trainable)):
+    parts.append(_zero_frozen_and_clip(trainable, s.max_grad_norm))
+  parts.append(adamw)
+  if any(m != 1.0 for m in jax.tree.leaves(multipliers)):
+    parts.append(scale_by_tree(multipliers))
+  return (optax.chain(*parts) if len(parts) > 1 else adamw), schedule
+
+
+def layer_depth(path: ParamPath, num_layers: int) -> int:
+  """0 for embeddings (and `embeddings_project`), i + 1 for `encoder/layer_i`, and
+  num_layers + 1 for everything above the encoder (a task head)."""
+  if path[0] == "embeddings" or "embeddings_project" in path:
+    return 0
+  for name in path:
+    if name.startswith("layer_") and name[len("layer_"):].isdigit():
+      return int(name[len("layer_"):]) + 1
+  return num_layers + 1
+
+
+def layerwise_decay_groups(num_layers: int, decay: float, original_offset: bool = False
+                           ) -> tuple[Callable[[ParamPath], str], dict[str, GroupSettings]]:
+  """Layer-wise learning-rate decay as a group rule: one group per depth.
+
+  Returns (group_of, groups): the group `depth_<d>` (see `layer_depth`) has learning-rate
+  scale decay^(num_layers + 1 - d): the task head gets 1, the top encoder layer `decay`, ...,
+  the embeddings decay^(num_layers + 1). With `original_offset` every exponent below the head
+  is one larger (top layer decay^2, embeddings decay^(num_layers + 2)), as the original ELECTRA
+  code computes by mistake (its authors confirmed it), for exact reproduction.
+  """
+  extra = 1 if original_offset else 0
+  top = num_layers + 1
+  groups = {f"depth_{d}": GroupSettings(
+      learning_rate_scale=1.0 if d == top else float(decay) ** (top - d + extra))
+            for d in range(top + 1)}
+  return (lambda path: f"depth_{layer_depth(path, num_layers)}"), groups

@@ -103,15 +103,17 @@ def replicated(mesh: Mesh) -> NamedSharding:
   return NamedSharding(mesh, PartitionSpec())
 
 
-def check_batch_divides(batch_size: int, mesh: Mesh, rules) -> None:
-  """Raises a clear error when the global batch cannot be split over the batch axes."""
+def check_batch_divides(batch_size: int, mesh: Mesh, rules,
+                        flag: str = "train.batch_size") -> None:
+  """Raises a clear error (naming the config field `flag`) when the global batch cannot be
+  split over the batch axes."""
   spec = batch_sharding(mesh, rules).spec
   axes = spec[0] if len(spec) else None
   axes = () if axes is None else (axes if isinstance(axes, tuple) else (axes,))
   shards = int(np.prod([mesh.shape[a] for a in axes])) if axes else 1
   if batch_size % shards:
     raise ElectraError(
-        f"train.batch_size={batch_size} is not divisible by the {shards} batch shards of the mesh "
+        f"{flag}={batch_size} is not divisible by the {shards} batch shards of the mesh "
         f"{dict(mesh.shape)}; use a batch size that is a multiple of {shards}")
 
 

@@ -1,11 +1,13 @@
 """Pretrained weights for fine-tuning and conversion: read from, or write as, electra-jax checkpoints.
 
-A pretraining workdir holds `checkpoints/<step>/{state,meta}` (see `electra_jax.checkpoints`):
-`state` is the whole `TrainState` (parameters, optimizer slots, step, rng) and `meta` JSON
-with the step, the data position, the config and the tokenizer. Fine-tuning needs only part of
-it: `load_pretrained` reads the model config and tokenizer from `meta` and restores just the
-requested top-level parameter groups (by default the shared `embeddings` and the
-`discriminator`), never the generator's weights or the optimizer slots it does not need.
+A pretraining workdir holds `checkpoints/<step>/{state,meta}` (see
+`electra_jax.training.checkpoints`): `state` is the whole `TrainState` (parameters, optimizer
+slots, step, rng) and `meta` JSON with the step, the data position, the config, the tokenizer
+and the encoder (which top-level network the objective trains as the encoder, and its
+pretraining head). Fine-tuning needs only part of it: `load_pretrained` reads the model config,
+tokenizer and encoder from `meta` and restores just the requested top-level parameter groups
+(by default the shared `embeddings` and the encoder network, `discriminator` for ELECTRA), never
+the generator's weights or the optimizer slots it does not need. Paths may be local or gs://.
 
 `save_pretrained` writes the same layout with `state = {"params": ...}` (no optimizer state),
 which is what `python -m electra_jax.convert from-hf` produces from a Hugging Face checkpoint.
@@ -28,13 +30,17 @@ import numpy as np
 import orbax.checkpoint as ocp
 
 from electra_jax.training import checkpoints
+from electra_jax.models import electra
 from electra_jax.pretrain import default_config
-from electra_jax.data import fileio
+from electra_jax import fileio
 from electra_jax.data import tokenizer as tokenizer_lib
 from electra_jax.errors import ElectraError
 
-FINETUNE_PARTS = ("embeddings", "discriminator")
+FINETUNE_PARTS = ("embeddings", "discriminator")  # ELECTRA's encoder, the default.
 TOKENIZER_DIR = "tokenizer"
+# The encoder of checkpoints written before objectives recorded it (all were ELECTRA).
+DEFAULT_ENCODER = {"objective": "electra", "network": "discriminator",
+                   "head": "discriminator_predictions"}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -70,22 +76,30 @@ class Pretrained:
   tokenizer: the tokenizer the model was trained with, or None if it cannot be found.
   step: the pretraining step of the checkpoint.
   path: the checkpoint step directory.
+  encoder: {"objective", "network", "head"}: the objective that trained the checkpoint, the
+    top-level parameter network that is its encoder and that network's pretraining head.
   """
   model_config: ml_collections.ConfigDict
   params: dict[str, Any]
   tokenizer: TokenizerInfo | None
   step: int
   path: str
+  encoder: dict[str, Any] = dataclasses.field(default_factory=lambda: dict(DEFAULT_ENCODER))
+
+  @property
+  def encoder_network(self) -> str:
+    return self.encoder["network"]
 
 
 def _is_step_dir(path: str) -> bool:
-  return os.path.isdir(os.path.join(path, "state")) and os.path.isdir(os.path.join(path, "meta"))
+  return fileio.isdir(fileio.join(path, "state")) and fileio.isdir(fileio.join(path, "meta"))
 
 
 def _newest_step_dir(directory: str) -> str | None:
-  steps = [int(name) for name in os.listdir(directory)
-           if name.isdigit() and _is_step_dir(os.path.join(directory, name))]
-  return os.path.join(directory, str(max(steps))) if steps else None
+  steps = [int(name.rstrip("/")) for name in fileio.listdir(directory)
+           if name.rstrip("/").isdigit()
+           and _is_step_dir(fileio.join(directory, name.rstrip("/")))]
+  return fileio.join(directory, str(max(steps))) if steps else None
 
 
 def find_step_dir(path: str) -> str:
@@ -97,16 +111,16 @@ def find_step_dir(path: str) -> str:
   Raises:
     ElectraError: nothing there is an electra-jax checkpoint.
   """
-  path = os.path.abspath(os.path.expanduser(path))
-  if not os.path.isdir(path):
+  path = fileio.absolute(path)
+  if not fileio.isdir(path):
     raise ElectraError(
         f"checkpoint {path} does not exist; pass a pretraining --workdir, its checkpoints/ "
         "directory or one checkpoints/<step>/ directory (or convert a Hugging Face model with "
         "python -m electra_jax.convert from-hf)")
   if _is_step_dir(path):
     return path
-  for directory in (os.path.join(path, "checkpoints"), path):
-    if os.path.isdir(directory):
+  for directory in (fileio.join(path, "checkpoints"), path):
+    if fileio.isdir(directory):
       step_dir = _newest_step_dir(directory)
       if step_dir:
         return step_dir
@@ -120,10 +134,10 @@ def read_meta(step_dir: str) -> dict[str, Any]:
   """The JSON `meta` item of a checkpoint step (step, config, tokenizer, ...)."""
   try:
     return dict(ocp.Checkpointer(ocp.JsonCheckpointHandler()).restore(
-        os.path.join(step_dir, "meta")))
+        fileio.join(step_dir, "meta")))
   except Exception as e:  # pylint: disable=broad-except
     raise ElectraError(
-        f"cannot read {os.path.join(step_dir, 'meta')} ({type(e).__name__}: {e}); the "
+        f"cannot read {fileio.join(step_dir, 'meta')} ({type(e).__name__}: {e}); the "
         "checkpoint is incomplete or corrupt: use another step directory") from e
 
 
@@ -133,6 +147,9 @@ def model_config_from_meta(meta: dict[str, Any], step_dir: str) -> ml_collection
   if not saved:
     raise ElectraError(f"{step_dir}/meta has no model config; it was not written by electra-jax")
   model = default_config.get_config().model
+  saved = dict(saved)
+  if isinstance(saved.get("remat"), bool):  # Written before remat policies had names.
+    saved["remat"] = electra.remat_name(saved["remat"])
   model.update({k: v for k, v in saved.items() if k in model})
   return model
 
@@ -140,7 +157,7 @@ def model_config_from_meta(meta: dict[str, Any], step_dir: str) -> ml_collection
 def _tokenizer_from_meta(meta: dict[str, Any], step_dir: str) -> TokenizerInfo | None:
   """The tokenizer recorded in `meta`, or the one its workdir / config / shards point at."""
   recorded = meta.get("tokenizer")
-  workdir = os.path.dirname(os.path.dirname(step_dir))  # .../WORKDIR/checkpoints/<step>
+  workdir = fileio.dirname(fileio.dirname(step_dir))  # .../WORKDIR/checkpoints/<step>
   data = (meta.get("config") or {}).get("data") or {}
   lowercase = bool(data.get("lowercase", True))
   candidates = []
@@ -149,7 +166,7 @@ def _tokenizer_from_meta(meta: dict[str, Any], step_dir: str) -> TokenizerInfo |
                                     bool(recorded.get("lowercase", True))))
     # A copy next to the checkpoint (converted checkpoints, or a workdir moved elsewhere).
     candidates.append(TokenizerInfo(
-        os.path.join(workdir, TOKENIZER_DIR, os.path.basename(recorded["file"])),
+        fileio.join(workdir, TOKENIZER_DIR, fileio.basename(recorded["file"])),
         recorded["kind"], bool(recorded.get("lowercase", True))))
   if data.get("tokenizer_model"):
     kind = data.get("tokenizer_type", "auto")
@@ -164,9 +181,9 @@ def _tokenizer_from_meta(meta: dict[str, Any], step_dir: str) -> TokenizerInfo |
                                       bool(tok.get("lowercase", True))))
     except (OSError, KeyError, ValueError):
       pass
-  candidates.append(TokenizerInfo(os.path.join(workdir, TOKENIZER_DIR, "spm.model"),
+  candidates.append(TokenizerInfo(fileio.join(workdir, TOKENIZER_DIR, "spm.model"),
                                   "sentencepiece", lowercase))
-  candidates.append(TokenizerInfo(os.path.join(workdir, TOKENIZER_DIR, "vocab.txt"),
+  candidates.append(TokenizerInfo(fileio.join(workdir, TOKENIZER_DIR, "vocab.txt"),
                                   "wordpiece", lowercase))
   for info in candidates:
     if fileio.isfile(info.file):
@@ -175,7 +192,7 @@ def _tokenizer_from_meta(meta: dict[str, Any], step_dir: str) -> TokenizerInfo |
 
 
 def _restore_params(step_dir: str, parts: Sequence[str] | None) -> dict[str, Any]:
-  state_dir = os.path.join(step_dir, "state")
+  state_dir = fileio.join(step_dir, "state")
   checkpointer = ocp.PyTreeCheckpointer()
   try:
     # Orbax warns that a step's state/ has no metadata file of its own; that is expected.
@@ -215,15 +232,18 @@ def _restore_params(step_dir: str, parts: Sequence[str] | None) -> dict[str, Any
   return restored["params"]
 
 
-def load_pretrained(path: str, parts: Sequence[str] | None = FINETUNE_PARTS) -> Pretrained:
-  """Restores the model config, the tokenizer info and `parts` of the parameters.
+def load_pretrained(path: str, parts: Sequence[str] | None = ("embeddings", "encoder")
+                    ) -> Pretrained:
+  """Restores the model config, the tokenizer info, the encoder info and `parts` of the
+  parameters.
 
   Args:
     path: a workdir, a checkpoints/ directory or a step directory (see `find_step_dir`).
     parts: top-level parameter groups to restore (e.g. "embeddings", "discriminator",
       "generator", "generator_predictions", "discriminator_predictions",
-      "generator_embeddings"); None restores every group the checkpoint has. Optimizer state
-      is never read.
+      "generator_embeddings"); "encoder" and "encoder_head" stand for the checkpoint's encoder
+      network and its head. None restores every group the checkpoint has. Optimizer state is
+      never read.
 
   Raises:
     ElectraError: no checkpoint at `path`, a requested group is missing, or the files are
@@ -232,12 +252,16 @@ def load_pretrained(path: str, parts: Sequence[str] | None = FINETUNE_PARTS) -> 
   step_dir = find_step_dir(path)
   meta = read_meta(step_dir)
   model_config = model_config_from_meta(meta, step_dir)
+  encoder = {**DEFAULT_ENCODER, **(meta.get("encoder") or {})}
+  aliases = {"encoder": encoder["network"], "encoder_head": encoder["head"]}
+  if parts is not None:
+    parts = [aliases.get(p, p) for p in parts]
   params = _restore_params(step_dir, parts)
   tokenizer = _tokenizer_from_meta(meta, step_dir)
-  step = int(meta.get("step", os.path.basename(step_dir)))
+  step = int(meta.get("step", fileio.basename(step_dir)))
   logging.info("Loaded %s (step %d) from %s", ", ".join(params), step, step_dir)
   return Pretrained(model_config=model_config, params=params, tokenizer=tokenizer, step=step,
-                    path=step_dir)
+                    path=step_dir, encoder=encoder)
 
 
 def _write_checkpoint(directory: str, params: dict[str, Any],

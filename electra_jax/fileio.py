@@ -1,8 +1,9 @@
 """File access for local paths and remote URLs such as gs:// (through tf.io.gfile).
 
 Local paths use the standard library (fast, no TensorFlow import); a path containing "://"
-goes through `tf.io.gfile`, which TensorFlow builds with GCS support, so corpora, tokenizers
-and preprocessed shards can live in a bucket next to a TPU VM. TensorFlow is imported only
+goes through `tf.io.gfile`, which TensorFlow builds with GCS support, so corpora, tokenizers,
+preprocessed shards and workdirs can live in a bucket next to a TPU VM (tests use gfile's
+in-memory `ram://` filesystem). TensorFlow is imported only
 when a remote path is used.
 """
 
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 import glob as glob_lib
 import os
+import shutil
 import uuid
 from typing import IO, Any
 
@@ -87,6 +89,35 @@ def size(path: str) -> int:
 
 def join(*parts: str) -> str:
   return os.path.join(*parts)
+
+
+def dirname(path: str) -> str:
+  return os.path.dirname(path.rstrip("/"))
+
+
+def basename(path: str) -> str:
+  return os.path.basename(path.rstrip("/"))
+
+
+def absolute(path: str) -> str:
+  """Local paths made absolute (with ~ expanded); remote URLs as they are."""
+  return path if is_remote(path) else os.path.abspath(os.path.expanduser(path))
+
+
+def rmtree(path: str) -> None:
+  """Deletes a directory and everything in it."""
+  if is_remote(path):
+    _gfile().rmtree(path)
+  else:
+    shutil.rmtree(path)
+
+
+def copy(src: str, dst: str) -> None:
+  """Copies one file, overwriting `dst`; local or remote on either side."""
+  if is_remote(src) or is_remote(dst):
+    _gfile().copy(src, dst, overwrite=True)
+  else:
+    shutil.copyfile(src, dst)
 
 
 def rename(src: str, dst: str) -> None:

@@ -1,26 +1,22 @@
-"""Pretraining objectives: masking, Gumbel sampling, labels, losses and their metrics.
-
-The math is a set of pure functions (each tested directly). An objective composes them into
-`loss_and_metrics(params, batch, rng, deterministic)`, the only thing the train loop calls, so
-variants (BERT MLM, ELECTRA-15%, Replace-MLM, All-Tokens MLM, ...) are new classes here and
-never touch the loop.
+"""The math of the pretraining objectives as pure functions: masking, Gumbel sampling,
+replacement labels, losses and their metrics. Each is tested directly; objectives compose them.
 
 Shapes: B batch, T sequence length, P = max_predictions masked slots per sequence, V vocab.
 
 Metrics are returned as `{name: (numerator, denominator)}` float32 pairs so that averages
-over many steps or hosts are exact: sum both parts, then divide (see `electra_jax.metrics`).
+over many steps or hosts are exact (see `electra_jax.training.metrics`).
 """
 
 from __future__ import annotations
 
-import dataclasses
-from typing import Any, Mapping, NamedTuple, Protocol
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
 import optax
 
-Batch = Mapping[str, jax.Array]
+from electra_jax.training.metrics import ratio
+
 Metrics = dict[str, tuple[jax.Array, jax.Array]]
 
 
@@ -146,10 +142,6 @@ def discriminator_loss(logits: jax.Array, labels: jax.Array, input_mask: jax.Arr
   return jnp.sum(losses * weights) / (jnp.sum(weights) + 1e-6)
 
 
-def ratio(numerator, denominator) -> tuple[jax.Array, jax.Array]:
-  return jnp.asarray(numerator, jnp.float32), jnp.asarray(denominator, jnp.float32)
-
-
 def mlm_metrics(logits, target_ids, weights, sampled_ids, loss) -> Metrics:
   """Generator metrics: loss, argmax accuracy and accuracy of the Gumbel samples."""
   total = jnp.sum(weights)
@@ -174,92 +166,3 @@ def discriminator_metrics(logits, labels, input_mask, loss) -> Metrics:
           # The share of real tokens that were replaced: the "all original" baseline
           # accuracy is 1 minus this.
           "replaced_fraction": ratio(jnp.sum(actual), jnp.sum(weights))}
-
-
-class Objective(Protocol):
-  """What the train loop needs from a pretraining objective."""
-
-  def loss_and_metrics(self, params: Any, batch: Batch, rng: jax.Array, deterministic: bool
-                       ) -> tuple[jax.Array, Metrics, dict[str, jax.Array]]:
-    """Returns (scalar loss to minimise, metrics as (num, den) pairs, per-token outputs).
-
-    The outputs dict holds arrays for host-side evaluation metrics (e.g. AUC).
-    """
-
-
-@dataclasses.dataclass(frozen=True)
-class SpecialIds:
-  pad: int
-  cls: int
-  sep: int
-  mask: int
-
-  def never_masked(self) -> tuple[int, ...]:
-    return (self.pad, self.cls, self.sep, self.mask)
-
-
-@dataclasses.dataclass(frozen=True)
-class ElectraObjective:
-  """Replaced-token detection: gen_weight * MLM + disc_weight * Disc.
-
-  Attributes:
-    model: an `ElectraPretrainer` (its `apply` is called with `method=`).
-    special_ids: token ids that are never masked and [MASK] itself.
-    mask_prob, max_predictions, mask_token_prob: see `mask_tokens`.
-    gen_weight, disc_weight: loss weights (1 and 50 in the paper).
-    temperature: sampling temperature of the generator's softmax.
-    disallow_correct: never sample the original token.
-  """
-  model: Any
-  special_ids: SpecialIds
-  mask_prob: float = 0.15
-  max_predictions: int = 19
-  mask_token_prob: float = 0.85
-  gen_weight: float = 1.0
-  disc_weight: float = 50.0
-  temperature: float = 1.0
-  disallow_correct: bool = False
-
-  def loss_and_metrics(self, params, batch, rng, deterministic):
-    mask_rng, sample_rng, gen_dropout, disc_dropout = jax.random.split(rng, 4)
-    input_ids, input_mask, segment_ids = (batch["input_ids"], batch["input_mask"],
-                                          batch["segment_ids"])
-    masked = mask_tokens(mask_rng, input_ids, input_mask, mask_prob=self.mask_prob,
-                         max_predictions=self.max_predictions, mask_id=self.special_ids.mask,
-                         special_ids=self.special_ids.never_masked(),
-                         mask_token_prob=self.mask_token_prob)
-    variables = {"params": params}
-    gen_logits = self.model.apply(
-        variables, masked.masked_ids, input_mask, segment_ids, masked.positions, deterministic,
-        method="generator_logits", rngs={"dropout": gen_dropout})
-    gen_loss = mlm_loss(gen_logits, masked.target_ids, masked.weights)
-    sampled = gumbel_sample(sample_rng, gen_logits, self.temperature,
-                            masked.target_ids if self.disallow_correct else None)
-    corrupted, labels = replace_tokens(input_ids, input_mask, masked.positions, sampled,
-                                       masked.weights)
-    disc_logits = self.model.apply(
-        variables, corrupted, input_mask, segment_ids, deterministic,
-        method="discriminator_logits", rngs={"dropout": disc_dropout})
-    disc_loss = discriminator_loss(disc_logits, labels, input_mask)
-    loss = self.gen_weight * gen_loss + self.disc_weight * disc_loss
-    metrics = {"loss": ratio(loss, 1.0),
-               **mlm_metrics(gen_logits, masked.target_ids, masked.weights, sampled, gen_loss),
-               **discriminator_metrics(disc_logits, labels, input_mask, disc_loss)}
-    outputs = {"disc_probs": jax.nn.sigmoid(disc_logits), "disc_labels": labels,
-               "input_mask": input_mask}
-    return loss, metrics, outputs
-
-
-def build_objective(config, model, special_ids: SpecialIds) -> Objective:
-  """The objective named by `config.objective.name`."""
-  obj = config.objective
-  max_predictions = obj.max_predictions
-  if max_predictions <= 0:
-    max_predictions = max_predictions_for(config.data.max_seq_length, obj.mask_prob)
-  if obj.name == "electra":
-    return ElectraObjective(
-        model=model, special_ids=special_ids, mask_prob=obj.mask_prob,
-        max_predictions=max_predictions, mask_token_prob=obj.mask_token_prob,
-        gen_weight=obj.gen_weight, disc_weight=obj.disc_weight, temperature=obj.temperature,
-        disallow_correct=obj.disallow_correct)
-  raise ValueError(f"objective.name={obj.name!r}; known objectives: ['electra']")

@@ -1,0 +1,47 @@
+"""Subword tokenizers: sentencepiece and WordPiece, trained here or loaded, with one interface.
+
+Modules: `base` (the interface, special tokens), `sentencepiece_model`, `wordpiece`,
+`training` (training on text files), `loading` (`load_tokenizer`), `__main__` (the command).
+
+Two kinds of vocabulary, picked by `--config.data.tokenizer_type` (see `load_tokenizer`):
+
+* sentencepiece (`SentencePieceTokenizer`, also called `Tokenizer`): a unigram language model
+  (sentencepiece's default, the algorithm of T5/ALBERT) in a `.model` file, which trains fast on
+  a few MB. Normalisation (NFKC, optionally case folding) is stored in the model.
+* WordPiece (`WordPieceTokenizer`): a BERT-style `vocab.txt`, one token per line and the id of
+  a token its line number, e.g. BERT uncased, the vocabulary of every released ELECTRA
+  checkpoint. Encoding is done by Hugging Face `tokenizers` with BERT's normalizer (lowercasing
+  and accent stripping for uncased vocabularies), BERT's pre-tokenizer (split on whitespace and
+  punctuation) and greedy longest-match-first WordPiece.
+
+Both offer `kind`, `model_file`, `vocab_size`, the special ids `pad_id`, `unk_id`, `cls_id`,
+`sep_id`, `mask_id`, and `encode`, `encode_batch`, `decode` and `id_to_piece`.
+
+Every vocabulary holds the special tokens `SPECIAL_TOKENS` = [PAD] [UNK] [CLS] [SEP] [MASK].
+Trained ones have them at ids 0..4; a loaded WordPiece vocabulary may have them anywhere (BERT
+uncased: [PAD]=0, [UNK]=100, [CLS]=101, [SEP]=102, [MASK]=103). Text never encodes to [PAD],
+[CLS], [SEP] or [MASK], so a corpus that mentions "[SEP]" or "[MASK]" cannot forge segment
+boundaries or masks: in sentencepiece they are *control* symbols, and BERT's pre-tokenizer splits
+"[MASK]" in text into '[', 'mask', ']'. Sentencepiece's <s>/</s> are disabled.
+
+As a command, trains a tokenizer once for several pretraining runs:
+
+  python -m electra_jax.data.tokenizer train --input='books/*.txt' --vocab_size=30522 \\
+      --output=DIR [--type=sentencepiece|wordpiece] [--nolowercase] [--input_sentence_size=N] \\
+      [--overwrite]
+
+It reads text in the pretraining format (one sentence per line, a blank line between
+documents) and writes DIR/spm.model and DIR/spm.vocab (--type=sentencepiece, the default) or
+DIR/vocab.txt (--type=wordpiece). It prints one line: the vocabulary file, its size, the special
+ids, the encoding of a short sentence of the corpus, the lines sentencepiece skipped as too long
+(if any), the time taken, and the flags that pass the tokenizer to pretraining, e.g.
+`--config.data.tokenizer_type=wordpiece --config.data.tokenizer_model=DIR/vocab.txt
+--config.model.vocab_size=30522`.
+"""
+
+from electra_jax.data.tokenizer.base import *  # pylint: disable=wildcard-import,unused-wildcard-import
+from electra_jax.data.tokenizer.loading import load_tokenizer  # pylint: disable=unused-import
+from electra_jax.data.tokenizer.sentencepiece_model import SentencePieceTokenizer, Tokenizer  # pylint: disable=unused-import
+from electra_jax.data.tokenizer.training import (  # pylint: disable=unused-import
+    LongLines, count_long_lines, train_sentencepiece, train_wordpiece)
+from electra_jax.data.tokenizer.wordpiece import WordPieceTokenizer  # pylint: disable=unused-import

@@ -1,0 +1,218 @@
+"""`python -m electra_jax.data.tokenizer train ...`: trains a tokenizer once for several
+pretraining runs (see the package docstring)."""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Sequence
+
+from absl import flags
+from absl import logging
+
+from electra_jax import cli
+from electra_jax.data import text_files
+from electra_jax.data import tokenizer as _package
+from electra_jax.data.tokenizer.base import (SPECIAL_TOKENS, SENTENCEPIECE, WORDPIECE,
+    TOKENIZER_KINDS, MAX_SENTENCE_BYTES)
+from electra_jax.data.tokenizer.loading import load_tokenizer
+from electra_jax.data.tokenizer.training import (count_long_lines, train_sentencepiece,
+                                                 train_wordpiece)
+from electra_jax.errors import ElectraError
+
+__doc__ = _package.__doc__  # pylint: disable=redefined-builtin
+
+SUBCOMMANDS = ("train",)
+OUTPUT_FILES = {  # What --type writes into --output; the first file is the one to load.
+    SENTENCEPIECE: ("spm.model", "spm.vocab"),
+    WORDPIECE: ("vocab.txt",),
+}
+MODEL_NAME = "spm"  # --type=sentencepiece writes <output>/spm.model and <output>/spm.vocab.
+MIN_VOCAB_SIZE = len(SPECIAL_TOKENS) + 1
+_EXAMPLE_WORDS = (4, 12)  # Word counts of a "short" example sentence.
+_EXAMPLE_SEARCH_LINES = 1000  # Non-blank lines searched for one.
+
+
+def _define_flags() -> None:
+  """Registers the command's flags.
+
+  Called only when this module runs as the program, never on import: absl flags are global,
+  and modules imported by `electra_jax.main` must not claim names such as --input or --output.
+  """
+  flags.DEFINE_string("input", None,
+                      "Required. Comma-separated globs of UTF-8 text files, one sentence per "
+                      "line, a blank line between documents (the pretraining text format).")
+  flags.DEFINE_integer("vocab_size", None,
+                       "Required. Number of tokens, the 5 special tokens included; pass the "
+                       "same number to pretraining as --config.model.vocab_size.")
+  flags.DEFINE_string("output", None,
+                      "Required. Directory (created if needed) for spm.model and spm.vocab "
+                      "(--type=sentencepiece) or vocab.txt (--type=wordpiece).")
+  flags.DEFINE_enum("type", SENTENCEPIECE, list(TOKENIZER_KINDS),
+                    "sentencepiece: a unigram model, spm.model. wordpiece: a BERT-style "
+                    "vocab.txt, encoded with BERT's normalizer and pre-tokenizer by Hugging Face "
+                    "tokenizers. Pass the same type to pretraining as "
+                    "--config.data.tokenizer_type.")
+  flags.DEFINE_bool("lowercase", True,
+                    "Lowercase text (sentencepiece: case-fold, stored in the model; wordpiece: "
+                    "lowercase and strip accents like BERT uncased); --nolowercase keeps case.")
+  flags.DEFINE_integer("input_sentence_size", 2_000_000,
+                       "sentencepiece only: train on a random sample of at most this many "
+                       "sentences; 0 uses all. wordpiece always uses all lines.")
+  flags.DEFINE_bool("overwrite", False,
+                    "Replace an existing spm.model or vocab.txt in --output.")
+
+
+def _example_sentence(files: Sequence[str]) -> str | None:
+  """A short line of the corpus to show an encoding of; None when every line is blank.
+
+  Returns the first line of 4-12 words among the first `_EXAMPLE_SEARCH_LINES` non-blank lines,
+  else the first 12 words of the first non-blank line. Stops reading at the answer, so a large
+  corpus costs little; an empty one is read to the end.
+  """
+  first = None
+  seen = 0
+  for path in files:
+    with open(path, encoding="utf-8-sig", errors="replace") as f:
+      for line in f:
+        words = line.split()
+        if not words:
+          continue
+        if _EXAMPLE_WORDS[0] <= len(words) <= _EXAMPLE_WORDS[1]:
+          return " ".join(words)
+        if first is None:
+          first = " ".join(words[:_EXAMPLE_WORDS[1]])
+        seen += 1
+        if seen >= _EXAMPLE_SEARCH_LINES:
+          return first
+  return first
+
+
+def _check_train_flags(vocab_size: int, output_dir: str, tokenizer_type: str,
+                       input_sentence_size: int, overwrite: bool) -> str:
+  """Validates the `train` flags that need no input file; returns the file to be written.
+
+  Raises:
+    ElectraError: a value is invalid, or the file exists and `overwrite` is False.
+  """
+  if tokenizer_type not in TOKENIZER_KINDS:
+    raise ElectraError(f"--type={tokenizer_type!r} is not a tokenizer type; use one of "
+                       f"{', '.join(TOKENIZER_KINDS)}")
+  if vocab_size < MIN_VOCAB_SIZE:
+    raise ElectraError(
+        f"--vocab_size={vocab_size} is too small: it must be at least {MIN_VOCAB_SIZE} (the "
+        f"{len(SPECIAL_TOKENS)} special tokens {' '.join(SPECIAL_TOKENS)} and text pieces)")
+  if input_sentence_size < 0:
+    raise ElectraError(
+        f"--input_sentence_size={input_sentence_size} is negative; give a number of sentences, "
+        "or 0 to train on all of them")
+  if os.path.exists(output_dir) and not os.path.isdir(output_dir):
+    raise ElectraError(f"--output={output_dir!r} is a file; give a directory")
+  model_file = os.path.join(output_dir, OUTPUT_FILES[tokenizer_type][0])
+  if os.path.exists(model_file) and not overwrite:
+    raise ElectraError(
+        f"{model_file} already exists; pass --overwrite to replace it, or choose another "
+        "--output")
+  return model_file
+
+
+def train_command(input_patterns: str, vocab_size: int, output_dir: str, lowercase: bool = True,
+                  input_sentence_size: int = 2_000_000, overwrite: bool = False,
+                  tokenizer_type: str = SENTENCEPIECE) -> str:
+  """The `train` subcommand: trains a tokenizer into `output_dir` and summarises it.
+
+  Args:
+    input_patterns: comma-separated globs of the training text (--input).
+    vocab_size: number of tokens, special tokens included (--vocab_size).
+    output_dir: directory for the vocabulary files, created if needed (--output).
+    lowercase: lowercase text (--lowercase).
+    input_sentence_size: sentences sampled for sentencepiece training, 0 for all
+      (--input_sentence_size).
+    overwrite: replace an existing `spm.model` / `vocab.txt` (--overwrite).
+    tokenizer_type: "sentencepiece" or "wordpiece" (--type).
+
+  Returns:
+    One line: the model path, vocabulary size, special-token ids, the encoding of a short
+    sentence of the corpus, the lines sentencepiece skipped as too long (if any), the training
+    time, and the config flags that pass the tokenizer to pretraining.
+
+  Raises:
+    ElectraError: a flag value is invalid, no file matches, the text is empty, the model exists
+      and `overwrite` is False, or training fails (e.g. the corpus is too small).
+  """
+  model_file = _check_train_flags(vocab_size, output_dir, tokenizer_type, input_sentence_size,
+                                  overwrite)
+  files = text_files.expand_patterns(input_patterns, "--input")
+  example = _example_sentence(files)
+  if example is None:
+    raise ElectraError(
+        f"the --input files hold no text ({len(files)} file(s), every line blank: "
+        f"{', '.join(files[:3])}{', ...' if len(files) > 3 else ''}); give text files with "
+        "one sentence per line")
+  try:
+    os.makedirs(output_dir, exist_ok=True)
+  except OSError as e:
+    raise ElectraError(f"cannot create --output={output_dir!r}: {e}") from e
+
+  size = sum(os.path.getsize(f) for f in files)
+  logging.info("Training a %d-token %s %s tokenizer on %d file(s) (%.1f MB) ...", vocab_size,
+               "lowercasing" if lowercase else "cased", tokenizer_type, len(files), size / 1e6)
+  start = time.perf_counter()
+  skipped = ""
+  if tokenizer_type == SENTENCEPIECE:
+    long_lines = count_long_lines(files, MAX_SENTENCE_BYTES)
+    if long_lines.count:
+      skipped = f", skipped {long_lines.describe()}"
+    train_sentencepiece(files, os.path.join(output_dir, MODEL_NAME), vocab_size,
+                        lowercase=lowercase, input_sentence_size=input_sentence_size,
+                        vocab_size_flag="--vocab_size", model_flag=None, long_lines=long_lines)
+  else:
+    train_wordpiece(files, model_file, vocab_size, lowercase=lowercase,
+                    vocab_size_flag="--vocab_size", model_flag=None)
+  seconds = time.perf_counter() - start
+
+  tok = load_tokenizer(model_file, tokenizer_type, lowercase=lowercase)
+  special_ids = (tok.pad_id, tok.unk_id, tok.cls_id, tok.sep_id, tok.mask_id)
+  special = " ".join(f"{t}={i}" for t, i in zip(SPECIAL_TOKENS, special_ids, strict=True))
+  pieces = " ".join(tok.id_to_piece(i) for i in tok.encode(example))
+  usage = (f"--config.data.tokenizer_type={tokenizer_type} "
+           f"--config.data.tokenizer_model={model_file} --config.model.vocab_size={tok.vocab_size}"
+           + ("" if lowercase or tokenizer_type == SENTENCEPIECE
+              else " --config.data.lowercase=False"))
+  return (f"wrote {model_file}: vocab_size={tok.vocab_size}, special ids {special}, "
+          f"{example!r} -> {pieces}{skipped}, trained in {seconds:.1f}s; pretrain with {usage}")
+
+
+def _main(argv: list[str]) -> None:
+  """Runs the subcommand named by the first positional argument (only `train` exists)."""
+  args = argv[1:]
+  valid = " or ".join(repr(c) for c in SUBCOMMANDS)
+  if not args:
+    raise ElectraError(
+        f"no subcommand given; the subcommand is {valid}: python -m electra_jax.data.tokenizer "
+        "train --input='books/*.txt' --vocab_size=30522 --output=DIR (see --help)")
+  if args[0] not in SUBCOMMANDS:
+    raise ElectraError(f"unknown subcommand {args[0]!r}; the subcommand is {valid} (see --help)")
+  if len(args) > 1:
+    raise ElectraError(
+        f"unexpected arguments after {args[0]!r}: {' '.join(args[1:])}; values are given as "
+        "flags, e.g. --input='books/*.txt' (quote globs so the shell does not expand them)")
+  fl = flags.FLAGS
+  missing = [f"--{name}" for name in ("input", "vocab_size", "output") if fl[name].value is None]
+  if missing:
+    raise ElectraError(
+        f"{args[0]} needs {', '.join(missing)}, e.g. python -m electra_jax.data.tokenizer train "
+        "--input='books/*.txt' --vocab_size=30522 --output=DIR")
+  if fl.type == WORDPIECE and fl["input_sentence_size"].present:
+    raise ElectraError(
+        "--input_sentence_size applies only to --type=sentencepiece (WordPiece training reads "
+        "every line); drop it, or sample the --input files yourself")
+  print(train_command(fl.input, fl.vocab_size, fl.output, lowercase=fl.lowercase,
+                      input_sentence_size=fl.input_sentence_size, overwrite=fl.overwrite,
+                      tokenizer_type=fl.type),
+        flush=True)
+
+
+if __name__ == "__main__":
+  _define_flags()
+  cli.run(_main)

@@ -1,0 +1,104 @@
+"""The tokenizer interface and the constants every tokenizer shares (special tokens, kinds)."""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Sequence
+
+
+PAD, UNK, CLS, SEP, MASK = "[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"
+SPECIAL_TOKENS: tuple[str, ...] = (PAD, UNK, CLS, SEP, MASK)
+SENTENCEPIECE, WORDPIECE, AUTO = "sentencepiece", "wordpiece", "auto"
+TOKENIZER_KINDS: tuple[str, ...] = (SENTENCEPIECE, WORDPIECE)  # What can be trained.
+LOAD_KINDS: tuple[str, ...] = TOKENIZER_KINDS + (AUTO,)  # What `load_tokenizer` accepts.
+MAX_SENTENCE_BYTES = 1 << 16  # Longer lines (UTF-8 bytes) are left out of sentencepiece training.
+WORDPIECE_PREFIX = "##"  # Marks a piece that continues a word, as in BERT's vocab.txt.
+MAX_WORD_CHARS = 100  # Longer words encode to [UNK], as in BERT.
+HINT_TRAIN = "train one with `python -m electra_jax.data.tokenizer train` (see --help)"
+
+
+class SubwordTokenizer(abc.ABC):
+  """What the data pipeline needs of a tokenizer, whichever its kind.
+
+  Subclasses set `kind`, `model_file` and `_ids` (special token -> id) and implement
+  `vocab_size`, `encode`, `encode_batch`, `id_to_piece` and `_decode_run`.
+  """
+
+  kind: str
+  model_file: str
+  _ids: dict[str, int]
+
+  @property
+  @abc.abstractmethod
+  def vocab_size(self) -> int:
+    """Number of tokens, special tokens included; ids are 0..vocab_size-1."""
+
+  @property
+  def pad_id(self) -> int:
+    return self._ids[PAD]
+
+  @property
+  def unk_id(self) -> int:
+    return self._ids[UNK]
+
+  @property
+  def cls_id(self) -> int:
+    return self._ids[CLS]
+
+  @property
+  def sep_id(self) -> int:
+    return self._ids[SEP]
+
+  @property
+  def mask_id(self) -> int:
+    return self._ids[MASK]
+
+  @abc.abstractmethod
+  def encode(self, text: str) -> list[int]:
+    """Token ids of `text` (no [CLS]/[SEP] added; never [PAD], [CLS], [SEP] or [MASK])."""
+
+  @abc.abstractmethod
+  def encode_batch(self, texts: Sequence[str]) -> list[list[int]]:
+    """`encode` of each text, computed in parallel."""
+
+  @abc.abstractmethod
+  def id_to_piece(self, i: int) -> str:
+    """The vocabulary entry of one id, e.g. '▁the', '##ing' or '[SEP]'.
+
+    Raises:
+      IndexError: `i` is not in 0..vocab_size-1.
+    """
+
+  @abc.abstractmethod
+  def _decode_run(self, ids: list[int]) -> str:
+    """Text of ids none of which is [PAD], [CLS], [SEP] or [MASK]."""
+
+  def decode(self, ids: Sequence[int]) -> str:
+    """Text of token ids. [PAD] is dropped; [CLS], [SEP], [MASK] show as their pieces.
+
+    Args:
+      ids: token ids (ints or numpy integers), shape [length].
+
+    Returns:
+      The text of each run of ordinary ids and the special pieces, joined by single spaces.
+    """
+    special = {self.cls_id, self.sep_id, self.mask_id, self.pad_id}
+    parts: list[str] = []
+    run: list[int] = []
+    for i in ids:
+      i = int(i)
+      if i in special:
+        if run:
+          parts.append(self._decode_run(run))
+          run = []
+        if i != self.pad_id:
+          parts.append(self.id_to_piece(i))
+      else:
+        run.append(i)
+    if run:
+      parts.append(self._decode_run(run))
+    return " ".join(p for p in parts if p)
+
+  def __repr__(self) -> str:
+    return f"{type(self).__name__}({self.model_file!r}, vocab_size={self.vocab_size})"
+

@@ -1,0 +1,53 @@
+"""The building blocks every network here is made of: dense layers and LayerNorms with logical
+axis names and the original ELECTRA initialisers, and BERT's exact GELU.
+
+Parameters are always float32; `cfg.dtype` is the compute dtype.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import flax.linen as nn
+import jax.numpy as jnp
+
+if TYPE_CHECKING:
+  from electra_jax.models.encoder import EncoderConfig
+
+
+def truncated_normal_init(stddev: float):
+  """N(0, stddev) truncated at 2 standard deviations, like TF's truncated_normal_initializer.
+
+  As in the original code, `stddev` is that of the normal before truncation (the samples' std
+  is about 0.88 * stddev).
+  """
+  return nn.initializers.truncated_normal(stddev, lower=-2.0, upper=2.0)
+
+
+def dense(features, cfg: EncoderConfig, axes: tuple[str | None, str | None], name: str,
+          use_bias: bool = True) -> nn.Dense:
+  """nn.Dense with truncated-normal kernels over logical `axes` (input, output), zero biases."""
+  return nn.Dense(
+      features,
+      use_bias=use_bias,
+      dtype=cfg.dtype,
+      param_dtype=jnp.float32,
+      kernel_init=nn.with_logical_partitioning(truncated_normal_init(cfg.initializer_range), axes),
+      bias_init=nn.with_logical_partitioning(nn.initializers.zeros_init(), (axes[1],)),
+      name=name)
+
+
+def layer_norm(cfg: EncoderConfig, axis_name: str, name: str = "LayerNorm") -> nn.LayerNorm:
+  """nn.LayerNorm with the config's epsilon, over the logical axis `axis_name`."""
+  return nn.LayerNorm(
+      epsilon=cfg.layer_norm_eps,
+      dtype=cfg.dtype,
+      param_dtype=jnp.float32,
+      scale_init=nn.with_logical_partitioning(nn.initializers.ones_init(), (axis_name,)),
+      bias_init=nn.with_logical_partitioning(nn.initializers.zeros_init(), (axis_name,)),
+      name=name)
+
+
+def gelu(x):
+  """The exact (erf) GELU of BERT and ELECTRA."""
+  return nn.gelu(x, approximate=False)

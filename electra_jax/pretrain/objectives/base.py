@@ -1,0 +1,104 @@
+"""What a pretraining objective is: everything specific to it, behind one interface.
+
+The pretraining loop, the benchmark, checkpointing, conversion and fine-tuning only talk to
+an `Objective`; none of them names an objective's metric or parameter path. An objective
+owns:
+
+- its model(s), built from `config.model` (`init_params`), and which top-level parameter
+  networks make the encoder that fine-tuning, export and scoring use (`encoder`,
+  `encoder_head`);
+- its parameter groups (`groups`, `group_of`), which the optimizer gives their own learning
+  rate, weight decay and trainable flag (`config.train.param_groups`);
+- `loss_and_metrics`, the metrics on the progress line (`progress_fields`) and the evaluation
+  extras computed on the host from per-token outputs (`eval_extras`, e.g. AUC);
+- its analytic FLOPs per training step (`flops_per_step`), for MFU and compute-matched runs.
+
+Add an objective by subclassing `Objective` in its own module and registering it in
+`electra_jax.pretrain.objectives`.
+"""
+
+from __future__ import annotations
+
+import abc
+import dataclasses
+from typing import Any, ClassVar, Mapping, Sequence
+
+import jax
+import ml_collections
+import numpy as np
+
+Metrics = dict[str, tuple[jax.Array, jax.Array]]
+
+
+@dataclasses.dataclass(frozen=True)
+class SpecialIds:
+  """Token ids the objectives treat specially."""
+  pad: int
+  cls: int
+  sep: int
+  mask: int
+
+  def never_masked(self) -> tuple[int, ...]:
+    return (self.pad, self.cls, self.sep, self.mask)
+
+  @classmethod
+  def of(cls, tokenizer) -> "SpecialIds":
+    return cls(pad=tokenizer.pad_id, cls=tokenizer.cls_id, sep=tokenizer.sep_id,
+               mask=tokenizer.mask_id)
+
+
+class Objective(abc.ABC):
+  """A pretraining objective (see the module docstring).
+
+  Class attributes:
+    name: the registry name (`config.objective.name`).
+    groups: the parameter groups, in display order.
+    encoder: the top-level parameter network that is "the encoder" (with `embeddings`).
+    encoder_head: its pretraining head, for scoring text (None if it has none).
+    progress_fields: progress-line label -> metric name.
+  """
+  name: ClassVar[str]
+  groups: ClassVar[tuple[str, ...]]
+  encoder: ClassVar[str]
+  encoder_head: ClassVar[str | None] = None
+  progress_fields: ClassVar[Mapping[str, str]] = {}
+
+  @classmethod
+  @abc.abstractmethod
+  def from_config(cls, config: ml_collections.ConfigDict, special_ids: SpecialIds
+                  ) -> "Objective":
+    """The objective as `config` (model, objective, data sections) describes it."""
+
+  @abc.abstractmethod
+  def init_params(self, key: jax.Array) -> tuple[Any, jax.Array]:
+    """key -> (boxed parameters with logical axis names, the train state's rng)."""
+
+  @abc.abstractmethod
+  def group_of(self, path: Sequence[str]) -> str:
+    """The group (one of `groups`) of the parameter at `path` (top-level name first)."""
+
+  @abc.abstractmethod
+  def loss_and_metrics(self, params: Any, batch: Mapping[str, jax.Array], rng: jax.Array,
+                       deterministic: bool) -> tuple[jax.Array, Metrics, dict[str, jax.Array]]:
+    """(scalar loss to minimise, metrics as (numerator, denominator) pairs, outputs).
+
+    `outputs` holds arrays for host-side evaluation extras (`eval_extras`).
+    """
+
+  @abc.abstractmethod
+  def flops_per_step(self, batch_size: int, seq_len: int) -> float:
+    """Analytic training FLOPs of one step (see `electra_jax.pretrain.flops`)."""
+
+  def eval_extras(self, metrics: Mapping[str, float],
+                  outputs: Sequence[Mapping[str, np.ndarray]]) -> dict[str, float]:
+    """Evaluation metrics computed on the host from every eval batch's outputs."""
+    del metrics, outputs
+    return {}
+
+  def check_mesh(self, mesh: jax.sharding.Mesh, rules) -> None:
+    """Raises ElectraError when the mesh cannot split the objective's networks."""
+    del mesh, rules
+
+  def encoder_info(self) -> dict[str, Any]:
+    """What checkpoints record so that fine-tuning, export and scoring find the encoder."""
+    return {"objective": self.name, "network": self.encoder, "head": self.encoder_head}

@@ -1,0 +1,142 @@
+"""The step loop every job runs: train steps, metric windows, progress lines, evaluation,
+checkpoints and the preemption path.
+
+`run` knows nothing about objectives or tasks: the job hands it its `Trainer`, a batch
+iterator, what to show on the progress line (`Progress`), and callbacks for evaluation and
+saving. Metrics are averaged exactly over each logging window and written as `train/<name>`
+(plus steps/s, tokens/s, cumulative FLOPs and MFU when the job knows its FLOPs per step).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import time
+from typing import Any, Callable, Iterator, Mapping
+
+from absl import logging
+import jax
+
+from electra_jax.training import metrics as metrics_lib
+from electra_jax.training.state import TrainState
+from electra_jax.training.trainer import Trainer
+
+
+def format_duration(seconds: float) -> str:
+  """H:MM:SS."""
+  seconds = int(max(0, seconds))
+  return f"{seconds // 3600}:{seconds % 3600 // 60:02d}:{seconds % 60:02d}"
+
+
+@dataclasses.dataclass(frozen=True)
+class Progress:
+  """What the progress line shows: `prefix` (e.g. "sst2 seed 0 "), then loss, the `fields`
+  (label -> metric name, e.g. {"disc_acc": "disc_accuracy"}), the learning rate, speed and ETA."""
+  prefix: str = ""
+  fields: Mapping[str, str] = dataclasses.field(default_factory=dict)
+
+  def line(self, step: int, total: int, values: Mapping[str, float]) -> str:
+    steps_per_s = values.get("steps_per_s", 0.0)
+    eta = (total - step) / steps_per_s if steps_per_s > 0 else float("nan")
+    parts = [f"{self.prefix}step {step}/{total} ({100.0 * step / total:.1f}%)",
+             f"loss {values['loss']:.4f}"]
+    parts += [f"{label} {values[name]:.4f}" for label, name in self.fields.items()
+              if name in values]
+    parts.append(f"lr {values['learning_rate']:.2e}")
+    parts.append(f"{steps_per_s:.2f} steps/s")
+    if "tokens_per_s" in values:
+      parts.append(f"{values['tokens_per_s']:,.0f} tokens/s")
+    if "mfu" in values:
+      parts.append(f"MFU {100 * values['mfu']:.1f}%")
+    parts.append(f"ETA {format_duration(eta) if math.isfinite(eta) else '?'}")
+    return " | ".join(parts)
+
+
+@dataclasses.dataclass
+class Schedule:
+  """When the periodic actions run. 0 turns an action off (except the final save)."""
+  total_steps: int  # The schedule's length (ETA, "the end" for evaluation).
+  stop_at: int  # Where this run stops (<= total_steps).
+  log_every: int
+  eval_every: int = 0
+  checkpoint_every: int = 0
+
+  def eval_due(self, step: int) -> bool:
+    return bool(self.eval_every) and (step % self.eval_every == 0 or step == self.total_steps)
+
+  def checkpoint_due(self, step: int) -> bool:
+    return (bool(self.checkpoint_every) and step % self.checkpoint_every == 0) or (
+        step == self.stop_at)
+
+
+@dataclasses.dataclass
+class Result:
+  state: TrainState
+  step: int
+  last_eval: dict[str, float]
+  preempted: bool
+
+
+def run(*, trainer: Trainer, state: TrainState, batches: Iterator[Mapping[str, Any]],
+        global_batch: int, start_step: int, schedule: Schedule, log: metrics_lib.MetricsLog,
+        progress: Progress, tokens_per_step: int = 0, flops_per_step: float = 0.0,
+        peak_flops_per_device: float = 0.0,
+        evaluate: Callable[[int, TrainState], dict[str, float]] | None = None,
+        save: Callable[[int, TrainState], None] | None = None,
+        preemption: Callable[[int], bool] | None = None) -> Result:
+  """Runs steps start_step+1 .. schedule.stop_at.
+
+  Args:
+    trainer, state: the job's compiled pieces and its state at `start_step`.
+    batches: host batches (this process's rows), one per step.
+    global_batch: rows per step over all processes.
+    evaluate: (step, state) -> metrics, called when `schedule.eval_due`; written as eval/<name>.
+    save: (step, state) -> None, called when `schedule.checkpoint_due` and on preemption.
+    preemption: step -> True when the platform announced a preemption: save and stop.
+  Returns:
+    the final state, the step reached, the last evaluation and whether it stopped early.
+  """
+  pending: list = []
+  last_eval: dict[str, float] = {}
+  window_start, window_steps = time.perf_counter(), 0
+  devices = jax.device_count()
+  step = start_step
+  preempted = False
+  while step < schedule.stop_at:
+    state, step_metrics = trainer.train_step(state, trainer.put_batch(next(batches),
+                                                                      global_batch))
+    pending.append(step_metrics)
+    step += 1
+    window_steps += 1
+    if step % schedule.log_every == 0 or step == schedule.stop_at:
+      accumulator = metrics_lib.RatioAccumulator()
+      for m in jax.device_get(pending):
+        accumulator.add(m)
+      pending.clear()
+      values = accumulator.result()
+      steps_per_s = window_steps / (time.perf_counter() - window_start)
+      values["steps_per_s"] = steps_per_s
+      if tokens_per_step:
+        values["tokens_per_s"] = steps_per_s * tokens_per_step
+      if flops_per_step:
+        values["total_flops"] = step * flops_per_step
+        if peak_flops_per_device:
+          values["mfu"] = flops_per_step * steps_per_s / (peak_flops_per_device * devices)
+      log.write_scalars(step, {f"train/{k}": v for k, v in values.items()})
+      logging.info("%s", progress.line(step, schedule.total_steps, values))
+      window_start, window_steps = time.perf_counter(), 0
+    if evaluate is not None and schedule.eval_due(step):
+      last_eval = evaluate(step, state)
+      log.write_scalars(step, {f"eval/{k}": v for k, v in last_eval.items()})
+      logging.info("%seval at step %d: %s", progress.prefix, step,
+                   " | ".join(f"{k} {v:.4f}" for k, v in sorted(last_eval.items())))
+      window_start, window_steps = time.perf_counter(), 0
+    if save is not None and schedule.checkpoint_due(step):
+      save(step, state)
+    elif save is not None and preemption is not None and preemption(step):
+      logging.warning("Preemption announced at step %d: saving and stopping", step)
+      save(step, state)
+      preempted = True
+      break
+  return Result(state=state, step=step, last_eval=last_eval, preempted=preempted)
+

@@ -1,0 +1,197 @@
+"""One way to build a sharded, jitted training job: state, train step and eval step.
+
+Pretraining and fine-tuning both describe their job as
+
+  init_params(key) -> (boxed parameters, state rng)    # flax params with logical axis names
+  loss_fn(params, batch, rng, deterministic) -> (loss, metrics, outputs)
+  make_optimizer(abstract params) -> (optax transformation, schedule)
+
+and `build_trainer` turns that into a `Trainer`: the mesh and logical-axis rules, the state's
+shardings (parameters and optimizer slots follow the parameters' logical axes), a state created
+directly in its shards, and two jitted steps with explicit in/out shardings:
+
+  train_step(state, batch) -> (state + 1 step, metrics)       the state is donated
+  eval_step(state, batch, rng) -> (metrics, outputs)           dropout off, outputs replicated
+
+Metrics are `{name: (numerator, denominator)}` pairs (see `electra_jax.training.metrics`); the
+train step adds `learning_rate` and `grad_norm`. Batches are dicts of host numpy arrays whose
+first axis is the batch; `Trainer.put_batch` makes them global arrays sharded over the batch
+axes of the mesh.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Callable, Mapping
+
+import flax.linen as nn
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+from jax.sharding import NamedSharding, PartitionSpec
+
+from electra_jax.training import parallel
+from electra_jax.training.metrics import ratio
+from electra_jax.training.state import TrainState
+
+Metrics = dict[str, tuple[jax.Array, jax.Array]]
+LossFn = Callable[[Any, Mapping[str, jax.Array], jax.Array, bool],
+                  tuple[jax.Array, Metrics, dict[str, jax.Array]]]
+InitParams = Callable[[jax.Array], tuple[Any, jax.Array]]
+MakeOptimizer = Callable[[Any], tuple[optax.GradientTransformation, optax.Schedule]]
+
+
+@dataclasses.dataclass
+class Trainer:
+  """The compiled pieces of a job, shared by its loop, its evaluation, tests and benchmarks."""
+  mesh: jax.sharding.Mesh
+  rules: tuple
+  tx: optax.GradientTransformation
+  schedule: optax.Schedule
+  param_specs: Any  # Logical PartitionSpecs of the parameters.
+  state_shardings: Any  # TrainState of NamedShardings.
+  batch_shardings: dict[str, NamedSharding]  # Per batch key.
+  init_state: Callable[[jax.Array], TrainState]  # Jitted: key -> sharded state.
+  train_jit: Any  # The jitted train step (call through `train_step`; for lowering).
+  eval_jit: Any  # The jitted eval step.
+  init_params: InitParams
+
+  def train_step(self, state: TrainState, batch: dict[str, jax.Array]
+                 ) -> tuple[TrainState, Metrics]:
+    with parallel.activate(self.mesh, self.rules):
+      return self.train_jit(state, batch)
+
+  def eval_step(self, state: TrainState, batch: dict[str, jax.Array], rng: jax.Array
+                ) -> tuple[Metrics, dict[str, jax.Array]]:
+    with parallel.activate(self.mesh, self.rules):
+      return self.eval_jit(state, batch, rng)
+
+  def abstract_state(self) -> TrainState:
+    """Shapes, dtypes and shardings of the state, for restoring checkpoints into."""
+    with parallel.activate(self.mesh, self.rules):
+      shapes = jax.eval_shape(self.init_state, jax.random.PRNGKey(0))
+    return jax.tree.map(lambda s, sh: jax.ShapeDtypeStruct(s.shape, s.dtype, sharding=sh),
+                        shapes, self.state_shardings)
+
+  def new_state(self, seed: int) -> TrainState:
+    """A freshly initialised state, created directly in its shards."""
+    with parallel.activate(self.mesh, self.rules):
+      return self.init_state(jax.random.PRNGKey(seed))
+
+  def with_params(self, state: TrainState, params: Any) -> TrainState:
+    """`state` with `params` (host or device arrays) put into their shards, step 0 and a fresh
+    optimizer state (e.g. pretrained weights dropped into a new fine-tuning state)."""
+    params = jax.device_put(params, self.state_shardings.params)
+    with parallel.activate(self.mesh, self.rules):
+      opt_state = jax.jit(self.tx.init, out_shardings=self.state_shardings.opt_state)(params)
+    step = jax.device_put(jnp.zeros((), jnp.int32), self.state_shardings.step)
+    return state.replace(step=step, params=params, opt_state=opt_state)
+
+  def put_batch(self, batch: Mapping[str, np.ndarray], global_batch: int | None = None
+                ) -> dict[str, jax.Array]:
+    """This host's rows of a batch -> global arrays sharded over the mesh's batch axes."""
+    out = {}
+    for name, local in batch.items():
+      out.update(parallel.device_put_batch({name: local}, self.batch_shardings[name],
+                                           global_batch))
+    return out
+
+
+def batch_shardings(mesh: jax.sharding.Mesh, rules, batch_ranks: Mapping[str, int]
+                    ) -> dict[str, NamedSharding]:
+  """Per batch key: the batch axis split over the mesh's batch axes, other axes whole."""
+  batch_axes = parallel.batch_sharding(mesh, rules).spec[0]
+  return {name: NamedSharding(mesh, PartitionSpec(batch_axes, *([None] * (rank - 1))))
+          for name, rank in batch_ranks.items()}
+
+
+def make_train_step(loss_fn: LossFn, tx: optax.GradientTransformation,
+                    schedule: optax.Schedule):
+  """(state, batch) -> (state + 1 step, metrics as (numerator, denominator) pairs)."""
+  def train_step(state: TrainState, batch: dict[str, jax.Array]):
+    rng = jax.random.fold_in(state.rng, state.step)
+
+    def loss(params):
+      value, step_metrics, _ = loss_fn(params, batch, rng, False)
+      return value, step_metrics
+
+    (_, step_metrics), grads = jax.value_and_grad(loss, has_aux=True)(state.params)
+    updates, opt_state = tx.update(grads, state.opt_state, state.params)
+    params = optax.apply_updates(state.params, updates)
+    step_metrics["learning_rate"] = ratio(schedule(state.step), 1.0)
+    step_metrics["grad_norm"] = ratio(optax.global_norm(grads), 1.0)
+    new_state = state.replace(step=state.step + 1, params=params, opt_state=opt_state)
+    return new_state, step_metrics
+  return train_step
+
+
+def make_eval_step(loss_fn: LossFn):
+  """(state, batch, rng) -> (metrics, outputs), dropout off."""
+  def eval_step(state: TrainState, batch: dict[str, jax.Array], rng: jax.Array):
+    _, step_metrics, outputs = loss_fn(state.params, batch, rng, True)
+    return step_metrics, outputs
+  return eval_step
+
+
+def build_trainer(*, init_params: InitParams, loss_fn: LossFn, make_optimizer: MakeOptimizer,
+                  mesh_config, batch_ranks: Mapping[str, int],
+                  batch_sizes: Mapping[str, int], devices=None) -> Trainer:
+  """Mesh, shardings, sharded state creation and the jitted steps of one job.
+
+  Args:
+    init_params: key -> (boxed parameters, the state's rng); see the module docstring.
+    loss_fn: (params, batch, rng, deterministic) -> (loss, metrics, outputs).
+    make_optimizer: abstract (unboxed) parameters -> (transformation, schedule).
+    mesh_config: `config.mesh`.
+    batch_ranks: the rank of every batch array by key (2 for [B, T] inputs, 1 for [B] labels).
+    batch_sizes: config field -> global batch size, each checked to divide the batch shards.
+    devices: the devices of the mesh (default: all).
+  Raises:
+    ElectraError: a batch size or a parameter dimension that the mesh does not divide.
+  """
+  mesh = parallel.make_mesh(mesh_config, devices)
+  rules = parallel.axis_rules(mesh_config)
+  for flag, size in batch_sizes.items():
+    parallel.check_batch_divides(size, mesh, rules, flag)
+
+  def unboxed_params(key):
+    boxed, _ = init_params(key)
+    return nn.meta.unbox(boxed)
+
+  with parallel.activate(mesh, rules):
+    boxed, _ = jax.eval_shape(init_params, jax.random.PRNGKey(0))
+    param_specs = nn.get_partition_spec(boxed)
+    abstract_params = jax.eval_shape(unboxed_params, jax.random.PRNGKey(0))
+  tx, schedule = make_optimizer(abstract_params)
+
+  def init_state(key):
+    boxed, state_rng = init_params(key)
+    params = nn.meta.unbox(boxed)
+    return TrainState(step=jnp.zeros((), jnp.int32), params=params, opt_state=tx.init(params),
+                      rng=state_rng)
+
+  abstract_opt = jax.eval_shape(tx.init, abstract_params)
+  opt_specs = optax.tree_map_params(
+      tx, lambda _, spec: spec, abstract_opt, param_specs,
+      transform_non_params=lambda _: PartitionSpec(),
+      is_leaf=lambda x: isinstance(x, PartitionSpec))
+  state_specs = TrainState(step=PartitionSpec(), params=param_specs, opt_state=opt_specs,
+                           rng=PartitionSpec())
+  state_shardings = parallel.logical_to_shardings(state_specs, mesh, rules)
+  parallel.check_shardings_divide(abstract_params, state_shardings.params, "parameter")
+  shardings = batch_shardings(mesh, rules, batch_ranks)
+  replicated = parallel.replicated(mesh)
+
+  init_jit = jax.jit(init_state, out_shardings=state_shardings)
+  train_jit = jax.jit(make_train_step(loss_fn, tx, schedule),
+                      in_shardings=(state_shardings, shardings),
+                      out_shardings=(state_shardings, replicated), donate_argnums=0)
+  # Eval outputs come back replicated, so that every process (each host of a pod) can read
+  # all of them (for AUC, predictions).
+  eval_jit = jax.jit(make_eval_step(loss_fn), in_shardings=(state_shardings, shardings, replicated),
+                     out_shardings=(replicated, replicated))
+  return Trainer(mesh=mesh, rules=rules, tx=tx, schedule=schedule, param_specs=param_specs,
+                 state_shardings=state_shardings, batch_shardings=shardings,
+                 init_state=init_jit, train_jit=train_jit, eval_jit=eval_jit,
+                 init_params=init_params)

@@ -1,0 +1,190 @@
+"""The shared training core and the objective interface: parameter groups, frozen groups in a
+real step, analytic FLOPs against XLA's count, MFU, and the scorer's loader."""
+
+import jax
+import numpy as np
+import pytest
+
+from electra_jax import benchmark
+from electra_jax.benchmark import step as benchmark_step
+from electra_jax.errors import ElectraError
+from electra_jax.models import electra
+from electra_jax.pretrain import loop as pretrain
+from electra_jax.pretrain import objectives
+from electra_jax.training import hardware
+from electra_jax.training import optimizer as optim
+from electra_jax.training import parallel
+from electra_jax.training import pretrained
+from electra_jax.score import load_scorer
+from tests import testing
+
+
+def _objective(config):
+  return objectives.build_objective(config, benchmark.SPECIAL)
+
+
+@pytest.mark.parametrize("untied", [False, True])
+def test_parameter_groups_cover_every_parameter_exactly_once(untied):
+  """Every parameter is in exactly one of the objective's groups, and every group is used;
+  the shared embeddings are their own group, the generator's own ones are the generator's."""
+  config = testing.fast_config()
+  config.model.untied_generator_embeddings = untied
+  objective = _objective(config)
+  abstract = jax.eval_shape(lambda k: objective.init_params(k)[0], jax.random.PRNGKey(0))
+  groups = {name: optim.GroupSettings() for name in objective.groups}
+  names = optim.assign_groups(abstract, objective.group_of, groups)
+  paths = [optim.path_names(p) for p, _ in jax.tree_util.tree_leaves_with_path(abstract)]
+  assigned = jax.tree.leaves(names)
+  assert len(assigned) == len(paths) == len(set(paths))
+  assert set(assigned) == set(objective.groups) == {"embeddings", "generator", "discriminator"}
+  by_top = {}
+  for path, group in zip(paths, assigned):
+    by_top.setdefault(path[0], set()).add(group)
+  assert all(len(g) == 1 for g in by_top.values())
+  assert by_top["embeddings"] == {"embeddings"}
+  assert by_top["discriminator_predictions"] == {"discriminator"}
+  assert by_top["generator_predictions"] == {"generator"}
+  assert ("generator_embeddings" in by_top) == untied
+  if untied:
+    assert by_top["generator_embeddings"] == {"generator"}
+
+
+def _one_step(config):
+  trainer = pretrain.build_setup(config, benchmark.SPECIAL).trainer
+  state = trainer.new_state(0)
+  before = jax.device_get(state.params)
+  batch = trainer.put_batch(benchmark.synthetic_batch(8, config.data.max_seq_length,
+                                                      config.model.vocab_size))
+  state, _ = trainer.train_step(state, batch)
+  state, _ = trainer.train_step(state, batch)
+  return before, jax.device_get(state.params)
+
+
+def _changed(before, after, top):
+  return [not np.array_equal(a, b) for a, b in zip(jax.tree.leaves(before[top]),
+                                                    jax.tree.leaves(after[top]))]
+
+
+def test_a_frozen_group_does_not_change_while_the_others_do():
+  """train.param_groups.discriminator.trainable=False: two real pretraining steps leave every
+  discriminator parameter bit-identical, while the embeddings and the generator move."""
+  config = testing.fast_config()
+  config.train.warmup_steps = 0
+  config.train.param_groups.discriminator.trainable = False
+  before, after = _one_step(config)
+  for top in ("discriminator", "discriminator_predictions"):
+    assert not any(_changed(before, after, top)), top
+  for top in ("embeddings", "generator", "generator_predictions"):
+    assert all(_changed(before, after, top)), top
+
+
+def test_group_learning_rate_scale_reaches_the_pretraining_step():
+  """A learning_rate_scale of 0 freezes a group as well; the others are unaffected by it."""
+  config = testing.fast_config()
+  config.train.warmup_steps = 0
+  config.train.param_groups.generator.learning_rate_scale = 0.0
+  before, after = _one_step(config)
+  assert not any(_changed(before, after, "generator"))
+  assert all(_changed(before, after, "discriminator"))
+
+
+def test_settings_for_a_group_the_objective_lacks_are_an_error():
+  config = testing.fast_config()
+  with config.unlocked():
+    config.train.param_groups.encoder = dict(learning_rate_scale=0.5, weight_decay=-1.0,
+                                             trainable=True)
+  with pytest.raises(ElectraError, match="train.param_groups.encoder is set, but the electra "
+                                         "objective has no 'encoder' group; its groups are "
+                                         "embeddings, generator, discriminator"):
+    pretrain.build_setup(config, benchmark.SPECIAL)
+
+
+# Analytic FLOPs (the paper's convention: matrix products only, backward = 2 x forward) are
+# below XLA's count of the compiled step, which adds element-wise work (LayerNorm, GELU,
+# softmax, masking) and the optimizer; measured 1.07x for tiny and 1.05x for small.
+FLOPS_TOLERANCE = (1.0, 1.15)
+
+
+@pytest.mark.parametrize("name,batch,seq", [("tiny", 8, 64), ("small", 4, 128)])
+def test_analytic_flops_match_xla_cost_analysis(name, batch, seq):
+  config = testing.load_config(name)
+  config.train.batch_size, config.data.max_seq_length = batch, seq
+  setup = pretrain.build_setup(config, benchmark.SPECIAL)
+  trainer = setup.trainer
+  abstract_batch = {k: jax.ShapeDtypeStruct((batch, seq), np.int32,
+                                            sharding=trainer.batch_shardings[k])
+                    for k in pretrain.INPUT_KEYS}
+  with parallel.activate(trainer.mesh, trainer.rules):
+    compiled = trainer.train_jit.lower(trainer.abstract_state(), abstract_batch).compile()
+  ratio = benchmark_step.compiled_flops(compiled) / setup.flops_per_step
+  assert FLOPS_TOLERANCE[0] <= ratio <= FLOPS_TOLERANCE[1], ratio
+
+
+def test_flops_scale_as_the_formulas_say():
+  """Doubling the batch doubles the FLOPs; the generator's output layer counts only the
+  masked slots (P per sequence), so a larger vocabulary adds 3 * 2 * B * P * E per step."""
+  config = testing.fast_config()
+  objective = _objective(config)
+  base = objective.flops_per_step(8, 32)
+  assert objective.flops_per_step(16, 32) == pytest.approx(2 * base)
+  config.model.vocab_size += 100
+  bigger = _objective(config).flops_per_step(8, 32)
+  e, p = config.model.embedding_size, objective.max_predictions
+  assert bigger - base == pytest.approx(3 * 2 * 8 * p * e * 100)
+
+
+def test_peak_flops_table_and_override():
+  assert hardware.peak_tflops_of("NVIDIA H100 80GB HBM3") == 989.0
+  assert hardware.peak_tflops_of("NVIDIA H100 PCIe") == 756.0
+  assert hardware.peak_tflops_of("TPU v4") == 275.0
+  assert hardware.peak_tflops_of("TPU v5 lite") == 197.0
+  assert hardware.peak_tflops_of("TPU v5p") == 459.0
+  assert hardware.peak_tflops_of("cpu") == 0.0
+  assert hardware.peak_flops_per_device(2.5, "cpu") == 2.5e12
+  with pytest.raises(ElectraError, match="peak_tflops=-1"):
+    hardware.peak_flops_per_device(-1.0)
+
+
+def test_the_loop_logs_cumulative_flops_and_mfu(tmp_path, corpus_and_tokenizer):
+  from electra_jax.training import metrics as metrics_lib  # pylint: disable=import-outside-toplevel
+  files, model = corpus_and_tokenizer
+  config = testing.fast_config(files, model)
+  config.train.num_train_steps = 3
+  config.train.eval_every_steps = 0
+  config.train.peak_tflops = 0.001
+  pretrain.train_and_evaluate(config, str(tmp_path))
+  flops = _objective(config).flops_per_step(8, 32)
+  records = [r for r in metrics_lib.read_metrics(str(tmp_path)) if "train/loss" in r]
+  assert [r["train/total_flops"] for r in records] == pytest.approx([flops, 2 * flops, 3 * flops])
+  for r in records:
+    assert r["train/mfu"] == pytest.approx(flops * r["train/steps_per_s"] / 1e9, rel=1e-6)
+
+
+def test_scorer_reproduces_the_pretrainers_discriminator(tmp_path, corpus_and_tokenizer):
+  """load_scorer restores embeddings + discriminator + its head from a pretraining checkpoint
+  and gives exactly ElectraPretrainer.discriminator_logits."""
+  files, model = corpus_and_tokenizer
+  config = testing.fast_config(files, model)
+  config.train.num_train_steps = 2
+  config.train.eval_every_steps = 0
+  pretrain.train_and_evaluate(config, str(tmp_path))
+  scorer = load_scorer(str(tmp_path))
+  assert set(scorer.params) == {"embeddings", "discriminator", "discriminator_predictions"}
+  assert scorer.tokenizer is not None and scorer.tokenizer.vocab_size == 512
+  full = pretrained.load_pretrained(str(tmp_path), parts=None)
+  batch = benchmark.synthetic_batch(3, 32, 512, seed=5)
+  batch["input_mask"][1, 20:] = 0
+  expected = electra.build_pretrainer(full.model_config).apply(
+      {"params": full.params}, batch["input_ids"], batch["input_mask"], batch["segment_ids"],
+      method="discriminator_logits")
+  logits = scorer.replaced_logits(batch["input_ids"], batch["input_mask"], batch["segment_ids"])
+  np.testing.assert_allclose(logits, np.asarray(expected), rtol=1e-5, atol=1e-5)
+  probs = scorer.replaced_probabilities(batch["input_ids"], batch["input_mask"],
+                                        batch["segment_ids"])
+  np.testing.assert_allclose(probs, 1 / (1 + np.exp(-logits)), rtol=1e-5)
+  # A checkpoint without the head cannot score.
+  partial = pretrained.load_pretrained(str(tmp_path))
+  pretrained.save_pretrained(str(tmp_path / "no_head"), partial.params, partial.model_config,
+                             None)
+  with pytest.raises(ElectraError, match="no discriminator_predictions parameters"):
+    load_scorer(str(tmp_path / "no_head"))
