@@ -22,7 +22,6 @@ jax.config.update("jax_platforms", "cpu")
 
 from electra_jax import benchmark  # pylint: disable=g-import-not-at-top
 from electra_jax.training import checkpoints  # pylint: disable=g-import-not-at-top
-from electra_jax.training import parallel  # pylint: disable=g-import-not-at-top
 from electra_jax.pretrain import loop as train  # pylint: disable=g-import-not-at-top
 from electra_jax.errors import ElectraError  # pylint: disable=g-import-not-at-top
 from tests import testing  # pylint: disable=g-import-not-at-top

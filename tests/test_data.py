@@ -9,6 +9,7 @@ import sentencepiece as spm
 
 from electra_jax.pretrain import default_config
 from electra_jax.data import corpus
+from electra_jax.data import documents as documents_lib
 from electra_jax.data import examples
 from electra_jax.data import pipeline
 from electra_jax.data import text_files
@@ -278,16 +279,16 @@ def test_docstring_sentences_drop_code():
 
 def test_split_documents():
   documents = [[f"doc {i}"] for i in range(100)]
-  train, evaluation = corpus.split_documents(documents, 0.1, seed=3)
+  train, evaluation = documents_lib.split_documents(documents, 0.1, seed=3)
   assert len(evaluation) == 10 and len(train) == 90
   assert sorted(train + evaluation) == sorted(documents)
   assert not {d[0] for d in train} & {d[0] for d in evaluation}
-  assert corpus.split_documents(documents, 0.1, seed=3) == (train, evaluation)
-  assert corpus.split_documents(documents, 0.1, seed=4)[1] != evaluation
-  assert len(corpus.split_documents(documents, 0.001, seed=0)[1]) == 1
-  assert corpus.split_documents(documents, 0.0, seed=0) == (documents, [])
+  assert documents_lib.split_documents(documents, 0.1, seed=3) == (train, evaluation)
+  assert documents_lib.split_documents(documents, 0.1, seed=4)[1] != evaluation
+  assert len(documents_lib.split_documents(documents, 0.001, seed=0)[1]) == 1
+  assert documents_lib.split_documents(documents, 0.0, seed=0) == (documents, [])
   with pytest.raises(ElectraError, match="leaves no training documents"):
-    corpus.split_documents([["only one"]], 0.5, seed=0)
+    documents_lib.split_documents([["only one"]], 0.5, seed=0)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -299,7 +300,8 @@ def test_pipeline_trains_and_reuses_tokenizer(stdlib_files, tmp_path):
   config = data_config(train_files=stdlib_files[0])
   data = pipeline.build_pretraining_data(config, workdir, vocab_size=1000, seed=0)
   model_file = os.path.join(workdir, "tokenizer", "spm.model")
-  assert data.tokenizer.model_file == model_file and data.corpus_files == stdlib_files[:1]
+  assert data.tokenizer.model_file == model_file
+  assert data.source == "--config.data.train_files"
   check_structure(data.train, 64)
   check_structure(data.eval, 64)
   assert len(data.eval["input_ids"]) > 0 and len(data.train["input_ids"]) > 1000
@@ -321,9 +323,8 @@ def test_pipeline_trains_and_reuses_tokenizer(stdlib_files, tmp_path):
 def test_pipeline_default_corpus_and_eval_files(small_tokenizer, stdlib_files, tmp_path):
   config = data_config(tokenizer_model=small_tokenizer.model_file, eval_files=stdlib_files[-1])
   data = pipeline.build_pretraining_data(config, str(tmp_path), vocab_size=1000, seed=0)
-  assert data.corpus_files == corpus.stdlib_corpus(str(tmp_path / "corpus"))
-  assert [os.path.basename(p) for p in data.corpus_files] == [
-      os.path.basename(p) for p in stdlib_files]
+  # The embedded corpus is built in memory: nothing is written into the workdir.
+  assert data.source == "the embedded corpus" and not os.path.exists(tmp_path / "corpus")
   assert len(data.eval["input_ids"]) > 0
   # With eval_files nothing is held out of the training documents.
   no_eval = pipeline.build_pretraining_data(data_config(tokenizer_model=small_tokenizer.model_file,
@@ -414,3 +415,34 @@ def test_first_segment_is_about_half_the_target_as_in_the_original():
   # A overshoots its target only through the coin flip: about half of the time.
   overshoot = np.mean(len_a[full] >= first_target)
   assert 0.3 < overshoot < 0.7
+
+
+def test_embedded_corpus_source_equals_its_files(stdlib_files):
+  """The in-memory embedded corpus holds exactly the documents its written shards hold, so
+  building it in memory changes nothing; the tokenizer trained on its sentences is the
+  tokenizer trained on the files."""
+  source = corpus.EmbeddedCorpus(group_by_module=False)
+  in_memory = list(source.documents())
+  assert source.files == () and source.name == "the embedded corpus"
+  assert in_memory == text_files.read_files(stdlib_files)
+  assert list(documents_lib.sentences(in_memory[:2])) == in_memory[0] + in_memory[1]
+
+
+def test_tokenizer_from_sentences_equals_tokenizer_from_files(stdlib_files, tmp_path):
+  files = stdlib_files[:1]
+  sentences = list(documents_lib.sentences(text_files.read_files(files)))
+  from_files = spm.SentencePieceProcessor(model_file=tokenizer_lib.train_sentencepiece(
+      files, str(tmp_path / "files"), vocab_size=800))
+  from_memory = spm.SentencePieceProcessor(model_file=tokenizer_lib.train_sentencepiece(
+      [], str(tmp_path / "memory"), vocab_size=800, sentences=sentences))
+  assert [(from_files.id_to_piece(i), from_files.get_score(i)) for i in range(800)] == [
+      (from_memory.id_to_piece(i), from_memory.get_score(i)) for i in range(800)]
+  wp_files = tokenizer_lib.train_wordpiece(files, str(tmp_path / "a.txt"), vocab_size=600)
+  wp_memory = tokenizer_lib.train_wordpiece([], str(tmp_path / "b.txt"), vocab_size=600,
+                                            sentences=sentences)
+  # Hugging Face's WordPiece trainer orders tokens of equal count differently from run to run
+  # (even on the same files), so the vocabularies are compared as sets.
+  tokens_files = open(wp_files, encoding="utf-8").read().split("\n")
+  tokens_memory = open(wp_memory, encoding="utf-8").read().split("\n")
+  assert len(tokens_files) == len(tokens_memory) and set(tokens_files) == set(tokens_memory)
+  assert tokens_files[:5] == tokens_memory[:5] == list(tokenizer_lib.SPECIAL_TOKENS)

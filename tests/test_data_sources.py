@@ -11,6 +11,7 @@ from electra_jax.data import pipeline
 from electra_jax.data import shards
 from electra_jax.data import tokenizer as tokenizer_lib
 from electra_jax.errors import ElectraError
+from electra_jax.training import metrics as metrics_lib
 from tests import testing
 from tests import tfds_testing
 
@@ -36,7 +37,7 @@ def shard_config(shard_dir):
 
 
 def _train_losses(workdir):
-  return {r["step"]: r["train/loss"] for r in train.read_metrics(workdir) if "train/loss" in r}
+  return {r["step"]: r["train/loss"] for r in metrics_lib.read_metrics(workdir) if "train/loss" in r}
 
 
 def test_training_on_shards_resumes_exactly(shard_dir, tmp_path):

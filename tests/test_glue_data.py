@@ -1,4 +1,4 @@
-"""Tests of electra_jax.data.glue: tasks, TSV and tfds readers, features and submissions.
+"""Tests of electra_jax.finetune.glue: tasks, TSV and tfds readers, features and submissions.
 
 The real GLUE files in ../shared/data/glue (read only, skipped when absent) check row counts
 and formats; MNLI and full QQP are not there, so they are tested on small files written here

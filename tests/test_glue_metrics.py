@@ -1,4 +1,4 @@
-"""Tests of electra_jax.glue_metrics: hand-worked values, scipy and brute force agreement."""
+"""Tests of electra_jax.finetune.metrics: hand-worked values, scipy and brute force agreement."""
 
 import math
 

@@ -1,4 +1,4 @@
-"""Tests for electra_jax.objectives: masking, sampling, labels, losses, metrics, the objective."""
+"""Tests for electra_jax.pretrain.objectives: masking, sampling, labels, losses, metrics, the objective."""
 
 import dataclasses
 import functools
@@ -12,7 +12,6 @@ from scipy import stats
 
 from electra_jax.errors import ElectraError
 from electra_jax.pretrain import objectives
-from electra_jax.models import electra
 from tests.testing import load_config, path_str
 
 PAD, CLS, SEP, MASK = 0, 2, 3, 4

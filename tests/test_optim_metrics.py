@@ -1,4 +1,4 @@
-"""Tests for electra_jax.optim (schedule, decay mask, AdamW) and electra_jax.metrics."""
+"""Tests for electra_jax.training.optimizer (schedule, decay mask, AdamW, parameter groups) and electra_jax.training.metrics."""
 
 import math
 

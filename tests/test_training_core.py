@@ -188,3 +188,33 @@ def test_scorer_reproduces_the_pretrainers_discriminator(tmp_path, corpus_and_to
                              None)
   with pytest.raises(ElectraError, match="no discriminator_predictions parameters"):
     load_scorer(str(tmp_path / "no_head"))
+
+
+def _string_literals(path):
+  """The string constants of a module's code (docstrings left out)."""
+  import ast  # pylint: disable=import-outside-toplevel
+  tree = ast.parse(open(path, encoding="utf-8").read())
+  docstrings = set()
+  for node in ast.walk(tree):
+    if isinstance(node, (ast.Module, ast.FunctionDef, ast.ClassDef, ast.AsyncFunctionDef)):
+      body = node.body
+      if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+        docstrings.add(id(body[0].value))
+  return [n.value for n in ast.walk(tree) if isinstance(n, ast.Constant)
+          and isinstance(n.value, str) and id(n) not in docstrings]
+
+
+@pytest.mark.parametrize("module", [
+    "electra_jax/training/loop.py", "electra_jax/training/trainer.py",
+    "electra_jax/training/optimizer.py", "electra_jax/training/checkpoints.py",
+    "electra_jax/training/metrics.py", "electra_jax/pretrain/loop.py",
+    "electra_jax/benchmark/step.py", "electra_jax/finetune/runner.py"])
+def test_the_core_names_no_objective_metric_or_parameter(module):
+  """The loop, trainer, optimizer, checkpoints, metrics log, pretraining job, benchmark and
+  fine-tuning runner take metric names and parameter paths from the objective (or the
+  checkpoint's record of it), never from a literal of their own."""
+  import os  # pylint: disable=import-outside-toplevel
+  specific = ("disc_", "masked_lm", "discriminator", "generator", "mlm_acc")
+  found = [s for s in _string_literals(os.path.join(testing.REPO, module))
+           if any(word in s for word in specific)]
+  assert not found, found

@@ -34,7 +34,6 @@ from typing import Any
 
 import numpy as np
 from absl import flags
-from absl import logging
 
 from electra_jax import cli
 from electra_jax.data import examples as examples_lib

@@ -1,9 +1,8 @@
-"""The embedded standard-library corpus, and held-out splits of a corpus.
+"""The embedded standard-library corpus: `EmbeddedCorpus`, the default document source.
 
-A corpus is a list of documents and a document is a list of sentences (`str`, no newlines,
-never empty); `electra_jax.data.text_files` reads them from text files.
-
-`write_stdlib_corpus` builds the default corpus, which needs no network and no data outside the
+Documents are as in `electra_jax.data.documents`. `stdlib_documents` builds the corpus in
+memory (what pretraining uses); `write_stdlib_corpus` writes it as text shards, for tools and
+tests that want files. The corpus which needs no network and no data outside the
 Python installation: the docstrings of a fixed list of standard-library modules and of their
 classes, functions and methods, plus the help topics of `pydoc_data.topics`; one document per
 docstring or topic, with doctests and code-like lines dropped and the prose split into
@@ -24,11 +23,9 @@ import tempfile
 import warnings
 from collections.abc import Iterator, Sequence
 
-import numpy as np
 
-from electra_jax.errors import ElectraError
+from electra_jax.data.documents import Document
 
-Document = list[str]
 
 # Standard-library modules whose docstrings make the embedded corpus, sorted: the importable
 # modules of CPython 3.11 on Linux (pure Python, plus always-built C modules such as builtins),
@@ -112,43 +109,6 @@ STDLIB_MODULES: tuple[str, ...] = tuple(sorted((
 
 STDLIB_SHARD_PATTERN = "stdlib_docs_{:02d}.txt"
 STDLIB_MANIFEST = "stdlib_docs.json"
-
-
-# --------------------------------------------------------------------------------------------
-# Reading text files.
-
-
-def split_documents(documents: Sequence[Document], eval_fraction: float,
-                    seed: int) -> tuple[list[Document], list[Document]]:
-  """Holds out a deterministic, seeded share of whole documents for evaluation.
-
-  Args:
-    documents: the corpus.
-    eval_fraction: share of documents to hold out, in [0, 1). When > 0 at least one document
-      is held out.
-    seed: the split is a function of (number of documents, eval_fraction, seed).
-
-  Returns:
-    (train_documents, eval_documents), each in the corpus order.
-
-  Raises:
-    ElectraError: eval_fraction is out of range, or holding out leaves no training document.
-  """
-  if not 0.0 <= eval_fraction < 1.0:
-    raise ElectraError(
-        f"--config.data.eval_fraction={eval_fraction} is out of range; use a value in [0, 1)")
-  n = len(documents)
-  num_eval = 0 if eval_fraction == 0 else max(1, int(round(n * eval_fraction)))
-  if num_eval >= n:
-    raise ElectraError(
-        f"holding out eval_fraction={eval_fraction} of {n} document(s) leaves no training "
-        "documents; add more text (blank lines separate documents), lower "
-        "--config.data.eval_fraction, or set --config.data.eval_files")
-  held_out = np.zeros(n, dtype=bool)
-  held_out[np.random.default_rng(seed).permutation(n)[:num_eval]] = True
-  train = [d for d, h in zip(documents, held_out) if not h]
-  evaluation = [d for d, h in zip(documents, held_out) if h]
-  return train, evaluation
 
 
 # --------------------------------------------------------------------------------------------
@@ -405,3 +365,16 @@ def stdlib_corpus(directory: str, group_by_module: bool = False) -> list[str]:
   except (OSError, ValueError, KeyError, TypeError):
     pass
   return write_stdlib_corpus(directory, group_by_module=group_by_module)
+
+
+class EmbeddedCorpus:
+  """The standard-library docstring corpus as a `DocumentSource`, built in memory (about a
+  second; nothing is written to disk). `group_by_module` makes one document per module."""
+  name = "the embedded corpus"
+  files: tuple[str, ...] = ()
+
+  def __init__(self, group_by_module: bool = True):
+    self.group_by_module = group_by_module
+
+  def documents(self) -> Iterator[Document]:
+    return iter(stdlib_documents(group_by_module=self.group_by_module))

@@ -24,6 +24,7 @@ import numpy as np
 from absl import logging
 
 from electra_jax.data import corpus as corpus_lib
+from electra_jax.data import documents as documents_lib
 from electra_jax.data import examples as examples_lib
 from electra_jax import fileio
 from electra_jax.data import shards as shards_lib
@@ -58,7 +59,8 @@ class PretrainingData:
       [num_train_examples, T]; None for shards.
     eval: held-out examples as the same arrays (for shards: this host's first eval examples,
       up to `eval_examples_cap`); may have 0 rows.
-    corpus_files: the training text files (in-memory sources), else [].
+    source: where the training text came from (a setting, "the embedded corpus", a tfds
+      split or the shard directory), for messages.
     shards_dir: the shard directory (source=shards), else "".
     manifest: its manifest, else None.
     shuffle_buffer: the shard reader's window size.
@@ -67,7 +69,7 @@ class PretrainingData:
   tokenizer: Any
   train: Arrays | None
   eval: Arrays
-  corpus_files: list[str]
+  source: str
   shards_dir: str = ""
   manifest: shards_lib.Manifest | None = None
   shuffle_buffer: int = 10_000
@@ -99,32 +101,37 @@ class PretrainingData:
 
 
 def _train_tokenizer(data_config: Any, workdir: str, vocab_size: int,
-                     train_files: list[str]) -> str:
-  """Trains the workdir's tokenizer once (reused on restart); returns its path."""
+                     text: documents_lib.DocumentSource, documents: list) -> str:
+  """Trains the workdir's tokenizer once (reused on restart); returns its path. It trains on
+  the source's files as they are, or, for in-memory sources, on the documents' sentences."""
   wordpiece = data_config.tokenizer_type == "wordpiece"
   path = os.path.join(workdir, "tokenizer", "vocab.txt" if wordpiece else "spm.model")
   if os.path.isfile(path):
     logging.info("Reusing the tokenizer %s", path)
     return path
   start = time.time()
+  files = list(text.files)
+  sentences = None if files else list(documents_lib.sentences(documents))
   if wordpiece:
-    tokenizer_lib.train_wordpiece(train_files, path, vocab_size, lowercase=data_config.lowercase)
+    tokenizer_lib.train_wordpiece(files, path, vocab_size, lowercase=data_config.lowercase,
+                                  sentences=sentences)
   else:
-    tokenizer_lib.train_sentencepiece(train_files, path[:-len(".model")], vocab_size,
-                                      lowercase=data_config.lowercase)
-  logging.info("Trained a %d-piece %s tokenizer in %.1fs: %s", vocab_size,
-               "WordPiece" if wordpiece else "sentencepiece", time.time() - start, path)
+    tokenizer_lib.train_sentencepiece(files, path[:-len(".model")], vocab_size,
+                                      lowercase=data_config.lowercase, sentences=sentences)
+  logging.info("Trained a %d-piece %s tokenizer on %s in %.1fs: %s", vocab_size,
+               "WordPiece" if wordpiece else "sentencepiece", text.name, time.time() - start,
+               path)
   return path
 
 
 def _load_tokenizer(data_config: Any, workdir: str, vocab_size: int,
-                    train_files: list[str]):
+                    text: documents_lib.DocumentSource, documents: list):
   """The configured tokenizer, or the workdir's, or a newly trained one saved to the workdir."""
   if data_config.tokenizer_model:
     path = data_config.tokenizer_model
     where = f"--config.data.tokenizer_model={path!r}"
   else:
-    path = _train_tokenizer(data_config, workdir, vocab_size, train_files)
+    path = _train_tokenizer(data_config, workdir, vocab_size, text, documents)
     where = f"the tokenizer {path!r} this workdir was started with"
   tokenizer = tokenizer_lib.load_tokenizer(path, data_config.tokenizer_type,
                                            data_config.lowercase)
@@ -143,32 +150,53 @@ def _log_split(name: str, documents: list, arrays: Arrays) -> None:
                name, len(documents), n, t, tokens, 100.0 * tokens / max(1, n * t))
 
 
-def _text_documents(data_config: Any, workdir: str, seed: int,
-                    options: text_files.TextOptions) -> tuple[list, list, list[str]]:
-  """(train documents, eval documents, text files to train a tokenizer on) for source=text."""
-  stats = text_files.TextStats()
+@dataclasses.dataclass
+class _Documents:
+  """The documents of an in-memory source, split, and what a new tokenizer trains on."""
+  train: list
+  eval: list
+  tokenizer_text: documents_lib.DocumentSource  # Its files, if any, are read as they are.
+  tokenizer_documents: list  # Else these documents' sentences.
+
+
+def _read(source: documents_lib.DocumentSource) -> list:
+  documents = list(source.documents())
+  if not documents:
+    if source.files:
+      raise text_files.no_text_error(list(source.files), source.name)
+    raise ElectraError(f"{source.name} gave no text")
+  return documents
+
+
+def _text_documents(data_config: Any, seed: int, options: text_files.TextOptions) -> _Documents:
+  """source=text: the train files (or the embedded corpus) and eval files or a held-out share.
+  A new tokenizer trains on every training document, held-out ones included."""
   if data_config.train_files:
-    train_files = text_files.expand_patterns(data_config.train_files,
-                                             "--config.data.train_files")
-    documents = text_files.read_files(train_files, "--config.data.train_files", options, stats)
+    source = text_files.TextFileSource.from_patterns(data_config.train_files,
+                                                     "--config.data.train_files", options)
   else:
-    train_files = corpus_lib.stdlib_corpus(os.path.join(workdir, "corpus"), group_by_module=True)
-    documents = text_files.read_files(train_files, "the embedded corpus", stats=stats)
-  stats.log("training text")
+    source = corpus_lib.EmbeddedCorpus(group_by_module=True)
+  documents = _read(source)
+  if isinstance(source, text_files.TextFileSource):
+    source.stats.log("training text")
+  else:
+    logging.info("%s: %d documents, %.1f MB", source.name, len(documents),
+                 sum(len(s.encode("utf-8")) + 1 for s in documents_lib.sentences(documents))
+                 / 1e6)
   if data_config.eval_files:
-    eval_stats = text_files.TextStats()
-    eval_docs = text_files.read_text_files(data_config.eval_files, "--config.data.eval_files",
-                                           options, eval_stats)
-    eval_stats.log("eval text")
-    return documents, eval_docs, train_files
-  train_docs, eval_docs = corpus_lib.split_documents(documents, data_config.eval_fraction, seed)
-  return train_docs, eval_docs, train_files
+    eval_source = text_files.TextFileSource.from_patterns(data_config.eval_files,
+                                                          "--config.data.eval_files", options)
+    eval_docs = _read(eval_source)
+    eval_source.stats.log("eval text")
+    return _Documents(documents, eval_docs, source, documents)
+  train_docs, eval_docs = documents_lib.split_documents(documents, data_config.eval_fraction,
+                                                        seed)
+  return _Documents(train_docs, eval_docs, source, documents)
 
 
-def _tfds_documents(data_config: Any, workdir: str, seed: int,
-                    options: text_files.TextOptions) -> tuple[list, list, list[str]]:
-  """The same for source=tfds; the training documents are also written to
-  <workdir>/corpus/tfds_train.txt when a tokenizer has to be trained on them."""
+def _tfds_documents(data_config: Any, seed: int, options: text_files.TextOptions) -> _Documents:
+  """source=tfds: the split's documents and an eval split or a held-out share. A new
+  tokenizer trains on the training documents (in memory)."""
   from electra_jax.data import tfds_source  # pylint: disable=import-outside-toplevel
   if not data_config.tfds_name:
     raise ElectraError("--config.data.source=tfds needs --config.data.tfds_name, e.g. "
@@ -177,34 +205,28 @@ def _tfds_documents(data_config: Any, workdir: str, seed: int,
     raise ElectraError(f"--config.data.tfds_max_documents={data_config.tfds_max_documents} "
                        "must be >= 0 (0 reads every document)")
   data_dir = data_config.tfds_data_dir or None
-  cleanup = text_files.get_cleanup(options.cleanup)
 
-  def read(split: str) -> list:
+  def read(split: str) -> tuple[tfds_source.TfdsSource, list]:
     tfds_source.check_tfds_source(data_config.tfds_name, split, data_config.tfds_text_feature,
                                   data_dir)
-    stats = tfds_source.TfdsStats()
-    documents = list(tfds_source.tfds_documents(
-        data_config.tfds_name, split, data_config.tfds_text_feature, data_dir, cleanup=cleanup,
-        max_documents=data_config.tfds_max_documents, stats=stats))
-    logging.info("tfds %s split %s: %s", data_config.tfds_name, split, stats.summary())
+    source = tfds_source.TfdsSource(
+        data_config.tfds_name, split, data_config.tfds_text_feature, data_dir,
+        cleanup=text_files.get_cleanup(options.cleanup),
+        max_documents=data_config.tfds_max_documents)
+    documents = list(source.documents())
+    logging.info("tfds %s split %s: %s", data_config.tfds_name, split, source.stats.summary())
     if not documents:
       raise ElectraError(f"the tfds split {data_config.tfds_name}:{split} gave no text; check "
                          "--config.data.tfds_text_feature and --config.data.text_cleanup")
-    return documents
+    return source, documents
 
-  documents = read(data_config.tfds_split)
+  source, documents = read(data_config.tfds_split)
   if data_config.tfds_eval_split:
-    train_docs, eval_docs = documents, read(data_config.tfds_eval_split)
+    train_docs, eval_docs = documents, read(data_config.tfds_eval_split)[1]
   else:
-    train_docs, eval_docs = corpus_lib.split_documents(documents, data_config.eval_fraction,
-                                                       seed)
-  train_files = []
-  if not data_config.tokenizer_model:
-    path = os.path.join(workdir, "corpus", "tfds_train.txt")
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    fileio.write_atomic(path, "\n\n".join("\n".join(d) for d in train_docs) + "\n")
-    train_files = [path]
-  return train_docs, eval_docs, train_files
+    train_docs, eval_docs = documents_lib.split_documents(documents, data_config.eval_fraction,
+                                                          seed)
+  return _Documents(train_docs, eval_docs, source, train_docs)
 
 
 def _shard_data(data_config: Any, vocab_size: int, eval_cap: int) -> PretrainingData:
@@ -241,7 +263,7 @@ def _shard_data(data_config: Any, vocab_size: int, eval_cap: int) -> Pretraining
   logging.info("Shards %s: %d train examples (%d tokens) in %d shards, %d eval examples; %s",
                directory, manifest.examples("train"), manifest.tokens("train"),
                len(manifest.splits["train"]), manifest.examples("eval"), manifest.source)
-  return PretrainingData(tokenizer=tokenizer, train=None, eval=evaluation, corpus_files=[],
+  return PretrainingData(tokenizer=tokenizer, train=None, eval=evaluation, source=directory,
                          shards_dir=directory, manifest=manifest,
                          shuffle_buffer=data_config.shuffle_buffer)
 
@@ -252,8 +274,8 @@ def build_pretraining_data(data_config: Any, workdir: str, vocab_size: int, seed
 
   Args:
     data_config: `config.data` (see `electra_jax/pretrain/default_config.py` for every field).
-    workdir: run directory; the embedded corpus goes to `<workdir>/corpus/` and a trained
-      tokenizer to `<workdir>/tokenizer/`, and both are reused on restart.
+    workdir: run directory; a tokenizer trained here goes to `<workdir>/tokenizer/` and is
+      reused on restart.
     vocab_size: the model's vocabulary size; the tokenizer must have exactly this many pieces.
     seed: (>= 0) seeds the eval split and the example recipe (train and eval examples use
       seeds 2*seed and 2*seed+1).
@@ -277,10 +299,12 @@ def build_pretraining_data(data_config: Any, workdir: str, vocab_size: int, seed
   options = text_files.TextOptions.from_config(data_config)
   options.validate()
   if data_config.source == "tfds":
-    train_docs, eval_docs, train_files = _tfds_documents(data_config, workdir, seed, options)
+    docs = _tfds_documents(data_config, seed, options)
   else:
-    train_docs, eval_docs, train_files = _text_documents(data_config, workdir, seed, options)
-  tokenizer = _load_tokenizer(data_config, workdir, vocab_size, train_files)
+    docs = _text_documents(data_config, seed, options)
+  train_docs, eval_docs = docs.train, docs.eval
+  tokenizer = _load_tokenizer(data_config, workdir, vocab_size, docs.tokenizer_text,
+                              docs.tokenizer_documents)
 
   def build(docs: list, stream: int) -> Arrays:
     return examples_lib.build_examples(
@@ -298,7 +322,7 @@ def build_pretraining_data(data_config: Any, workdir: str, vocab_size: int, seed
   _log_split("eval", eval_docs, evaluation)
   logging.info("Data ready in %.1fs", time.time() - start)
   return PretrainingData(tokenizer=tokenizer, train=train, eval=evaluation,
-                         corpus_files=list(train_files))
+                         source=docs.tokenizer_text.name)
 
 
 class BatchIterator:

@@ -22,9 +22,8 @@ from collections.abc import Callable, Iterator, Sequence
 from absl import logging
 
 from electra_jax import fileio
+from electra_jax.data.documents import Document
 from electra_jax.errors import ElectraError
-
-Document = list[str]
 
 DOCUMENT_BOUNDARIES = ("blank_line", "file")
 
@@ -347,3 +346,22 @@ def read_text_files(patterns: str | Sequence[str], flag: str = "input files",
     ElectraError: a pattern matches nothing, or the files hold no text at all.
   """
   return read_files(expand_patterns(patterns, flag), flag, options, stats)
+
+
+@dataclasses.dataclass
+class TextFileSource:
+  """Text files (paths, not globs) as a `DocumentSource`; `name` is the setting they came from
+  (e.g. "--config.data.train_files"), used in errors. Reading counts into `stats`."""
+  files: tuple[str, ...]
+  name: str = "input files"
+  options: TextOptions = dataclasses.field(default_factory=TextOptions)
+  stats: TextStats = dataclasses.field(default_factory=TextStats)
+
+  @classmethod
+  def from_patterns(cls, patterns: str | Sequence[str], name: str,
+                    options: TextOptions | None = None) -> "TextFileSource":
+    """The files the globs match (sorted); ElectraError when a pattern matches nothing."""
+    return cls(tuple(expand_patterns(patterns, name)), name, options or TextOptions())
+
+  def documents(self) -> Iterator[Document]:
+    return iter_documents(self.files, self.options, self.stats)

@@ -39,12 +39,12 @@ import os
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
+from electra_jax.data.documents import Document
 from electra_jax.errors import ElectraError
 
 if TYPE_CHECKING:
   import tensorflow_datasets as tfds_types
 
-Document = list[str]
 
 _NAME = "--config.data.tfds_name"
 _SPLIT = "--config.data.tfds_split"
@@ -354,3 +354,26 @@ def _stream(dataset, keys: tuple[str, ...], cleanup: Callable[[str], str] | None
     yield document
     if max_documents and yielded >= max_documents:
       return
+
+
+@dataclasses.dataclass
+class TfdsSource:
+  """A tfds split as a `DocumentSource` (see `tfds_documents` for the fields); reading counts
+  into `stats`."""
+  dataset: str
+  split: str
+  text_feature: str = "text"
+  data_dir: str | None = None
+  cleanup: Callable[[str], str] | None = None
+  max_documents: int = 0
+  stats: TfdsStats = dataclasses.field(default_factory=TfdsStats)
+  files: tuple[str, ...] = ()
+
+  @property
+  def name(self) -> str:
+    return f"the tfds split {self.dataset}:{self.split}"
+
+  def documents(self) -> Iterator[Document]:
+    return tfds_documents(self.dataset, self.split, self.text_feature, self.data_dir,
+                          cleanup=self.cleanup, max_documents=self.max_documents,
+                          stats=self.stats)

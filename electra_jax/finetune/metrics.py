@@ -122,7 +122,7 @@ def task_metrics(task: glue.Task | str, labels: Any, predictions: Any) -> dict[s
   """The GLUE metrics of one task's predictions.
 
   Args:
-    task: a `electra_jax.data.glue.Task` or its name ("cola", "SST-2", ...).
+    task: a `electra_jax.finetune.glue.Task` or its name ("cola", "SST-2", ...).
     labels: [N] label ids (int), or float scores for STS-B; from `featurize`'s "labels".
     predictions: [N] predicted ids (argmax of the logits), or float scores for STS-B.
 

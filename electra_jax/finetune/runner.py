@@ -1,10 +1,10 @@
-"""GLUE fine-tuning and evaluation of a pretrained ELECTRA discriminator.
+"""GLUE fine-tuning and evaluation of a pretrained encoder (ELECTRA's discriminator).
 
   python -m electra_jax.finetune --config=configs/glue.py --workdir=DIR \
       --config.init_checkpoint=PRETRAIN_WORKDIR --config.data_dir=GLUE_DIR --config.task=sst2,cola
 
-For every task and seed: restore the shared embeddings and the discriminator from the
-checkpoint (never the generator or optimizer slots), add the task head ([CLS] -> dropout ->
+For every task and seed: restore the shared embeddings and the encoder network the checkpoint
+records (the discriminator for ELECTRA; never the generator or optimizer slots), add the task head ([CLS] -> dropout ->
 dense), train with AdamW, layer-wise learning-rate decay, 10% warmup and linear decay on a
 sharded, jitted train step (the shared training core of `electra_jax.training`: the same
 state, optimizer builder, step loop, metrics log, checkpointer and mesh as pretraining), then
@@ -278,8 +278,12 @@ class FinetuneSetup:
 
 def build_setup(config: ml_collections.ConfigDict, task: glue.Task,
                 encoder: Any, hyper: Hyperparameters, num_train_steps: int,
-                devices=None, encoder_name: str = "discriminator") -> FinetuneSetup:
-  """The classifier, the layer-wise-decay optimizer and the jitted steps of one task."""
+                devices=None,
+                encoder_name: str = pretrained_lib.DEFAULT_ENCODER["network"]) -> FinetuneSetup:
+  """The classifier, the layer-wise-decay optimizer and the jitted steps of one task.
+
+  `encoder_name` is the pretraining checkpoint's encoder network (`Pretrained.encoder_network`).
+  """
   model = classifier.SequenceClassifier(encoder, task.num_labels, config.head_dropout,
                                         encoder_name=encoder_name)
   dummy = jnp.zeros((1, config.max_seq_length), jnp.int32)

@@ -208,8 +208,10 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> dict[
 def _check_shared_setup(config: ml_collections.ConfigDict, workdir: str) -> None:
   """Several processes, or a gs:// workdir, need inputs that every process can read as is.
 
-  The embedded corpus and a tokenizer trained at startup are written into a local workdir by
-  the process itself; with several processes they would race, and gs:// is not local.
+  A tokenizer trained at startup is written into a local workdir by the process itself; with
+  several processes they would race, and gs:// is not local. The embedded corpus is built by
+  each process from its own Python installation, which a demo on one machine can rely on but a
+  multi-host job should not.
   """
   processes = jax.process_count()
   remote = fileio.is_remote(workdir)

@@ -1,1 +1,21 @@
-"""TODO"""
+"""The training core every job shares (pretraining and fine-tuning).
+
+  state.py        TrainState: step, params, optimizer state, rng
+  optimizer.py    AdamW of the original ELECTRA with parameter groups (learning-rate scale,
+                  weight decay, trainable) and layer-wise decay as a group rule
+  trainer.py      build_trainer: mesh, state shardings, the sharded state, jitted train and eval
+                  steps with donation, batch placement
+  loop.py         the step loop: metric windows, progress line, evaluation, checkpoints,
+                  preemption
+  metrics.py      (numerator, denominator) metrics, AUC, MetricsLog (TensorBoard +
+                  metrics.jsonl + log)
+  checkpoints.py  orbax checkpoints of the TrainState; the preemption sync point
+  pretrained.py   restore parts of a checkpoint (model config, tokenizer, encoder, parameter
+                  groups) and write converted ones
+  parallel.py     the mesh (data, fsdp, tensor; ICI and DCN), logical-axis rules, checks,
+                  multi-process start-up
+  hardware.py     peak FLOP/s of known accelerators, for MFU
+
+A job gives `build_trainer` three functions (init_params, loss_fn, make_optimizer) and runs
+`loop.run`; nothing here names an objective, a metric of one, or a parameter path.
+"""

@@ -61,12 +61,25 @@ def count_long_lines(files: Sequence[str], max_bytes: int = MAX_SENTENCE_BYTES) 
   return LongLines(count, max_bytes, first_file, first_line)
 
 
-def train_sentencepiece(input_files: list[str], model_prefix: str, vocab_size: int,
+def count_long_sentences(sentences: Sequence[str], max_bytes: int = MAX_SENTENCE_BYTES,
+                         where: str = "the in-memory text") -> LongLines:
+  """`count_long_lines` for sentences in memory (`first_line` is the 1-based sentence index)."""
+  count, first = 0, 0
+  for number, sentence in enumerate(sentences, start=1):
+    if len(sentence.encode("utf-8")) > max_bytes:
+      count += 1
+      first = first or number
+  return LongLines(count, max_bytes, where if count else None, first)
+
+
+def train_sentencepiece(input_files: Sequence[str], model_prefix: str, vocab_size: int,
                         lowercase: bool = True, input_sentence_size: int = 2_000_000, *,
                         vocab_size_flag: str = "--config.model.vocab_size",
                         model_flag: str | None = "--config.data.tokenizer_model",
-                        long_lines: LongLines | None = None) -> str:
-  """Trains a unigram sentencepiece model on text files (one sentence per line).
+                        long_lines: LongLines | None = None,
+                        sentences: Sequence[str] | None = None) -> str:
+  """Trains a unigram sentencepiece model on text files (one sentence per line), or on
+  `sentences` in memory (then `input_files` is ignored; the same text gives the same model).
 
   Lines longer than `MAX_SENTENCE_BYTES` are left out of training (sentencepiece cannot learn
   from a line it does not hold whole); their number and where the first is are logged as a
@@ -86,6 +99,7 @@ def train_sentencepiece(input_files: list[str], model_prefix: str, vocab_size: i
     model_flag: the flag that passes an already trained model instead, suggested when
       training fails; None suggests nothing.
     long_lines: `count_long_lines(input_files)` when the caller has it already; None counts here.
+    sentences: train on these instead of files (e.g. the embedded corpus, built in memory).
 
   Returns:
     The path of the `.model` file.
@@ -94,7 +108,10 @@ def train_sentencepiece(input_files: list[str], model_prefix: str, vocab_size: i
     ElectraError: the corpus is too small for `vocab_size`, or sentencepiece fails otherwise.
   """
   if long_lines is None:
-    long_lines = count_long_lines(input_files, MAX_SENTENCE_BYTES)
+    long_lines = (count_long_sentences(sentences) if sentences is not None
+                  else count_long_lines(input_files, MAX_SENTENCE_BYTES))
+  text = ({"sentence_iterator": iter(sentences)} if sentences is not None
+          else {"input": list(input_files)})
   if long_lines.count:
     logging.warning("Sentencepiece training skips %s; split them into sentences to train on "
                     "them.", long_lines.describe())
@@ -106,7 +123,7 @@ def train_sentencepiece(input_files: list[str], model_prefix: str, vocab_size: i
     with open(os.path.join(tmp_dir, "train.log"), "w", encoding="utf-8") as log:
       try:
         spm.SentencePieceTrainer.train(
-            input=list(input_files),
+            **text,
             model_prefix=tmp_prefix,
             model_type="unigram",
             vocab_size=vocab_size,
@@ -184,8 +201,10 @@ def _check_trained_size(found: int, vocab_size: int, vocab_size_flag: str) -> No
 def train_wordpiece(input_files: Sequence[str], vocab_file: str, vocab_size: int,
                     lowercase: bool = True, *,
                     vocab_size_flag: str = "--config.model.vocab_size",
-                    model_flag: str | None = "--config.data.tokenizer_model") -> str:
-  """Trains a WordPiece vocabulary with Hugging Face `tokenizers` and writes it as vocab.txt.
+                    model_flag: str | None = "--config.data.tokenizer_model",
+                    sentences: Sequence[str] | None = None) -> str:
+  """Trains a WordPiece vocabulary with Hugging Face `tokenizers` and writes it as vocab.txt;
+  from text files, or from `sentences` in memory (then `input_files` is ignored).
 
   The text is normalised and split into words as `WordPieceTokenizer` does (BERT's rules).
   The vocabulary starts with [PAD] [UNK] [CLS] [SEP] [MASK] (ids 0..4), then every character of
@@ -203,6 +222,7 @@ def train_wordpiece(input_files: Sequence[str], vocab_file: str, vocab_size: int
     vocab_size_flag: how the user set `vocab_size`, named in errors that ask to change it.
     model_flag: the flag that passes an already trained vocabulary instead, suggested when
       training fails; None suggests nothing.
+    sentences: train on these instead of files.
 
   Returns:
     `vocab_file`.
@@ -217,7 +237,10 @@ def train_wordpiece(input_files: Sequence[str], vocab_file: str, vocab_size: int
       continuing_subword_prefix=WORDPIECE_PREFIX, show_progress=False)
   files = list(input_files)
   try:
-    if any(fileio.is_remote(f) for f in files):
+    if sentences is not None:
+      hf.train_from_iterator((sentences[i:i + 10_000] for i in range(0, len(sentences), 10_000)),
+                             trainer)
+    elif any(fileio.is_remote(f) for f in files):
       hf.train_from_iterator(_text_batches(files), trainer)
     else:
       hf.train(files, trainer)  # Faster: reads the files in parallel.
