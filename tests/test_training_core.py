@@ -218,3 +218,39 @@ def test_the_core_names_no_objective_metric_or_parameter(module):
   found = [s for s in _string_literals(os.path.join(testing.REPO, module))
            if any(word in s for word in specific)]
   assert not found, found
+
+
+OLD_CHECKPOINT = f"{testing.REPO}/tests/data/checkpoint_v0_1"
+
+
+def test_a_checkpoint_written_before_the_training_core_restores_and_continues(tmp_path):
+  """tests/data/checkpoint_v0_1 was written by electra-jax before objectives, parameter groups
+  and the shared core (a micro model after one step; its next loss was recorded then). It
+  restores into today's state, gives the same next loss, and loads for fine-tuning."""
+  import json  # pylint: disable=import-outside-toplevel
+  from electra_jax.training import checkpoints  # pylint: disable=import-outside-toplevel
+  with open(f"{OLD_CHECKPOINT}/expected.json", encoding="utf-8") as f:
+    expected = json.load(f)
+  config = testing.fast_config()
+  m = config.model
+  m.vocab_size, m.embedding_size, m.hidden_size, m.num_layers, m.num_heads = 32, 8, 16, 1, 1
+  m.intermediate_size, m.max_position_embeddings = 32, 16
+  config.data.max_seq_length, config.train.batch_size = 16, 2
+  trainer = pretrain.build_setup(config, objectives.SpecialIds(pad=0, cls=2, sep=3,
+                                                               mask=4)).trainer
+  import shutil  # pylint: disable=import-outside-toplevel
+  old = str(tmp_path / "old")  # A copy: opening a checkpoint manager may write to it.
+  shutil.copytree(OLD_CHECKPOINT, old)
+  ckpt = checkpoints.Checkpointer(f"{old}/checkpoints", keep=1)
+  try:
+    state, meta = ckpt.restore(1, trainer.abstract_state())
+  finally:
+    ckpt.close()
+  assert int(state.step) == 1 and meta["data_position"] == 1
+  ids = np.load(f"{OLD_CHECKPOINT}/next_batch_ids.npy")
+  batch = {"input_ids": ids, "input_mask": np.ones_like(ids), "segment_ids": np.zeros_like(ids)}
+  _, metrics = trainer.train_step(state, trainer.put_batch(batch))
+  assert float(metrics["loss"][0]) == pytest.approx(expected["loss_step2"], rel=1e-6)
+  weights = pretrained.load_pretrained(old)
+  assert set(weights.params) == {"embeddings", "discriminator"}
+  assert weights.encoder_network == "discriminator" and weights.model_config.remat == "none"

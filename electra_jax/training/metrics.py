@@ -100,7 +100,13 @@ def create_writer(logdir: str, is_chief: bool):
     logging.warning("TensorBoard event files are off: %s (install tensorflow-cpu for them); "
                     "metrics still go to the log and metrics.jsonl", e)
     return _LoggingOnlyWriter()
-  return metric_writers.create_default_writer(logdir, just_logging=not is_chief)
+  # clu's default writer (logging + TensorBoard, asynchronous), built here so that the logdir
+  # reaches TensorFlow as a plain string: tf.io.gfile handles every URL TensorFlow knows,
+  # while clu's own path class knows fewer schemes.
+  writers = [metric_writers.LoggingWriter()]
+  if is_chief:
+    writers.append(metric_writers.SummaryWriter(logdir))
+  return metric_writers.AsyncMultiWriter(writers)
 
 
 class MetricsLog:
