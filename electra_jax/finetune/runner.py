@@ -4,9 +4,9 @@
       --config.init_checkpoint=PRETRAIN_WORKDIR --config.data_dir=GLUE_DIR --config.task=sst2,cola
 
 For every task and seed: restore the shared embeddings and the encoder network the checkpoint
-records (the discriminator for ELECTRA; never the generator or optimizer slots), add the task head ([CLS] -> dropout ->
-dense), train with AdamW, layer-wise learning-rate decay, 10% warmup and linear decay on a
-sharded, jitted train step (the shared training core of `electra_jax.training`: the same
+records (the discriminator for ELECTRA; never the generator or optimizer slots), add the task
+head ([CLS] -> dropout -> dense), train with AdamW, layer-wise learning-rate decay, 10% warmup
+and linear decay on a sharded, jitted train step (the shared training core of `electra_jax.training`: the same
 state, optimizer builder, step loop, metrics log, checkpointer and mesh as pretraining), then
 score the dev split(s) and write test predictions in the GLUE submission format. The workdir
 and the checkpoint may be local or gs:// (all files go through `electra_jax.fileio`). Outputs,

@@ -26,7 +26,8 @@ AttentionFn = Callable[..., jax.Array]
 
 
 def bias_from_mask(input_mask: jax.Array, dtype: Any) -> jax.Array:
-  """[B, T] 1/0 mask -> additive bias [B, 1, 1, T]: 0 for real keys, a large negative for padding."""
+  """[B, T] 1/0 mask -> additive bias [B, 1, 1, T]: 0 for real keys, a large negative for
+  padding."""
   big_negative = jnp.finfo(dtype).min / 2
   return jnp.where(input_mask[:, None, None, :] > 0, 0.0, big_negative).astype(dtype)
 

@@ -1,4 +1,5 @@
-"""Pretrained weights for fine-tuning and conversion: read from, or write as, electra-jax checkpoints.
+"""Pretrained weights for fine-tuning, conversion and scoring: read from, or written as,
+electra-jax checkpoints.
 
 A pretraining workdir holds `checkpoints/<step>/{state,meta}` (see
 `electra_jax.training.checkpoints`): `state` is the whole `TrainState` (parameters, optimizer

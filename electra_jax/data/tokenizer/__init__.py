@@ -39,9 +39,12 @@ ids, the encoding of a short sentence of the corpus, the lines sentencepiece ski
 --config.model.vocab_size=30522`.
 """
 
-from electra_jax.data.tokenizer.base import *  # pylint: disable=wildcard-import,unused-wildcard-import
-from electra_jax.data.tokenizer.loading import load_tokenizer  # pylint: disable=unused-import
-from electra_jax.data.tokenizer.sentencepiece_model import SentencePieceTokenizer, Tokenizer  # pylint: disable=unused-import
-from electra_jax.data.tokenizer.training import (  # pylint: disable=unused-import
-    LongLines, count_long_lines, train_sentencepiece, train_wordpiece)
-from electra_jax.data.tokenizer.wordpiece import WordPieceTokenizer  # pylint: disable=unused-import
+# pylint: disable=unused-import
+from electra_jax.data.tokenizer.base import (
+    AUTO, CLS, LOAD_KINDS, MASK, MAX_SENTENCE_BYTES, MAX_WORD_CHARS, PAD, SENTENCEPIECE, SEP,
+    SPECIAL_TOKENS, TOKENIZER_KINDS, UNK, WORDPIECE, WORDPIECE_PREFIX, SubwordTokenizer)
+from electra_jax.data.tokenizer.loading import load_tokenizer
+from electra_jax.data.tokenizer.sentencepiece_model import SentencePieceTokenizer, Tokenizer
+from electra_jax.data.tokenizer.training import (
+    LongLines, count_long_lines, count_long_sentences, train_sentencepiece, train_wordpiece)
+from electra_jax.data.tokenizer.wordpiece import WordPieceTokenizer

@@ -14,7 +14,8 @@ from tokenizers import models as hf_models
 from tokenizers import trainers as hf_trainers
 
 from electra_jax import fileio
-from electra_jax.data.tokenizer.base import (CLS, MASK, MAX_SENTENCE_BYTES, PAD, SEP, SPECIAL_TOKENS, UNK, WORDPIECE_PREFIX)
+from electra_jax.data.tokenizer.base import (CLS, MASK, MAX_SENTENCE_BYTES, PAD, SEP,
+                                            SPECIAL_TOKENS, UNK, WORDPIECE_PREFIX)
 from electra_jax.data.tokenizer.wordpiece import bert_pipeline
 from electra_jax.errors import ElectraError
 

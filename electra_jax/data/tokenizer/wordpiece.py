@@ -12,7 +12,8 @@ from tokenizers import normalizers as hf_normalizers
 from tokenizers import pre_tokenizers as hf_pre_tokenizers
 
 from electra_jax import fileio
-from electra_jax.data.tokenizer.base import (HINT_TRAIN, MAX_WORD_CHARS, SPECIAL_TOKENS, UNK, WORDPIECE, WORDPIECE_PREFIX, SubwordTokenizer)
+from electra_jax.data.tokenizer.base import (HINT_TRAIN, MAX_WORD_CHARS, SPECIAL_TOKENS, UNK,
+                                            WORDPIECE, WORDPIECE_PREFIX, SubwordTokenizer)
 from electra_jax.errors import ElectraError
 
 
