@@ -338,6 +338,29 @@ def test_a_preempted_seed_resumes_to_the_same_result(pretrain_dir, tmp_path, mon
   assert not os.path.exists(workdir / "rte" / "seed_0" / "checkpoints")
 
 
+@needs_glue
+def test_checkpoint_every_steps_lets_a_crashed_seed_resume(pretrain_dir, tmp_path, monkeypatch):
+  """checkpoint_every_steps=2: a seed that crashes after training (here in dev prediction)
+  leaves its newest even-step checkpoint; running again resumes from it, with the result of
+  an uninterrupted run."""
+  config = glue_config(pretrain_dir, "rte", max_train_examples=80, num_epochs=1.0,
+                       max_eval_examples=64, write_test_predictions=False,
+                       checkpoint_every_steps=2)
+  straight = finetune.run(config, str(tmp_path / "straight"))  # 5 steps.
+  workdir = tmp_path / "crashed"
+  real_predict = finetune.predict
+
+  def crash(*args, **kwargs):
+    raise RuntimeError("simulated crash")
+  monkeypatch.setattr(finetune, "predict", crash)
+  with pytest.raises(RuntimeError, match="simulated crash"):
+    finetune.run(config, str(workdir))
+  assert sorted(os.listdir(workdir / "rte" / "seed_0" / "checkpoints")) == ["4"]
+  monkeypatch.setattr(finetune, "predict", real_predict)
+  assert finetune.run(config, str(workdir))["rte"]["seeds"] == straight["rte"]["seeds"]
+  assert not os.path.exists(workdir / "rte" / "seed_0" / "checkpoints")
+
+
 def _run_cli(*args):
   env = dict(os.environ, JAX_PLATFORMS="cpu", TF_CPP_MIN_LOG_LEVEL="3")
   return subprocess.run([sys.executable, "-m", "electra_jax.finetune", "--config=configs/glue.py",
