@@ -546,15 +546,17 @@ def test_build_objective_fields(tied):
   """build_objective copies the config's objective settings."""
   objective = tied.objective
   assert isinstance(objective, objectives.ElectraObjective)
-  assert objective.max_predictions == 4
+  assert objective.masking.max_predictions == 4
   assert objective.gen_weight == 1.0 and objective.disc_weight == 50.0
-  assert objective.mask_prob == 0.15 and objective.mask_token_prob == 0.85
-  assert objective.temperature == 1.0 and not objective.disallow_correct
-  assert objective.special_ids == SPECIAL_IDS
+  assert objective.masking.mask_prob == 0.15 and objective.masking.mask_token_prob == 0.85
+  assert objective.masking.random_token_prob == 0.0
+  assert objective.sampler.temperature == 1.0 and not objective.sampler.disallow_correct
+  assert objective.sampler.kind == "learned" and objective.algorithm == "joint"
+  assert objective.masking.special_ids == SPECIAL_IDS
   config = tiny_config()
   config.objective.max_predictions = -1
   obj = objectives.build_objective(config, SPECIAL_IDS)
-  assert obj.max_predictions == objectives.max_predictions_for(SEQ, 0.15) == 2
+  assert obj.masking.max_predictions == objectives.max_predictions_for(SEQ, 0.15) == 2
 
 
 def test_registry_unknown_name_lists_the_known_ones():
@@ -682,7 +684,8 @@ def test_disallow_correct(tied):
   plain = _pairs(tied.run(key, params=params, batch=batch)[1])
   allowed = plain["sampled_masked_lm_accuracy"]
   assert allowed[1] > 0 and allowed[0] / allowed[1] > 0.9
-  obj = dataclasses.replace(tied.objective, disallow_correct=True)
+  obj = dataclasses.replace(tied.objective, sampler=dataclasses.replace(
+      tied.objective.sampler, disallow_correct=True))
   m = _pairs(jax.jit(obj.loss_and_metrics, static_argnums=3)(params, batch, key, True)[1])
   assert m["sampled_masked_lm_accuracy"][0] == 0.0
   assert m["sampled_masked_lm_accuracy"][1] == allowed[1]
@@ -697,9 +700,10 @@ def test_data_flow_between_generator_and_discriminator(tied):
   _, _, outputs, record = tied.run(jax.random.PRNGKey(6))
   ids, mask = np.asarray(batch["input_ids"]), np.asarray(batch["input_mask"])
   gen_ids, gen_mask, gen_segments, positions, gen_det = (np.asarray(x) for x in
-                                                         record["generator_logits"])
+                                                         record["generator_logits"][:5])
   disc_ids, disc_mask, disc_segments, disc_det = (np.asarray(x) for x in
-                                                  record["discriminator_logits"])
+                                                  record["discriminator_logits"][:4])
+  assert record["discriminator_logits"][4] is None  # No word offset in joint training.
   assert bool(gen_det) and bool(disc_det)
   for m, s in ((gen_mask, gen_segments), (disc_mask, disc_segments)):
     np.testing.assert_array_equal(m, mask)

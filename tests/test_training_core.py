@@ -129,7 +129,7 @@ def test_flops_scale_as_the_formulas_say():
   assert objective.flops_per_step(16, 32) == pytest.approx(2 * base)
   config.model.vocab_size += 100
   bigger = _objective(config).flops_per_step(8, 32)
-  e, p = config.model.embedding_size, objective.max_predictions
+  e, p = config.model.embedding_size, objective.masking.max_predictions
   assert bigger - base == pytest.approx(3 * 2 * 8 * p * e * 100)
 
 

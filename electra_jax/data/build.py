@@ -41,6 +41,7 @@ from electra_jax import fileio
 from electra_jax.data import shards as shards_lib
 from electra_jax.data import text_files
 from electra_jax.data import tokenizer as tokenizer_lib
+from electra_jax.data import unigram
 from electra_jax.errors import ElectraError
 
 DOCUMENTS_PER_CHUNK = 256  # documents tokenized in one batch
@@ -180,6 +181,7 @@ def build_shard(spec: BuildSpec, shard: int) -> dict[str, Any]:
       tokenizer, spec.max_seq_length, [spec.seed, shard, stream], spec.single_segment_prob,
       spec.short_seq_prob) for split, stream in (("train", 0), ("eval", 2))}
   records: dict[str, list[bytes]] = {"train": [], "eval": []}
+  counts = np.zeros(tokenizer.vocab_size, np.int64)  # Train tokens, for a unigram generator.
   tokens = {"train": 0, "eval": 0}
   documents = {"train": 0, "eval": 0}
   pending: dict[str, list[list[str]]] = {"train": [], "eval": []}
@@ -192,6 +194,8 @@ def build_shard(spec: BuildSpec, shard: int) -> dict[str, Any]:
     for ids, first_length in builder.examples:
       records[split].append(shards_lib.encode_record(ids, first_length, spec.token_dtype))
       tokens[split] += len(ids)
+      if split == "train":
+        counts += np.bincount(np.asarray(ids, np.int64), minlength=tokenizer.vocab_size)
     builder.examples.clear()
 
   for document in _documents(spec, shard, stats):
@@ -209,7 +213,7 @@ def build_shard(spec: BuildSpec, shard: int) -> dict[str, Any]:
     _write_shard(fileio.join(spec.output, name), [records[split][i] for i in order])
     infos[split] = shards_lib.ShardInfo(file=name, examples=len(order), tokens=tokens[split],
                                         documents=documents[split])
-  return {"shard": shard, "infos": infos, "stats": stats}
+  return {"shard": shard, "infos": infos, "stats": stats, "counts": counts}
 
 
 def _build_shard_job(args: tuple[BuildSpec, int]) -> dict[str, Any]:
@@ -345,6 +349,8 @@ def build(*, output: str, num_shards: int, tokenizer_model: str, input_patterns:
   if manifest.examples("train") == 0:
     raise ElectraError("the input produced no training examples (no text after cleanup and "
                        "tokenization); check --input and --text_cleanup")
+  unigram.save_counts(fileio.join(output, unigram.FILE),
+                      np.sum([r["counts"] for r in results], axis=0))
   fileio.write_atomic(fileio.join(output, shards_lib.MANIFEST), manifest.to_json())
   return manifest
 

@@ -30,6 +30,7 @@ from electra_jax import fileio
 from electra_jax.data import shards as shards_lib
 from electra_jax.data import text_files
 from electra_jax.data import tokenizer as tokenizer_lib
+from electra_jax.data import unigram
 from electra_jax.errors import ElectraError
 
 Arrays = dict[str, np.ndarray]
@@ -88,6 +89,24 @@ class PretrainingData:
           process_count=process_count)
     return BatchIterator(self.train, global_batch, seed, position=position,
                          process_index=process_index, process_count=process_count)
+
+  def token_counts(self, vocab_size: int) -> np.ndarray:
+    """int64 [vocab_size] token counts of the training examples (for a unigram generator).
+
+    Shards: the counts `electra_jax.data.build` stored with them.
+
+    Raises:
+      ElectraError: shards built before the counts were stored.
+    """
+    if self.manifest is not None:
+      path = fileio.join(self.shards_dir, unigram.FILE)
+      if not fileio.exists(path):
+        raise ElectraError(
+            f"the shards in {self.shards_dir} have no {unigram.FILE} (built by an older "
+            "version); rebuild them with python -m electra_jax.data.build to use "
+            "objective.generator='unigram'")
+      return unigram.load_counts(path, vocab_size)
+    return unigram.count_tokens(self.train["input_ids"], self.train["input_mask"], vocab_size)
 
   def eval_batches(self, global_batch: int, max_batches: int, process_index: int = 0,
                    process_count: int = 1) -> list[Arrays]:

@@ -292,7 +292,8 @@ def build_setup(config: ml_collections.ConfigDict, task: glue.Task,
     head_rng, state_rng = jax.random.split(key)
     return model.init({"params": head_rng}, dummy, dummy, dummy)["params"], state_rng
 
-  def loss_fn(params, batch, rng, deterministic):
+  def loss_fn(params, batch, rng, deterministic, step=None):
+    del step
     logits = model.apply({"params": params}, *(batch[k] for k in INPUT_KEYS),
                          deterministic=deterministic, rngs={"dropout": rng})
     loss = task_loss(task, logits, batch["labels"])

@@ -92,15 +92,21 @@ class Embeddings(nn.Module):
     self.LayerNorm = layers.layer_norm(cfg, "embed")  # pylint: disable=invalid-name
     self.dropout = nn.Dropout(cfg.hidden_dropout_prob)
 
-  def __call__(self, input_ids, segment_ids, deterministic: bool):
-    """input_ids, segment_ids: int [B, T]. Returns [B, T, E] in the compute dtype."""
+  def __call__(self, input_ids, segment_ids, deterministic: bool, word_offset=None):
+    """input_ids, segment_ids: int [B, T]. Returns [B, T, E] in the compute dtype.
+
+    `word_offset` (optional [B, T, E]) is added to the word vectors: a per-token correction
+    (GDES's discriminator delta, or a straight-through estimator's zero-valued gradient path).
+    """
     seq_len = input_ids.shape[-1]
     if seq_len > self.config.max_position_embeddings:
       raise ValueError(f"sequence length {seq_len} exceeds max_position_embeddings "
                        f"{self.config.max_position_embeddings}")
     positions = jnp.arange(seq_len)[None, :]
-    x = (self.word_embeddings(input_ids) + self.position_embeddings(positions)
-         + self.token_type_embeddings(segment_ids))
+    words = self.word_embeddings(input_ids)
+    if word_offset is not None:
+      words = words + word_offset.astype(words.dtype)
+    x = words + self.position_embeddings(positions) + self.token_type_embeddings(segment_ids)
     x = self.LayerNorm(x)
     x = nn.with_logical_constraint(x, ("batch", "length", "embed"))
     return self.dropout(x, deterministic=deterministic)

@@ -28,7 +28,13 @@ def get_config() -> ml_collections.ConfigDict:
   model.layer_norm_eps = 1e-12  # LayerNorm epsilon.
   model.generator_hidden_size = 0.25  # Generator width as a fraction of hidden_size.
   model.generator_layers = 1.0  # Generator depth as a fraction of num_layers.
-  model.untied_generator_embeddings = False  # True: generator gets its own embeddings.
+  # What the generator and discriminator share (the paper's section 3.2): "embeddings" (one
+  # embedding table, tied to the generator's output layer), "none" (the generator has its own
+  # embeddings), "all" (one Transformer for both; needs generator_hidden_size = generator_layers
+  # = 1), "gdes" (DeBERTa-v3: the discriminator reads stop_gradient(embeddings) + its own
+  # zero-initialised delta of the word vectors). The MLM objectives take embeddings / none.
+  model.weight_sharing = "embeddings"
+  model.untied_generator_embeddings = False  # Older name: True means weight_sharing="none".
   model.dtype = "float32"  # Compute dtype: float32 or bfloat16 (parameters stay float32).
   # Rematerialisation of each Transformer layer in the backward pass: "none" keeps every
   # activation; "full" recomputes the layer (least memory, ~1.3x compute); "dots_saveable"
@@ -39,10 +45,19 @@ def get_config() -> ml_collections.ConfigDict:
   model.attention = "xla"
 
   objective = config.objective = ml_collections.ConfigDict()
-  objective.name = "electra"  # Pretraining objective; "electra" = replaced-token detection.
+  # Pretraining objective (electra_jax/pretrain/objectives): "electra" (replaced-token
+  # detection), "electra_15" (its loss only over the masked positions), "mlm" (BERT),
+  # "replace_mlm" (MLM on generator-corrupted inputs), "all_tokens_mlm" (Replace MLM predicting
+  # every token, with a copy gate).
+  objective.name = "electra"
   objective.mask_prob = 0.15  # Share of real tokens the generator predicts.
   objective.max_predictions = -1  # Masked slots per sequence; -1: int((mask_prob+0.005)*T).
   objective.mask_token_prob = 0.85  # Chosen positions shown as [MASK]; the rest stay as is.
+  objective.random_token_prob = 0.0  # Chosen positions shown as a random token (BERT: 0.1).
+  # Where replacements come from (electra, electra_15, replace_mlm, all_tokens_mlm): "learned"
+  # (the generator network), "uniform" (any non-special id), "unigram" (the training data's
+  # token frequencies, counted once and stored in the workdir / shard directory).
+  objective.generator = "learned"
   objective.gen_weight = 1.0  # Weight of the generator's MLM loss.
   objective.disc_weight = 50.0  # Weight of the discriminator's loss.
   objective.temperature = 1.0  # Temperature of the generator's sampling softmax.
@@ -78,6 +93,18 @@ def get_config() -> ml_collections.ConfigDict:
   train.batch_size = 128  # Global batch (sequences per step, over all devices).
   train.num_train_steps = 1_000_000  # Optimizer steps (sets the learning-rate schedule).
   train.stop_at_step = 0  # Stop early at this step with a checkpoint (schedule unchanged); 0: off.
+  # How the ELECTRA objectives train the generator: "joint" (with the discriminator, the
+  # paper's ELECTRA), "two_stage" (the generator alone for generator_steps, then the
+  # discriminator, initialised from it, with the generator frozen; same sizes required) or
+  # "adversarial" (the generator maximises the discriminator's loss).
+  train.algorithm = "joint"
+  train.generator_steps = 0  # two_stage: steps of the generator-only first phase.
+  # adversarial: "reinforce" (policy gradient with a learned per-token baseline, the paper's
+  # appendix F) or "straight_through" (straight-through Gumbel-softmax).
+  train.adversarial_estimator = "reinforce"
+  # adversarial: weight of the generator's MLM loss by step: "none" (0), "constant:W" or
+  # "linear:STEPS" (from 1 = pure maximum likelihood down to 0 = pure adversarial at STEPS).
+  train.mle_weight_schedule = "none"
   train.learning_rate = 5e-4  # Peak learning rate.
   train.warmup_steps = 10_000  # Linear warmup steps (multiplies the linear decay to 0).
   train.weight_decay = 0.01  # AdamW decoupled weight decay (not on LayerNorm or biases).
@@ -96,8 +123,10 @@ def get_config() -> ml_collections.ConfigDict:
   # Per parameter group optimizer settings. The objective names its groups (ELECTRA:
   # embeddings, generator, discriminator); learning_rate_scale multiplies the scheduled
   # learning rate, weight_decay < 0 uses train.weight_decay, trainable=False freezes the group.
+  # Settings for a group the objective does not have are an error (defaults are ignored).
   train.param_groups = ml_collections.ConfigDict()
-  for group in ("embeddings", "generator", "discriminator"):
+  # The MLM objectives' fine-tuned network is the group "encoder".
+  for group in ("embeddings", "generator", "discriminator", "encoder"):
     train.param_groups[group] = ml_collections.ConfigDict(
         {"learning_rate_scale": 1.0, "weight_decay": -1.0, "trainable": True})
 

@@ -86,10 +86,13 @@ def optimizer_settings(train_config: ml_collections.ConfigDict
 
 
 def build_setup(config: ml_collections.ConfigDict, special_ids: objectives.SpecialIds,
-                devices=None) -> Setup:
-  """The objective, optimizer, mesh, shardings and jitted steps for `config`."""
+                devices=None, unigram_counts: np.ndarray | None = None) -> Setup:
+  """The objective, optimizer, mesh, shardings and jitted steps for `config`.
+
+  `unigram_counts`: the training data's token counts (objective.generator="unigram").
+  """
   validation.validate(config)
-  objective = objectives.build_objective(config, special_ids)
+  objective = objectives.build_objective(config, special_ids, unigram_counts)
   t = config.train
   settings = optimizer_settings(t)
   groups = group_settings(config, objective)
@@ -98,7 +101,8 @@ def build_setup(config: ml_collections.ConfigDict, special_ids: objectives.Speci
       make_optimizer=lambda params: optimizer_lib.build_optimizer(
           params, settings, objective.group_of, groups),
       mesh_config=config.mesh, batch_ranks={k: 2 for k in INPUT_KEYS},
-      batch_sizes={"train.batch_size": t.batch_size}, devices=devices)
+      batch_sizes={"train.batch_size": t.batch_size}, devices=devices,
+      prepare_params=objective.prepare_params, filter_updates=objective.filter_updates)
   objective.check_mesh(trainer.mesh, trainer.rules)
   return Setup(config=config, objective=objective, trainer=trainer)
 
@@ -137,7 +141,10 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> dict[
   is_chief = jax.process_index() == 0
   data = pipeline.build_pretraining_data(config.data, workdir, config.model.vocab_size,
                                          config.seed)
-  setup = build_setup(config, objectives.SpecialIds.of(data.tokenizer))
+  counts = None
+  if objectives.needs_unigram_counts(config):
+    counts = _unigram_counts(data, workdir, config.model.vocab_size)
+  setup = build_setup(config, objectives.SpecialIds.of(data.tokenizer), unigram_counts=counts)
   trainer = setup.trainer
   ckpt = checkpoints.Checkpointer(fileio.join(workdir, "checkpoints"),
                                   keep=config.train.keep_checkpoints)
@@ -203,6 +210,21 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> dict[
     ckpt.close()
     log.close()
   return result.last_eval
+
+
+def _unigram_counts(data, workdir: str, vocab_size: int) -> np.ndarray:
+  """The training data's token counts, stored in the workdir at the first start and read from
+  there on every resume (so the unigram generator never changes within a run)."""
+  from electra_jax.data import unigram  # pylint: disable=import-outside-toplevel
+  path = fileio.join(workdir, unigram.FILE)
+  if fileio.exists(path):
+    return unigram.load_counts(path, vocab_size)
+  counts = data.token_counts(vocab_size)
+  if jax.process_index() == 0:
+    unigram.save_counts(path, counts)
+  logging.info("Unigram counts: %d token occurrences, stored in %s",
+               int(counts.sum()), path)
+  return counts
 
 
 def _check_shared_setup(config: ml_collections.ConfigDict, workdir: str) -> None:

@@ -8,6 +8,8 @@ from electra_jax.errors import ElectraError
 from electra_jax.models import attention
 from electra_jax.models import electra
 from electra_jax.models import encoder
+from electra_jax.pretrain.objectives.corruption import GENERATORS
+from electra_jax.pretrain.objectives.electra import ALGORITHMS
 
 
 def _require(condition: bool, message: str) -> None:
@@ -23,6 +25,16 @@ def check_model_choices(m: ml_collections.ConfigDict) -> None:
   _require(remat in encoder.REMAT_POLICIES,
            f"model.remat={m.remat!r}; choose one of {', '.join(encoder.REMAT_POLICIES)}")
   attention.get_attention(m.attention)
+  try:
+    sharing = electra.weight_sharing_of(m)
+  except ValueError as e:
+    raise ElectraError(str(e)) from e
+  if sharing == "all":
+    _require(m.generator_hidden_size == 1.0 and m.generator_layers == 1.0,
+             "model.weight_sharing='all' makes the generator the discriminator's own "
+             f"Transformer, so it needs a full-size generator (generator_hidden_size="
+             f"{m.generator_hidden_size}, generator_layers={m.generator_layers}); set both to "
+             "1.0 or choose weight_sharing 'embeddings', 'none' or 'gdes'")
 
 
 def validate(config: ml_collections.ConfigDict) -> None:
@@ -50,6 +62,14 @@ def validate(config: ml_collections.ConfigDict) -> None:
   _require(0.0 < o.mask_prob <= 1.0, f"objective.mask_prob={o.mask_prob} must be in (0, 1]")
   _require(0.0 <= o.mask_token_prob <= 1.0,
            f"objective.mask_token_prob={o.mask_token_prob} must be in [0, 1]")
+  random_prob = o.get("random_token_prob", 0.0)
+  _require(0.0 <= random_prob <= 1.0 - o.mask_token_prob + 1e-9,
+           f"objective.random_token_prob={random_prob} must be in [0, 1 - mask_token_prob]"
+           f" (mask_token_prob={o.mask_token_prob})")
+  _require(o.get("generator", "learned") in GENERATORS,
+           f"objective.generator={o.get('generator')!r}; choose one of {', '.join(GENERATORS)}")
+  _require(t.get("algorithm", "joint") in ALGORITHMS,
+           f"train.algorithm={t.get('algorithm')!r}; choose one of {', '.join(ALGORITHMS)}")
   _require(o.max_predictions <= d.max_seq_length,
            f"objective.max_predictions={o.max_predictions} exceeds data.max_seq_length="
            f"{d.max_seq_length}")

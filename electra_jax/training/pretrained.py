@@ -255,14 +255,33 @@ def load_pretrained(path: str, parts: Sequence[str] | None = ("embeddings", "enc
   model_config = model_config_from_meta(meta, step_dir)
   encoder = {**DEFAULT_ENCODER, **(meta.get("encoder") or {})}
   aliases = {"encoder": encoder["network"], "encoder_head": encoder["head"]}
+  delta = encoder.get("embeddings_delta")
   if parts is not None:
     parts = [aliases.get(p, p) for p in parts]
-  params = _restore_params(step_dir, parts)
+    fold = delta and "embeddings" in parts and delta not in parts
+    params = _restore_params(step_dir, parts + [delta] if fold else parts)
+    if fold:
+      params = fold_embeddings_delta(params, delta)
+  else:
+    params = _restore_params(step_dir, None)
   tokenizer = _tokenizer_from_meta(meta, step_dir)
   step = int(meta.get("step", fileio.basename(step_dir)))
   logging.info("Loaded %s (step %d) from %s", ", ".join(params), step, step_dir)
   return Pretrained(model_config=model_config, params=params, tokenizer=tokenizer, step=step,
                     path=step_dir, encoder=encoder)
+
+
+def fold_embeddings_delta(params: dict[str, Any], delta: str) -> dict[str, Any]:
+  """GDES checkpoints: `embeddings` with the discriminator's word-embedding delta added, i.e.
+  the embeddings the discriminator actually reads; the delta group is dropped."""
+  params = dict(params)
+  added = params.pop(delta)["word_embeddings"]
+  embeddings = jax.tree.map(lambda x: x, params["embeddings"])
+  table = embeddings["word_embeddings"]["embedding"]
+  embeddings["word_embeddings"]["embedding"] = (np.asarray(table) + np.asarray(added)).astype(
+      np.asarray(table).dtype)
+  params["embeddings"] = embeddings
+  return params
 
 
 def _write_checkpoint(directory: str, params: dict[str, Any],

@@ -3,8 +3,12 @@
 Pretraining and fine-tuning both describe their job as
 
   init_params(key) -> (boxed parameters, state rng)    # flax params with logical axis names
-  loss_fn(params, batch, rng, deterministic) -> (loss, metrics, outputs)
+  loss_fn(params, batch, rng, deterministic, step) -> (loss, metrics, outputs)
   make_optimizer(abstract params) -> (optax transformation, schedule)
+
+and optionally, for jobs whose training changes by step (two-stage pretraining),
+`prepare_params(params, step) -> params` (applied at the start of a train step) and
+`filter_updates(updates, step) -> updates` (applied to the optimizer's updates).
 
 and `build_trainer` turns that into a `Trainer`: the mesh and logical-axis rules, the state's
 shardings (parameters and optimizer slots follow the parameters' logical axes), a state created
@@ -36,8 +40,9 @@ from electra_jax.training.metrics import ratio
 from electra_jax.training.state import TrainState
 
 Metrics = dict[str, tuple[jax.Array, jax.Array]]
-LossFn = Callable[[Any, Mapping[str, jax.Array], jax.Array, bool],
+LossFn = Callable[[Any, Mapping[str, jax.Array], jax.Array, bool, jax.Array],
                   tuple[jax.Array, Metrics, dict[str, jax.Array]]]
+StepHook = Callable[[Any, jax.Array], Any]
 InitParams = Callable[[jax.Array], tuple[Any, jax.Array]]
 MakeOptimizer = Callable[[Any], tuple[optax.GradientTransformation, optax.Schedule]]
 
@@ -107,18 +112,24 @@ def batch_shardings(mesh: jax.sharding.Mesh, rules, batch_ranks: Mapping[str, in
 
 
 def make_train_step(loss_fn: LossFn, tx: optax.GradientTransformation,
-                    schedule: optax.Schedule):
+                    schedule: optax.Schedule, prepare_params: StepHook | None = None,
+                    filter_updates: StepHook | None = None):
   """(state, batch) -> (state + 1 step, metrics as (numerator, denominator) pairs)."""
   def train_step(state: TrainState, batch: dict[str, jax.Array]):
     rng = jax.random.fold_in(state.rng, state.step)
+    params = state.params
+    if prepare_params is not None:
+      params = prepare_params(params, state.step)
 
     def loss(params):
-      value, step_metrics, _ = loss_fn(params, batch, rng, False)
+      value, step_metrics, _ = loss_fn(params, batch, rng, False, state.step)
       return value, step_metrics
 
-    (_, step_metrics), grads = jax.value_and_grad(loss, has_aux=True)(state.params)
-    updates, opt_state = tx.update(grads, state.opt_state, state.params)
-    params = optax.apply_updates(state.params, updates)
+    (_, step_metrics), grads = jax.value_and_grad(loss, has_aux=True)(params)
+    updates, opt_state = tx.update(grads, state.opt_state, params)
+    if filter_updates is not None:
+      updates = filter_updates(updates, state.step)
+    params = optax.apply_updates(params, updates)
     step_metrics["learning_rate"] = ratio(schedule(state.step), 1.0)
     step_metrics["grad_norm"] = ratio(optax.global_norm(grads), 1.0)
     new_state = state.replace(step=state.step + 1, params=params, opt_state=opt_state)
@@ -129,14 +140,16 @@ def make_train_step(loss_fn: LossFn, tx: optax.GradientTransformation,
 def make_eval_step(loss_fn: LossFn):
   """(state, batch, rng) -> (metrics, outputs), dropout off."""
   def eval_step(state: TrainState, batch: dict[str, jax.Array], rng: jax.Array):
-    _, step_metrics, outputs = loss_fn(state.params, batch, rng, True)
+    _, step_metrics, outputs = loss_fn(state.params, batch, rng, True, state.step)
     return step_metrics, outputs
   return eval_step
 
 
 def build_trainer(*, init_params: InitParams, loss_fn: LossFn, make_optimizer: MakeOptimizer,
                   mesh_config, batch_ranks: Mapping[str, int],
-                  batch_sizes: Mapping[str, int], devices=None) -> Trainer:
+                  batch_sizes: Mapping[str, int], devices=None,
+                  prepare_params: StepHook | None = None,
+                  filter_updates: StepHook | None = None) -> Trainer:
   """Mesh, shardings, sharded state creation and the jitted steps of one job.
 
   Args:
@@ -147,6 +160,7 @@ def build_trainer(*, init_params: InitParams, loss_fn: LossFn, make_optimizer: M
     batch_ranks: the rank of every batch array by key (2 for [B, T] inputs, 1 for [B] labels).
     batch_sizes: config field -> global batch size, each checked to divide the batch shards.
     devices: the devices of the mesh (default: all).
+    prepare_params, filter_updates: optional step hooks (see the module docstring).
   Raises:
     ElectraError: a batch size or a parameter dimension that the mesh does not divide.
   """
@@ -184,7 +198,7 @@ def build_trainer(*, init_params: InitParams, loss_fn: LossFn, make_optimizer: M
   replicated = parallel.replicated(mesh)
 
   init_jit = jax.jit(init_state, out_shardings=state_shardings)
-  train_jit = jax.jit(make_train_step(loss_fn, tx, schedule),
+  train_jit = jax.jit(make_train_step(loss_fn, tx, schedule, prepare_params, filter_updates),
                       in_shardings=(state_shardings, shardings),
                       out_shardings=(state_shardings, replicated), donate_argnums=0)
   # Eval outputs come back replicated, so that every process (each host of a pod) can read

@@ -12,17 +12,26 @@ from __future__ import annotations
 import difflib
 
 import ml_collections
+import numpy as np
 
 from electra_jax.errors import ElectraError
 from electra_jax.pretrain.objectives.base import Objective, SpecialIds
-from electra_jax.pretrain.objectives.electra import ElectraObjective
+from electra_jax.pretrain.objectives.corruption import GENERATORS, Masking, Sampler
+from electra_jax.pretrain.objectives.electra import (ALGORITHMS, ESTIMATORS,
+                                                     Electra15Objective, ElectraObjective,
+                                                     MleSchedule)
+from electra_jax.pretrain.objectives.masked_lm import (AllTokensMLMObjective,
+                                                       MaskedLMObjective, ReplaceMLMObjective)
 from electra_jax.pretrain.objectives.ops import (  # pylint: disable=unused-import
-    MaskedInputs, discriminator_loss, discriminator_metrics, gumbel_sample, mask_tokens,
-    max_predictions_for, mlm_loss, mlm_metrics, replace_tokens, scatter_where)
+    MaskedInputs, all_tokens_log_prob, discriminator_loss, discriminator_metrics, gumbel_sample,
+    mask_tokens, max_predictions_for, mlm_loss, mlm_metrics, positions_to_tokens,
+    reinforce_loss, replace_tokens, scatter_where, straight_through_one_hot, uniform_sample,
+    unigram_log_probs, unigram_sample)
 
 # config.objective.name -> the objective's class.
 OBJECTIVES: dict[str, type[Objective]] = {
-    ElectraObjective.name: ElectraObjective,
+    cls.name: cls for cls in (ElectraObjective, Electra15Objective, MaskedLMObjective,
+                              ReplaceMLMObjective, AllTokensMLMObjective)
 }
 
 
@@ -41,6 +50,17 @@ def objective_class(name: str) -> type[Objective]:
   return OBJECTIVES[name]
 
 
-def build_objective(config: ml_collections.ConfigDict, special_ids: SpecialIds) -> Objective:
-  """The objective that `config.objective.name` names, built from `config`."""
-  return objective_class(config.objective.name).from_config(config, special_ids)
+def needs_unigram_counts(config: ml_collections.ConfigDict) -> bool:
+  """Whether the objective draws replacements from the corpus's token frequencies."""
+  return config.objective.get("generator", "learned") == "unigram"
+
+
+def build_objective(config: ml_collections.ConfigDict, special_ids: SpecialIds,
+                    unigram_counts: np.ndarray | None = None) -> Objective:
+  """The objective that `config.objective.name` names, built from `config`.
+
+  `unigram_counts` (int [V], the training data's token counts) is needed when
+  `needs_unigram_counts(config)`.
+  """
+  return objective_class(config.objective.name).from_config(config, special_ids,
+                                                            unigram_counts=unigram_counts)

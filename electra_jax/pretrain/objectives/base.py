@@ -65,9 +65,15 @@ class Objective(abc.ABC):
 
   @classmethod
   @abc.abstractmethod
-  def from_config(cls, config: ml_collections.ConfigDict, special_ids: SpecialIds
-                  ) -> "Objective":
-    """The objective as `config` (model, objective, data sections) describes it."""
+  def from_config(cls, config: ml_collections.ConfigDict, special_ids: SpecialIds,
+                  unigram_counts: np.ndarray | None = None) -> "Objective":
+    """The objective as `config` (model, objective, data, train sections) describes it.
+
+    `unigram_counts`: int [V] token counts of the training data (for a unigram generator).
+
+    Raises:
+      ElectraError: a combination of settings the objective cannot train.
+    """
 
   @abc.abstractmethod
   def init_params(self, key: jax.Array) -> tuple[Any, jax.Array]:
@@ -79,11 +85,24 @@ class Objective(abc.ABC):
 
   @abc.abstractmethod
   def loss_and_metrics(self, params: Any, batch: Mapping[str, jax.Array], rng: jax.Array,
-                       deterministic: bool) -> tuple[jax.Array, Metrics, dict[str, jax.Array]]:
+                       deterministic: bool, step: Any = 0
+                       ) -> tuple[jax.Array, Metrics, dict[str, jax.Array]]:
     """(scalar loss to minimise, metrics as (numerator, denominator) pairs, outputs).
 
-    `outputs` holds arrays for host-side evaluation extras (`eval_extras`).
+    `step` (int32 scalar) is the train state's step, for objectives whose loss changes over
+    training (two-stage phases, an MLE-weight schedule). `outputs` holds arrays for host-side
+    evaluation extras (`eval_extras`).
     """
+
+  def prepare_params(self, params: Any, step: Any) -> Any:
+    """The parameters a train step starts from (e.g. two-stage's copy at the phase change)."""
+    del step
+    return params
+
+  def filter_updates(self, updates: Any, step: Any) -> Any:
+    """The optimizer's updates with those of groups frozen at `step` zeroed."""
+    del step
+    return updates
 
   @abc.abstractmethod
   def flops_per_step(self, batch_size: int, seq_len: int) -> float:

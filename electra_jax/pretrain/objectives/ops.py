@@ -13,6 +13,7 @@ from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 import optax
 
 from electra_jax.training.metrics import ratio
@@ -41,14 +42,17 @@ def max_predictions_for(seq_len: int, mask_prob: float) -> int:
 
 def mask_tokens(rng: jax.Array, input_ids: jax.Array, input_mask: jax.Array, *,
                 mask_prob: float, max_predictions: int, mask_id: int,
-                special_ids: tuple[int, ...], mask_token_prob: float = 0.85) -> MaskedInputs:
+                special_ids: tuple[int, ...], mask_token_prob: float = 0.85,
+                random_token_prob: float = 0.0, vocab_size: int = 0) -> MaskedInputs:
   """Chooses positions to predict, as the original ELECTRA `pretrain_helpers.mask`.
 
   Per sequence, count = max(1, min(max_predictions, round(real_tokens * mask_prob))) positions
   are drawn uniformly without replacement among the real tokens that are not special
   (`special_ids`: [CLS], [SEP], [PAD], [MASK]). Each chosen position becomes `mask_id` with
-  probability `mask_token_prob` and keeps its token otherwise. Sequences with fewer candidates
-  than `count` use all their candidates.
+  probability `mask_token_prob`, a token drawn uniformly from the non-special ids of the
+  vocabulary with probability `random_token_prob` (BERT's 10%; 0 in the original ELECTRA), and
+  keeps its token otherwise. Sequences with fewer candidates than `count` use all their
+  candidates.
 
   Args:
     rng: PRNG key.
@@ -72,8 +76,16 @@ def mask_tokens(rng: jax.Array, input_ids: jax.Array, input_mask: jax.Array, *,
   used = (jnp.arange(max_predictions)[None, :] < count[:, None]) & jnp.isfinite(top_scores)
   positions = jnp.where(used, positions, 0).astype(jnp.int32)
   target_ids = jnp.where(used, jnp.take_along_axis(input_ids, positions, axis=1), 0)
-  to_mask = used & (jax.random.uniform(keep_rng, (batch, max_predictions)) < mask_token_prob)
+  if random_token_prob > 0 and vocab_size <= 0:
+    raise ValueError("random_token_prob > 0 needs vocab_size")
+  draw = jax.random.uniform(keep_rng, (batch, max_predictions))
+  to_mask = used & (draw < mask_token_prob)
+  to_random = used & (draw >= mask_token_prob) & (draw < mask_token_prob + random_token_prob)
   masked_ids = scatter_where(input_ids, positions, jnp.full_like(positions, mask_id), to_mask)
+  if random_token_prob > 0:
+    random_ids = uniform_sample(jax.random.fold_in(keep_rng, 1), positions.shape, vocab_size,
+                                special_ids)
+    masked_ids = scatter_where(masked_ids, positions, random_ids, to_random)
   return MaskedInputs(masked_ids.astype(jnp.int32), positions, target_ids.astype(jnp.int32),
                       used.astype(jnp.float32))
 
@@ -111,6 +123,42 @@ def gumbel_sample(rng: jax.Array, logits: jax.Array, temperature: float = 1.0,
   return jnp.argmax(logits + noise, axis=-1).astype(jnp.int32)
 
 
+def uniform_sample(rng: jax.Array, shape: tuple[int, ...], vocab_size: int,
+                   special_ids: tuple[int, ...]) -> jax.Array:
+  """int32 `shape` ids drawn uniformly from [0, vocab_size) minus `special_ids`."""
+  allowed = np.setdiff1d(np.arange(vocab_size), np.asarray(special_ids, np.int64))
+  if allowed.size == 0:
+    raise ValueError("every id of the vocabulary is special")
+  index = jax.random.randint(rng, shape, 0, allowed.size)
+  return jnp.asarray(allowed, jnp.int32)[index]
+
+
+def unigram_log_probs(counts: np.ndarray, special_ids: tuple[int, ...]) -> np.ndarray:
+  """float32 [V] log-probabilities proportional to `counts`, special ids excluded (-inf).
+
+  Raises:
+    ValueError: no non-special id has a positive count.
+  """
+  counts = np.asarray(counts, np.float64).copy()
+  counts[np.asarray(special_ids, np.int64)] = 0.0
+  total = counts.sum()
+  if total <= 0:
+    raise ValueError("the unigram counts are all zero outside the special ids")
+  with np.errstate(divide="ignore"):
+    return np.log(counts / total).astype(np.float32)
+
+
+def unigram_sample(rng: jax.Array, log_probs: jax.Array, shape: tuple[int, ...]) -> jax.Array:
+  """int32 `shape` ids drawn from the unigram distribution exp(log_probs) [V]."""
+  return jax.random.categorical(rng, log_probs, shape=shape).astype(jnp.int32)
+
+
+def positions_to_tokens(positions: jax.Array, weights: jax.Array, seq_len: int) -> jax.Array:
+  """float32 [B, T]: 1 at the used masked positions ([B, P] `positions` where `weights` > 0)."""
+  one_hot = jax.nn.one_hot(positions, seq_len, dtype=jnp.float32) * (weights[..., None] > 0)
+  return jnp.minimum(jnp.sum(one_hot, axis=1), 1.0)
+
+
 def replace_tokens(input_ids: jax.Array, input_mask: jax.Array, positions: jax.Array,
                    sampled_ids: jax.Array, weights: jax.Array) -> tuple[jax.Array, jax.Array]:
   """Puts the samples into the original sequence and labels the replaced tokens.
@@ -135,7 +183,8 @@ def mlm_loss(logits: jax.Array, target_ids: jax.Array, weights: jax.Array) -> ja
 
 
 def discriminator_loss(logits: jax.Array, labels: jax.Array, input_mask: jax.Array) -> jax.Array:
-  """Sigmoid cross-entropy averaged over real tokens.  All [B, T]."""
+  """Sigmoid cross-entropy averaged over the tokens where `input_mask` is set (every real
+  token for ELECTRA, the masked positions for ELECTRA-15%).  All [B, T]."""
   weights = input_mask.astype(jnp.float32)
   losses = optax.sigmoid_binary_cross_entropy(logits.astype(jnp.float32),
                                               labels.astype(jnp.float32))
@@ -166,3 +215,62 @@ def discriminator_metrics(logits, labels, input_mask, loss) -> Metrics:
           # The share of real tokens that were replaced: the "all original" baseline
           # accuracy is 1 minus this.
           "replaced_fraction": ratio(jnp.sum(actual), jnp.sum(weights))}
+
+
+def all_tokens_log_prob(logits: jax.Array, gate_logits: jax.Array, input_ids: jax.Array,
+                        target_ids: jax.Array) -> jax.Array:
+  """log p(target) under All-Tokens MLM's copy mechanism, per token.
+
+  p(x_t) = D_t * 1[x_t = input_t] + (1 - D_t) * softmax(logits_t)[x_t], D_t = sigmoid(gate_t).
+
+  Args:
+    logits: float [B, T, V] MLM logits at every position.
+    gate_logits: float [B, T] copy-gate logits.
+    input_ids: int [B, T] the (corrupted) inputs the model saw.
+    target_ids: int [B, T] the original tokens.
+  Returns:
+    float32 [B, T] log-probabilities (computed in log space, so D = 1 gives 0 or -inf-like).
+  """
+  log_softmax = jax.nn.log_softmax(logits.astype(jnp.float32), axis=-1)
+  log_q = jnp.take_along_axis(log_softmax, target_ids[..., None], axis=-1)[..., 0]
+  gate = gate_logits.astype(jnp.float32)
+  log_copy = jnp.where(input_ids == target_ids, jax.nn.log_sigmoid(gate), -jnp.inf)
+  return jnp.logaddexp(log_copy, jax.nn.log_sigmoid(-gate) + log_q)
+
+
+def token_discriminator_losses(logits: jax.Array, labels: jax.Array) -> jax.Array:
+  """Per-token sigmoid cross-entropy, float32 [B, T] (the adversarial generator's reward)."""
+  return optax.sigmoid_binary_cross_entropy(logits.astype(jnp.float32),
+                                            labels.astype(jnp.float32))
+
+
+def reinforce_loss(logits: jax.Array, sampled_ids: jax.Array, rewards: jax.Array,
+                   baseline: jax.Array, weights: jax.Array) -> jax.Array:
+  """REINFORCE surrogate whose gradient is minus the policy gradient of the expected reward.
+
+  loss = -mean_w[(R - b) * log p(sampled)], with R and b held constant: its gradient with
+  respect to the logits is an unbiased estimate of -d E[R] / d logits (b lowers the variance).
+
+  Args:
+    logits: float [B, P, V] the generator's logits at the masked positions (at temperature 1).
+    sampled_ids: int [B, P] the samples; rewards, baseline, weights: float [B, P].
+  """
+  log_p = jax.nn.log_softmax(logits.astype(jnp.float32), axis=-1)
+  log_p_sampled = jnp.take_along_axis(log_p, sampled_ids[..., None], axis=-1)[..., 0]
+  advantage = jax.lax.stop_gradient(rewards - baseline)
+  return -jnp.sum(advantage * log_p_sampled * weights) / (jnp.sum(weights) + 1e-6)
+
+
+def straight_through_one_hot(rng: jax.Array, logits: jax.Array, temperature: float = 1.0
+                             ) -> tuple[jax.Array, jax.Array]:
+  """Straight-through Gumbel-softmax: (sampled ids [..], one-hot [.., V]).
+
+  Forward, the one-hot is exactly the Gumbel-max sample's; backward, its gradient is that of
+  softmax((logits + g) / temperature) with the same noise g.
+  """
+  logits = logits.astype(jnp.float32)
+  noisy = (logits + jax.random.gumbel(rng, logits.shape, jnp.float32)) / temperature
+  sampled = jnp.argmax(noisy, axis=-1).astype(jnp.int32)
+  soft = jax.nn.softmax(noisy, axis=-1)
+  hard = jax.nn.one_hot(sampled, logits.shape[-1], dtype=jnp.float32)
+  return sampled, hard + soft - jax.lax.stop_gradient(soft)
