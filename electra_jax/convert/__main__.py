@@ -12,8 +12,8 @@ from absl import logging
 
 from electra_jax import cli
 from electra_jax.convert.files import convert_from_hf, convert_to_hf
-from electra_jax.convert.hf_mapping import (ARCHITECTURES, DISCRIMINATOR, GENERATOR_EMBEDDINGS,
-                                            count_params)
+from electra_jax.convert.hf_mapping import (ARCHITECTURES, DISCRIMINATOR, GENERATOR,
+                                            GENERATOR_EMBEDDINGS, count_params)
 from electra_jax.errors import ElectraError
 from electra_jax.training import pretrained
 
@@ -85,13 +85,17 @@ def _from_hf_command(fl) -> str:
 
 def _to_hf_command(fl) -> str:
   result = convert_to_hf(fl.checkpoint, fl.output, fl.overwrite)
-  parts = [f"{path} ({ARCHITECTURES[role]}, {_millions(result.param_counts[role])} parameters)"
+  def architecture(role):
+    return ARCHITECTURES.get(role, ARCHITECTURES[GENERATOR])  # masked_lm: ElectraForMaskedLM.
+  parts = [f"{path} ({architecture(role)}, {_millions(result.param_counts[role])} parameters)"
            for role, path in result.directories.items()]
   tokenizer = (f" with {', '.join(result.tokenizer_files)}" if result.tokenizer_files
                else " without tokenizer files")
+  main_role = DISCRIMINATOR if DISCRIMINATOR in result.directories else next(
+      iter(result.directories))
   return (f"wrote step {result.step} as {' and '.join(parts)}{tokenizer}; load with "
-          f"transformers.ElectraForPreTraining.from_pretrained("
-          f"{result.directories[DISCRIMINATOR]!r})")
+          f"transformers.{architecture(main_role)}.from_pretrained("
+          f"{result.directories[main_role]!r})")
 
 
 def _main(argv: list[str]) -> None:

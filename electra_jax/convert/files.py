@@ -18,6 +18,8 @@ import numpy as np
 from electra_jax.training import pretrained
 from electra_jax.data import tokenizer as tokenizer_lib
 from electra_jax.errors import ElectraError
+from electra_jax.convert import hf_mapping
+from electra_jax.models.masked_lm import ENCODER as MASKED_LM_ENCODER
 # The in-memory mapping lives in hf_mapping; its public functions are part of this module's API.
 from electra_jax.convert.hf_mapping import (  # pylint: disable=unused-import
     ARCHITECTURES, DISCRIMINATOR, GENERATOR, GENERATOR_EMBEDDINGS, LM_HEAD_WEIGHT,
@@ -259,6 +261,31 @@ def _write_tokenizer(info: pretrained.TokenizerInfo | None,
   return [name]
 
 
+MASKED_LM = "masked_lm"  # to-hf's directory for an MLM objective's encoder.
+
+
+def _electra_models(loaded: pretrained.Pretrained, pad_id: int | None
+                    ) -> dict[str, tuple[dict[str, np.ndarray], dict[str, Any]]]:
+  """{"discriminator": (state dict, config), "generator": ... when there is one} of an
+  ELECTRA-objective checkpoint. GDES: the discriminator's embeddings are the shared ones plus
+  its delta; the generator's are the shared ones."""
+  params = loaded.params
+  delta = loaded.encoder.get("embeddings_delta")
+  if delta and delta in params:
+    params = pretrained.fold_embeddings_delta(params, delta)
+  disc_state, disc_config, gen_state, gen_config = params_to_hf(
+      params, loaded.model_config, pad_token_id=pad_id)
+  models = {DISCRIMINATOR: (disc_state, disc_config)}
+  if gen_state is not None:
+    if delta and delta in loaded.params:
+      shared = np.asarray(loaded.params["embeddings"]["word_embeddings"]["embedding"],
+                          np.float32)
+      gen_state["electra.embeddings.word_embeddings.weight"] = shared.copy()
+      gen_state[LM_HEAD_WEIGHT] = shared.copy()
+    models[GENERATOR] = (gen_state, gen_config)
+  return models
+
+
 class ToHfResult(NamedTuple):
   """What `convert_to_hf` wrote: {"discriminator": dir, "generator": dir} and counts."""
   directories: dict[str, str]
@@ -270,7 +297,8 @@ class ToHfResult(NamedTuple):
 def convert_to_hf(checkpoint: str, output_dir: str, overwrite: bool = False) -> ToHfResult:
   """`to_hf`, returning what was written as well (for the command's summary)."""
   loaded = pretrained.load_pretrained(checkpoint, parts=None)
-  if "discriminator" not in loaded.params:
+  masked_lm = loaded.encoder_network == MASKED_LM_ENCODER
+  if not masked_lm and "discriminator" not in loaded.params:
     raise ElectraError(
         f"the checkpoint {loaded.path} has no discriminator (it has "
         f"{', '.join(sorted(loaded.params)) or 'no parameters'}); pass the workdir of an "
@@ -296,12 +324,15 @@ def convert_to_hf(checkpoint: str, output_dir: str, overwrite: bool = False) -> 
           "transformers' ElectraTokenizer needs a WordPiece vocab.txt, so AutoTokenizer cannot "
           "load it; tokenize with sentencepiece (or electra_jax.data.tokenizer) instead.",
           loaded.tokenizer.file)
-  disc_state, disc_config, gen_state, gen_config = params_to_hf(
-      loaded.params, loaded.model_config, pad_token_id=pad_id)
-  models = {DISCRIMINATOR: (disc_state, disc_config)}
-  if gen_state is not None:
-    models[GENERATOR] = (gen_state, gen_config)
+  if masked_lm:
+    models = {MASKED_LM: hf_mapping.masked_lm_params_to_hf(loaded.params, loaded.model_config,
+                                                          pad_token_id=pad_id)}
+    if "copy_gate" in loaded.params:
+      logging.warning("All-Tokens MLM's copy gate has no Hugging Face counterpart; %s/ holds "
+                      "the encoder and its MLM head without it.", MASKED_LM)
   else:
+    models = _electra_models(loaded, pad_id)
+  if not masked_lm and GENERATOR not in models:
     logging.warning("The checkpoint %s has no generator; writing the discriminator only.",
                     loaded.path)
   parent = os.path.dirname(output_dir)
@@ -340,7 +371,9 @@ def to_hf(checkpoint: str, output_dir: str, overwrite: bool = False) -> dict[str
   """Exports an electra-jax checkpoint as Hugging Face model directories.
 
   Writes OUTPUT/discriminator/ (`ElectraForPreTraining`) and, when the checkpoint has a
-  generator, OUTPUT/generator/ (`ElectraForMaskedLM`), each with config.json,
+  generator, OUTPUT/generator/ (`ElectraForMaskedLM`); for a checkpoint of an MLM objective
+  (mlm, replace_mlm, all_tokens_mlm), OUTPUT/masked_lm/ (`ElectraForMaskedLM` of the
+  fine-tuned encoder; its generator is not exported). Each gets config.json,
   model.safetensors and the tokenizer: vocab.txt + tokenizer_config.json for a WordPiece
   vocabulary (loadable with `ElectraTokenizer` / `AutoTokenizer`), or a copy of the
   sentencepiece .model (which transformers' ElectraTokenizer cannot read; a warning says so).
@@ -354,7 +387,8 @@ def to_hf(checkpoint: str, output_dir: str, overwrite: bool = False) -> dict[str
     overwrite: replace a non-empty `output_dir`.
 
   Returns:
-    {"discriminator": dir, "generator": dir} (no "generator" when the checkpoint has none).
+    {"discriminator": dir, "generator": dir} (no "generator" when the checkpoint has none), or
+    {"masked_lm": dir}.
 
   Raises:
     ElectraError: no checkpoint there, no discriminator in it, or an output that exists.

@@ -190,29 +190,32 @@ def model_config_to_hf_configs(model_config: ml_collections.ConfigDict,
     ["ElectraForPreTraining"] / ["ElectraForMaskedLM"], `hidden_act` "gelu", and the sizes.
   """
   disc, gen = electra.encoder_configs(model_config)
+  return hf_config(disc, DISCRIMINATOR, pad_token_id), hf_config(gen, GENERATOR, pad_token_id)
 
-  def to_hf(cfg, role):
-    return {
-        "architectures": [ARCHITECTURES[role]],
-        "model_type": "electra",
-        "vocab_size": cfg.vocab_size,
-        "embedding_size": cfg.embedding_size,
-        "hidden_size": cfg.hidden_size,
-        "num_hidden_layers": cfg.num_layers,
-        "num_attention_heads": cfg.num_heads,
-        "intermediate_size": cfg.intermediate_size,
-        "hidden_act": "gelu",
-        "hidden_dropout_prob": cfg.hidden_dropout_prob,
-        "attention_probs_dropout_prob": cfg.attention_dropout_prob,
-        "max_position_embeddings": cfg.max_position_embeddings,
-        "type_vocab_size": cfg.type_vocab_size,
-        "initializer_range": cfg.initializer_range,
-        "layer_norm_eps": cfg.layer_norm_eps,
-        "position_embedding_type": "absolute",
-        "pad_token_id": 0 if pad_token_id is None else int(pad_token_id),
-        "tie_word_embeddings": True,
-    }
-  return to_hf(disc, DISCRIMINATOR), to_hf(gen, GENERATOR)
+
+def hf_config(cfg: electra.enc.EncoderConfig, role: str, pad_token_id: int | None = None
+              ) -> dict[str, Any]:
+  """The Hugging Face config.json dict of one network (`role`: DISCRIMINATOR or GENERATOR)."""
+  return {
+      "architectures": [ARCHITECTURES[role]],
+      "model_type": "electra",
+      "vocab_size": cfg.vocab_size,
+      "embedding_size": cfg.embedding_size,
+      "hidden_size": cfg.hidden_size,
+      "num_hidden_layers": cfg.num_layers,
+      "num_attention_heads": cfg.num_heads,
+      "intermediate_size": cfg.intermediate_size,
+      "hidden_act": "gelu",
+      "hidden_dropout_prob": cfg.hidden_dropout_prob,
+      "attention_probs_dropout_prob": cfg.attention_dropout_prob,
+      "max_position_embeddings": cfg.max_position_embeddings,
+      "type_vocab_size": cfg.type_vocab_size,
+      "initializer_range": cfg.initializer_range,
+      "layer_norm_eps": cfg.layer_norm_eps,
+      "position_embedding_type": "absolute",
+      "pad_token_id": 0 if pad_token_id is None else int(pad_token_id),
+      "tie_word_embeddings": True,
+  }
 
 
 # --------------------------------------------------------------------------------------------
@@ -524,3 +527,36 @@ def count_params(tree: Any) -> int:
   return int(sum(math.prod(np.shape(x)) for x in jax.tree_util.tree_leaves(tree)))
 
 
+
+
+def masked_lm_params_to_hf(params: Mapping[str, Any], model_config: ml_collections.ConfigDict,
+                           pad_token_id: int | None = None
+                           ) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+  """The Hugging Face `ElectraForMaskedLM` state dict and config of an MLM-objective checkpoint
+  (`embeddings`, `encoder`, `mlm_predictions`: `electra_jax.models.masked_lm`), whose encoder
+  has the discriminator's size. All-Tokens MLM's `copy_gate` has no Hugging Face counterpart
+  and is not exported.
+
+  Raises:
+    ElectraError: a part is missing or the shapes do not match `model_config`.
+  """
+  needed = ("embeddings", "encoder", "mlm_predictions")
+  missing = [p for p in needed if p not in params]
+  if missing:
+    raise ElectraError(f"the parameters lack {', '.join(missing)} (they have "
+                       f"{', '.join(sorted(params))}); pass a checkpoint of an MLM objective")
+  cfg, _ = electra.encoder_configs(model_config)
+  renamed = {"embeddings": params["embeddings"], "generator": params["encoder"],
+             "generator_predictions": params["mlm_predictions"]}
+  state: dict[str, np.ndarray] = {}
+  for path, value in jax.tree_util.tree_leaves_with_path(renamed):
+    _, key, transpose = hf_name(_path_keys(path))
+    value = np.asarray(value, dtype=np.float32)
+    state[key] = np.ascontiguousarray(value.T) if transpose else value.copy()
+  expected = cfg.hidden_size
+  kernel = state.get("electra.encoder.layer.0.attention.self.query.weight")
+  if kernel is None or kernel.shape != (expected, expected):
+    raise ElectraError("the encoder's parameters do not match the model config; the "
+                       "checkpoint's config is not the one it was trained with")
+  state[LM_HEAD_WEIGHT] = state[_HF_EMBEDDINGS + "word_embeddings.weight"].copy()
+  return state, hf_config(cfg, GENERATOR, pad_token_id)

@@ -64,6 +64,14 @@ def load_scorer(path: str, dtype: str = "float32") -> Scorer:
     raise ElectraError(f"dtype={dtype!r}; choose one of {', '.join(sorted(electra.DTYPES))}")
   weights = pretrained.load_pretrained(path, parts=None)
   encoder, head = weights.encoder["network"], weights.encoder["head"]
+  if not head:
+    raise ElectraError(
+        f"the checkpoint {weights.path} was trained with the {weights.encoder['objective']} "
+        "objective, which has no replaced-token-detection head to score with; pass a checkpoint "
+        "of an ELECTRA objective (electra, electra_15)")
+  delta = weights.encoder.get("embeddings_delta")
+  if delta and delta in weights.params:  # GDES: the discriminator's own embeddings.
+    weights.params = pretrained.fold_embeddings_delta(weights.params, delta)
   missing = [name for name in ("embeddings", encoder, head or "") if name not in weights.params]
   if missing:
     raise ElectraError(

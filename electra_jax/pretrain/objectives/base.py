@@ -24,6 +24,7 @@ import dataclasses
 from typing import Any, ClassVar, Mapping, Sequence
 
 import jax
+import jax.numpy as jnp
 import ml_collections
 import numpy as np
 
@@ -45,6 +46,18 @@ class SpecialIds:
   def of(cls, tokenizer) -> "SpecialIds":
     return cls(pad=tokenizer.pad_id, cls=tokenizer.cls_id, sep=tokenizer.sep_id,
                mask=tokenizer.mask_id)
+
+
+def init_pretrainer(model, key: jax.Array, max_seq_length: int, max_predictions: int
+                    ) -> tuple[Any, jax.Array]:
+  """(boxed parameters, state rng) of a pretraining module whose `__call__` takes
+  (ids, mask, segments, masked positions), created with dummy [1, T] / [1, P] inputs."""
+  params_rng, dropout_rng, state_rng = jax.random.split(key, 3)
+  ids = jnp.zeros((1, max_seq_length), jnp.int32)
+  positions = jnp.zeros((1, max_predictions), jnp.int32)
+  variables = model.init({"params": params_rng, "dropout": dropout_rng},
+                         ids, jnp.ones_like(ids), ids, positions)
+  return variables["params"], state_rng
 
 
 class Objective(abc.ABC):

@@ -35,7 +35,7 @@ from electra_jax.errors import ElectraError
 from electra_jax.models import electra as electra_models
 from electra_jax.pretrain import flops
 from electra_jax.pretrain.objectives import ops
-from electra_jax.pretrain.objectives.base import Objective, SpecialIds
+from electra_jax.pretrain.objectives.base import Objective, SpecialIds, init_pretrainer
 from electra_jax.pretrain.objectives.corruption import Masking, Sampler, max_predictions
 from electra_jax.training import metrics as metrics_lib
 from electra_jax.training import parallel
@@ -46,21 +46,14 @@ __all__ = ["ElectraObjective", "Electra15Objective", "MleSchedule", "max_predict
 ALGORITHMS = ("joint", "two_stage", "adversarial")  # train.algorithm choices.
 ESTIMATORS = ("reinforce", "straight_through")  # train.adversarial_estimator choices.
 
-# Top-level parameter names -> group.
-_GROUP_OF_TOP = {
-    "embeddings": "embeddings",
-    "generator_embeddings": "generator",
-    "generator": "generator",
-    "generator_predictions": "generator",
-    "generator_baseline": "generator",
-    "discriminator": "discriminator",
-    "discriminator_embeddings_delta": "discriminator",
-    "discriminator_predictions": "discriminator",
-}
-_GENERATOR_TOPS = ("generator_embeddings", "generator", "generator_predictions",
-                   "generator_baseline")
+# Top-level parameter names of each network (the shared `embeddings` are a group of their own).
+GENERATOR_TOPS = ("generator_embeddings", "generator", "generator_predictions",
+                  "generator_baseline")
 _DISCRIMINATOR_TOPS = ("discriminator", "discriminator_embeddings_delta",
                        "discriminator_predictions")
+_GROUP_OF_TOP = {"embeddings": "embeddings",
+                 **{top: "generator" for top in GENERATOR_TOPS},
+                 **{top: "discriminator" for top in _DISCRIMINATOR_TOPS}}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -202,12 +195,7 @@ class ElectraObjective(Objective):
     return _GROUP_OF_TOP[path[0]]
 
   def init_params(self, key):
-    params_rng, dropout_rng, state_rng = jax.random.split(key, 3)
-    ids = jnp.zeros((1, self.max_seq_length), jnp.int32)
-    positions = jnp.zeros((1, self.masking.max_predictions), jnp.int32)
-    variables = self.model.init({"params": params_rng, "dropout": dropout_rng},
-                                ids, jnp.ones_like(ids), ids, positions)
-    return variables["params"], state_rng
+    return init_pretrainer(self.model, key, self.max_seq_length, self.masking.max_predictions)
 
   # ------------------------------------------------------------------------------------------
   # Training phases (two_stage).
@@ -241,8 +229,8 @@ class ElectraObjective(Objective):
     generator_phase = self.in_generator_phase(step)
     out = dict(updates)
     for top, value in updates.items():
-      if top in _GENERATOR_TOPS or top in _DISCRIMINATOR_TOPS:
-        frozen = (~generator_phase if top in _GENERATOR_TOPS else generator_phase)
+      if top in GENERATOR_TOPS or top in _DISCRIMINATOR_TOPS:
+        frozen = (~generator_phase if top in GENERATOR_TOPS else generator_phase)
         out[top] = jax.tree.map(lambda u: jnp.where(frozen, jnp.zeros_like(u), u), value)
     return out
 

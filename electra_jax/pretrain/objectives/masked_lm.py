@@ -28,16 +28,15 @@ from electra_jax.models import electra as electra_models
 from electra_jax.models import masked_lm as mlm_models
 from electra_jax.pretrain import flops
 from electra_jax.pretrain.objectives import ops
-from electra_jax.pretrain.objectives.base import Objective, SpecialIds
+from electra_jax.pretrain.objectives.base import Objective, SpecialIds, init_pretrainer
 from electra_jax.pretrain.objectives.corruption import Masking, Sampler
+from electra_jax.pretrain.objectives.electra import GENERATOR_TOPS
 from electra_jax.training import parallel
 from electra_jax.training.metrics import ratio
 
 _GROUP_OF_TOP = {
     "embeddings": "embeddings",
-    "generator_embeddings": "generator",
-    "generator": "generator",
-    "generator_predictions": "generator",
+    **{top: "generator" for top in GENERATOR_TOPS},
     "encoder": "encoder",
     "mlm_predictions": "encoder",
     "copy_gate": "encoder",
@@ -108,12 +107,7 @@ class MaskedLMObjective(Objective):
     return _GROUP_OF_TOP[path[0]]
 
   def init_params(self, key):
-    params_rng, dropout_rng, state_rng = jax.random.split(key, 3)
-    ids = jnp.zeros((1, self.max_seq_length), jnp.int32)
-    positions = jnp.zeros((1, self.masking.max_predictions), jnp.int32)
-    variables = self.model.init({"params": params_rng, "dropout": dropout_rng},
-                                ids, jnp.ones_like(ids), ids, positions)
-    return variables["params"], state_rng
+    return init_pretrainer(self.model, key, self.max_seq_length, self.masking.max_predictions)
 
   def _corrupt(self, params, batch, rng, deterministic):
     """(the encoder's input ids, masked inputs, the generator's loss, metrics)."""

@@ -273,4 +273,4 @@ def straight_through_one_hot(rng: jax.Array, logits: jax.Array, temperature: flo
   sampled = jnp.argmax(noisy, axis=-1).astype(jnp.int32)
   soft = jax.nn.softmax(noisy, axis=-1)
   hard = jax.nn.one_hot(sampled, logits.shape[-1], dtype=jnp.float32)
-  return sampled, hard + soft - jax.lax.stop_gradient(soft)
+  return sampled, hard + (soft - jax.lax.stop_gradient(soft))  # Exactly `hard` forward.
