@@ -19,6 +19,7 @@ from electra_jax.training import pretrained
 from electra_jax.data import tokenizer as tokenizer_lib
 from electra_jax.errors import ElectraError
 from electra_jax.convert import hf_mapping
+from electra_jax.models import electra
 from electra_jax.models.masked_lm import ENCODER as MASKED_LM_ENCODER
 # The in-memory mapping lives in hf_mapping; its public functions are part of this module's API.
 from electra_jax.convert.hf_mapping import (  # pylint: disable=unused-import
@@ -273,8 +274,14 @@ def _electra_models(loaded: pretrained.Pretrained, pad_id: int | None
   delta = loaded.encoder.get("embeddings_delta")
   if delta and delta in params:
     params = pretrained.fold_embeddings_delta(params, delta)
+  model_config = loaded.model_config
+  if electra.weight_sharing_of(model_config) == "all" and "generator_predictions" in params:
+    # One Transformer serves both: the Hugging Face generator gets a copy of it.
+    params = {**params, "generator": params["discriminator"]}
+    model_config = ml_collections.ConfigDict(model_config.to_dict())
+    model_config.weight_sharing = "embeddings"
   disc_state, disc_config, gen_state, gen_config = params_to_hf(
-      params, loaded.model_config, pad_token_id=pad_id)
+      params, model_config, pad_token_id=pad_id)
   models = {DISCRIMINATOR: (disc_state, disc_config)}
   if gen_state is not None:
     if delta and delta in loaded.params:

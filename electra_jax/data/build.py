@@ -195,7 +195,7 @@ def build_shard(spec: BuildSpec, shard: int) -> dict[str, Any]:
       records[split].append(shards_lib.encode_record(ids, first_length, spec.token_dtype))
       tokens[split] += len(ids)
       if split == "train":
-        counts += np.bincount(np.asarray(ids, np.int64), minlength=tokenizer.vocab_size)
+        counts[:] += np.bincount(np.asarray(ids, np.int64), minlength=tokenizer.vocab_size)
     builder.examples.clear()
 
   for document in _documents(spec, shard, stats):
