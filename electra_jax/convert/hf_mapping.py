@@ -527,8 +527,6 @@ def count_params(tree: Any) -> int:
   return int(sum(math.prod(np.shape(x)) for x in jax.tree_util.tree_leaves(tree)))
 
 
-
-
 def masked_lm_params_to_hf(params: Mapping[str, Any], model_config: ml_collections.ConfigDict,
                            pad_token_id: int | None = None
                            ) -> tuple[dict[str, np.ndarray], dict[str, Any]]:

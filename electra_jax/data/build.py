@@ -194,8 +194,9 @@ def build_shard(spec: BuildSpec, shard: int) -> dict[str, Any]:
     for ids, first_length in builder.examples:
       records[split].append(shards_lib.encode_record(ids, first_length, spec.token_dtype))
       tokens[split] += len(ids)
-      if split == "train":
-        counts[:] += np.bincount(np.asarray(ids, np.int64), minlength=tokenizer.vocab_size)
+    if split == "train" and builder.examples:  # One count per chunk, not per example.
+      chunk = np.concatenate([np.asarray(ids, np.int64) for ids, _ in builder.examples])
+      counts[:] += np.bincount(chunk, minlength=tokenizer.vocab_size)
     builder.examples.clear()
 
   for document in _documents(spec, shard, stats):

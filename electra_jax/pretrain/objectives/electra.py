@@ -90,11 +90,6 @@ class MleSchedule:
     return jnp.float32(0.0)
 
 
-def _copy_into(source: Any, target: Any) -> Any:
-  """`source`'s values in `target`'s tree (same structure and shapes, checked)."""
-  return jax.tree.map(lambda s, t: s.astype(t.dtype), source, target)
-
-
 @dataclasses.dataclass(frozen=True)
 class ElectraObjective(Objective):
   """Replaced-token detection (see the module docstring).
@@ -301,9 +296,8 @@ class ElectraObjective(Objective):
       metrics.update(ops.mlm_metrics(gen_logits, masked.target_ids, masked.weights, sampled,
                                      gen_loss))
     else:
-      total = jnp.sum(masked.weights)
-      metrics["sampled_masked_lm_accuracy"] = ratio(
-          jnp.sum((sampled == masked.target_ids) * masked.weights), total)
+      metrics["sampled_masked_lm_accuracy"] = ops.sampled_accuracy(sampled, masked.target_ids,
+                                                                   masked.weights)
     metrics.update(ops.discriminator_metrics(disc_logits, labels, disc_weights, disc_loss))
     outputs = {"disc_probs": jax.nn.sigmoid(disc_logits), "disc_labels": labels,
                "input_mask": disc_weights.astype(jnp.int32)}

@@ -115,7 +115,6 @@ class MaskedLMObjective(Objective):
     masked = self.masking(mask_rng, batch)
     if self.sampler is None:
       return masked.masked_ids, masked, jnp.float32(0.0), {}
-    metrics = {}
     gen_logits, gen_loss = None, jnp.float32(0.0)
     if self.sampler.learned:
       gen_logits = self.model.apply(
@@ -123,13 +122,13 @@ class MaskedLMObjective(Objective):
           masked.positions, deterministic, method="generator_logits",
           rngs={"dropout": gen_dropout})
       gen_loss = ops.mlm_loss(gen_logits, masked.target_ids, masked.weights)
-      gen = ops.mlm_metrics(gen_logits, masked.target_ids, masked.weights,
-                            jnp.zeros_like(masked.target_ids), gen_loss)
+    sampled = self.sampler(sample_rng, masked, gen_logits)
+    metrics = {"sampled_masked_lm_accuracy": ops.sampled_accuracy(sampled, masked.target_ids,
+                                                                  masked.weights)}
+    if self.sampler.learned:
+      gen = ops.mlm_metrics(gen_logits, masked.target_ids, masked.weights, sampled, gen_loss)
       metrics["generator_loss"] = gen["masked_lm_loss"]
       metrics["generator_accuracy"] = gen["masked_lm_accuracy"]
-    sampled = self.sampler(sample_rng, masked, gen_logits)
-    metrics["sampled_masked_lm_accuracy"] = ratio(
-        jnp.sum((sampled == masked.target_ids) * masked.weights), jnp.sum(masked.weights))
     corrupted, _ = ops.replace_tokens(batch["input_ids"], batch["input_mask"],
                                       masked.positions, sampled, masked.weights)
     return corrupted, masked, gen_loss, metrics

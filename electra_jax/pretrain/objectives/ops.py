@@ -193,12 +193,15 @@ def discriminator_loss(logits: jax.Array, labels: jax.Array, input_mask: jax.Arr
 
 def mlm_metrics(logits, target_ids, weights, sampled_ids, loss) -> Metrics:
   """Generator metrics: loss, argmax accuracy and accuracy of the Gumbel samples."""
-  total = jnp.sum(weights)
   correct = jnp.sum((jnp.argmax(logits, -1) == target_ids) * weights)
-  sampled_correct = jnp.sum((sampled_ids == target_ids) * weights)
   return {"masked_lm_loss": ratio(loss, 1.0),
-          "masked_lm_accuracy": ratio(correct, total),
-          "sampled_masked_lm_accuracy": ratio(sampled_correct, total)}
+          "masked_lm_accuracy": ratio(correct, jnp.sum(weights)),
+          "sampled_masked_lm_accuracy": sampled_accuracy(sampled_ids, target_ids, weights)}
+
+
+def sampled_accuracy(sampled_ids, target_ids, weights):
+  """The share of used slots whose sample equals the original: (numerator, denominator)."""
+  return ratio(jnp.sum((sampled_ids == target_ids) * weights), jnp.sum(weights))
 
 
 def discriminator_metrics(logits, labels, input_mask, loss) -> Metrics:
