@@ -5,13 +5,23 @@ tests/test_multidevice.py): on a 2-core machine, collectives across 8 simulated 
 the long-running test process can starve XLA's thread pool, so they are kept small and separate.
 """
 
+import atexit
 import os
+import shutil
+import tempfile
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 import jax  # pylint: disable=g-import-not-at-top
 
 jax.config.update("jax_platforms", "cpu")
+# A compilation cache for this test process only: many tests build the same tiny models and
+# steps again (a run and its resumption, each choice's fine-tuning), and XLA compilation is most
+# of their time on a CPU. Subprocesses (the CLI tests) do not share it.
+_CACHE_DIR = tempfile.mkdtemp(prefix="electra_jax_test_xla_cache_")
+atexit.register(shutil.rmtree, _CACHE_DIR, ignore_errors=True)
+jax.config.update("jax_compilation_cache_dir", _CACHE_DIR)
+jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
 
 
 import pytest  # pylint: disable=g-import-not-at-top,g-bad-import-order

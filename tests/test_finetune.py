@@ -131,6 +131,123 @@ def test_hyperparameters_follow_the_size_recipe():
   assert (custom.learning_rate, custom.layer_decay, custom.num_epochs) == (2e-5, 1.0, 2.0)
 
 
+def test_original_recipe_is_the_default():
+  """The fine-tuning fields the original code fixes (docs/FIDELITY.md)."""
+  config = testing.load_config("glue")
+  assert config.loss_reduction == "sum" and config.double_unordered
+  assert config.normalize_regression_targets and config.head_init == "glorot_uniform"
+  assert config.adam_bias_correction is False and config.max_grad_norm == 1.0
+  assert config.warmup_fraction == 0.1 and config.batch_size == 32
+
+
+def test_summed_loss_is_batch_size_times_the_mean(pretrain_dir):
+  """loss_reduction="sum" (the original's reduce_sum) gives B times the mean's gradient, which
+  global-norm clipping at 1 then acts on; the logged loss is the mean per example either way."""
+  weights = pretrained.load_pretrained(pretrain_dir)
+  task = glue.get_task("sst2")
+  rng = np.random.default_rng(0)
+  batch = {"input_ids": rng.integers(5, 512, (16, 32)).astype(np.int32),
+           "input_mask": np.ones((16, 32), np.int32),
+           "segment_ids": np.zeros((16, 32), np.int32),
+           "labels": rng.integers(0, 2, 16).astype(np.int32)}
+  logits = jax.numpy.asarray(rng.normal(size=(16, 2)).astype(np.float32))
+  labels = jax.numpy.asarray(batch["labels"])
+  np.testing.assert_allclose(finetune.task_loss(task, logits, labels, "sum"),
+                             16 * finetune.task_loss(task, logits, labels, "mean"), rtol=1e-6)
+  results = {}
+  for reduction in ("sum", "mean"):
+    config = glue_config(pretrain_dir, loss_reduction=reduction, head_dropout=0.0,
+                         hidden_dropout_prob=0.0, attention_dropout_prob=0.0)
+    encoder = finetune.encoder_config(config, weights.model_config)
+    hyper = finetune.resolve_hyperparameters(config, task, encoder.hidden_size)
+    setup = finetune.build_setup(config, task, encoder, hyper, num_train_steps=4)
+    state = finetune.initial_state(setup, weights, seed=0)
+    _, metrics = setup.trainer.train_step(state, setup.trainer.put_batch(batch))
+    results[reduction] = {k: float(v[0] / v[1]) for k, v in jax.device_get(metrics).items()}
+  assert results["sum"]["grad_norm"] == pytest.approx(16 * results["mean"]["grad_norm"],
+                                                      rel=1e-4)
+  assert results["sum"]["loss"] == pytest.approx(results["mean"]["loss"], rel=1e-5)
+  with pytest.raises(ElectraError, match="loss_reduction"):
+    finetune.validate(glue_config(pretrain_dir, loss_reduction="median"))
+
+
+@needs_glue
+def test_double_unordered_trains_on_both_sentence_orders(pretrain_dir):
+  """MRPC and STS-B (pairs whose order means nothing) train on every pair in both orders, as
+  the original's double_unordered; dev is not doubled, nor are other tasks."""
+  weights = pretrained.load_pretrained(pretrain_dir)
+  for name, doubled in (("mrpc", True), ("stsb", True), ("rte", False)):
+    task = glue.get_task(name)
+    config = glue_config(pretrain_dir, name, max_train_examples=10, max_eval_examples=7,
+                         write_test_predictions=False)
+    tokenizer = finetune.load_tokenizer(config, weights)
+    data = finetune.load_task_data(config, task, tokenizer)
+    assert len(data.train["labels"]) == (20 if doubled else 10)
+    assert len(data.evals["dev"]["labels"]) == 7
+    if doubled:
+      np.testing.assert_array_equal(data.train["labels"][:10], data.train["labels"][10:])
+      examples = glue.read_split(task, GLUE_DIR, "train")[:10]
+      swapped = [glue.Example(e.guid, e.text_b, e.text_a, e.label) for e in examples]
+      want = glue.featurize(swapped, tokenizer, config.max_seq_length,
+                            is_regression=task.is_regression)
+      for key in ("input_ids", "input_mask", "segment_ids"):
+        np.testing.assert_array_equal(data.train[key][10:], want[key])
+    config.double_unordered = False
+    assert len(finetune.load_task_data(config, task, tokenizer).train["labels"]) == 10
+
+
+@needs_glue
+def test_stsb_trains_on_scores_over_5_and_predicts_on_the_label_scale(pretrain_dir):
+  """STS-B targets are label / 5 in training (the original's normalisation); predictions map
+  back to [0, 5] for metrics and submissions. Off, the targets are the raw scores."""
+  weights = pretrained.load_pretrained(pretrain_dir)
+  task = glue.get_task("stsb")
+  raw = np.array([e.label for e in glue.read_split(task, GLUE_DIR, "train")[:12]], np.float32)
+  for normalize, scale in ((True, 5.0), (False, 1.0)):
+    config = glue_config(pretrain_dir, "stsb", max_train_examples=12, max_eval_examples=8,
+                         double_unordered=False, normalize_regression_targets=normalize)
+    tokenizer = finetune.load_tokenizer(config, weights)
+    data = finetune.load_task_data(config, task, tokenizer)
+    np.testing.assert_allclose(data.train["labels"], raw / scale, rtol=1e-6)
+    encoder = finetune.encoder_config(config, weights.model_config)
+    hyper = finetune.resolve_hyperparameters(config, task, encoder.hidden_size)
+    setup = finetune.build_setup(config, task, encoder, hyper, num_train_steps=2)
+    state = finetune.initial_state(setup, weights, seed=0)
+    # A head that always outputs 0.5 predicts 0.5 * 5 = 2.5 on the label scale.
+    params = jax.device_get(state.params)
+    params["task_head"] = {"kernel": np.zeros_like(params["task_head"]["kernel"]),
+                           "bias": np.full_like(params["task_head"]["bias"], 0.5)}
+    state = setup.trainer.with_params(state, params)
+    predictions = finetune.predict(setup, state, data.evals["dev"], 64, task)
+    np.testing.assert_allclose(predictions, np.full(8, 0.5 * scale), rtol=1e-6)
+
+
+def test_mnli_score_is_matched_accuracy():
+  """The paper's MNLI dev score is the matched accuracy (the original's MNLI "dev")."""
+  mnli = glue.get_task("mnli")
+  assert mnli.primary_split == "dev_matched"
+  metrics = {"dev_matched/accuracy": 0.8, "dev_mismatched/accuracy": 0.6}
+  assert finetune.primary_score(mnli, metrics) == 0.8
+  assert finetune.primary_score(glue.get_task("rte"), {"dev/accuracy": 0.7}) == 0.7
+
+
+@pytest.mark.parametrize("head_init", ["glorot_uniform", "truncated_normal"])
+def test_task_head_initialiser(pretrain_dir, head_init):
+  """The original's head is a tf.layers.dense with the default (Glorot uniform) initialiser."""
+  weights = pretrained.load_pretrained(pretrain_dir)
+  config = glue_config(pretrain_dir, head_init=head_init)
+  task = glue.get_task("mnli")
+  encoder = finetune.encoder_config(config, weights.model_config)
+  hyper = finetune.resolve_hyperparameters(config, task, encoder.hidden_size)
+  setup = finetune.build_setup(config, task, encoder, hyper, num_train_steps=2)
+  kernel = np.asarray(finetune.initial_state(setup, weights, seed=0).params["task_head"]["kernel"])
+  limit = np.sqrt(6.0 / (64 + 3))
+  if head_init == "glorot_uniform":
+    assert 0.8 * limit < np.abs(kernel).max() <= limit
+  else:
+    assert np.abs(kernel).max() <= 2 * encoder.initializer_range + 1e-7
+
+
 def test_train_batches_cover_every_example_each_epoch():
   data = {"labels": np.arange(10)}
   batches = list(finetune.train_batches(data, batch_size=4, num_steps=5, seed=3))

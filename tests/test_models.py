@@ -374,6 +374,35 @@ def test_model_uses_truncated_normal_and_zero_ones(tiny):
       assert np.all(x == 1), name
 
 
+@pytest.mark.parametrize("plain_dense_init", ["glorot_uniform", "truncated_normal"])
+def test_layers_the_original_builds_with_tf_defaults_are_glorot_uniform(plain_dense_init):
+  """embeddings_project (both networks) and discriminator_predictions/dense_prediction use
+  tf.layers.dense's default initialiser in the original, Glorot uniform: U(+-sqrt(6 / (fan_in
+  + fan_out))); model.plain_dense_init="truncated_normal" gives them the others' initialiser."""
+  config = tiny_config()
+  config.model.embedding_size = 64  # E != H: both networks project their embeddings.
+  config.model.plain_dense_init = plain_dense_init
+  model = electra.build_pretrainer(config.model)
+  params = nn.meta.unbox(jax.jit(lambda k: model.init({"params": k, "dropout": k},
+                                                      *dummy_inputs(SEQ, 3)))(
+      jax.random.PRNGKey(0))["params"])
+  flat = {path_str(p): np.asarray(v) for p, v in jax.tree_util.tree_leaves_with_path(params)}
+  for name in ("discriminator/embeddings_project/kernel", "generator/embeddings_project/kernel",
+               "discriminator_predictions/dense_prediction/kernel"):
+    x = flat[name]
+    fan_in, fan_out = x.shape
+    limit = np.sqrt(6.0 / (fan_in + fan_out))
+    if plain_dense_init == "glorot_uniform":
+      assert np.abs(x).max() <= limit and np.abs(x).max() > 0.8 * limit, name
+      if x.size > 1000:
+        np.testing.assert_allclose(x.std(), limit / np.sqrt(3), rtol=0.05, err_msg=name)
+    else:
+      assert np.abs(x).max() <= 0.04 + 1e-7, name
+  # Every other dense kernel keeps the truncated normal of initializer_range.
+  assert np.abs(flat["discriminator_predictions/dense/kernel"]).max() <= 0.04 + 1e-7
+  assert np.abs(flat[f"{LAYER}/attention/self/query/kernel"]).max() <= 0.04 + 1e-7
+
+
 def test_bfloat16_compute(tiny):
   """dtype=bfloat16 keeps float32 params and float32 logits close to the float32 model's."""
   model32, params = tiny

@@ -2,6 +2,7 @@
 
 import dataclasses
 import functools
+from typing import NamedTuple
 
 import flax.linen as nn
 import jax
@@ -78,25 +79,41 @@ def make_batch(num_rows, seq_len, seed, mask_prob):
 
 
 @functools.lru_cache(maxsize=None)
-def jitted_mask(mask_prob, max_predictions, mask_token_prob=0.85):
+def jitted_mask(mask_prob, max_predictions, mask_token_prob=0.85,
+                sampler="without_replacement"):
   return jax.jit(functools.partial(
       objectives.mask_tokens, mask_prob=mask_prob, max_predictions=max_predictions,
-      mask_id=MASK, special_ids=SPECIAL, mask_token_prob=mask_token_prob))
+      mask_id=MASK, special_ids=SPECIAL, mask_token_prob=mask_token_prob, sampler=sampler))
 
 
-@pytest.fixture(scope="module", params=[(0.15, 5), (0.3, 6)], ids=["p15_P5", "p30_P6"])
+WITHOUT, WITH = "without_replacement", "with_replacement"
+
+
+@pytest.fixture(scope="module", params=[(0.15, 5, WITHOUT), (0.3, 6, WITHOUT),
+                                        (0.15, 5, WITH), (0.3, 6, WITH)],
+                ids=["p15_P5", "p30_P6", "p15_P5_with_replacement", "p30_P6_with_replacement"])
 def masked_case(request):
-  """(mask_prob, max_predictions, ids, mask, MaskedInputs as numpy) on 3000 varied rows."""
-  mask_prob, max_predictions = request.param
+  """A MaskedCase: the settings, 3000 varied rows and their MaskedInputs as numpy."""
+  mask_prob, max_predictions, sampler = request.param
   ids, mask = make_batch(3000, 32, seed=1, mask_prob=mask_prob)
-  out = jitted_mask(mask_prob, max_predictions)(jax.random.PRNGKey(7), ids, mask)
+  out = jitted_mask(mask_prob, max_predictions, sampler=sampler)(jax.random.PRNGKey(7), ids,
+                                                                 mask)
   out = objectives.MaskedInputs(*(np.asarray(x) for x in out))
-  return mask_prob, max_predictions, ids, mask, out
+  return MaskedCase(mask_prob, max_predictions, ids, mask, out, sampler)
+
+
+class MaskedCase(NamedTuple):
+  mask_prob: float
+  max_predictions: int
+  ids: np.ndarray
+  mask: np.ndarray
+  out: objectives.MaskedInputs
+  sampler: str
 
 
 def test_mask_shapes_and_dtypes(masked_case):
   """Outputs have shapes [B, T] / [B, P] and the documented dtypes."""
-  _, max_predictions, ids, _, out = masked_case
+  _, max_predictions, ids, _, out, _ = masked_case
   assert out.masked_ids.shape == ids.shape
   for x in (out.positions, out.target_ids, out.weights):
     assert x.shape == (ids.shape[0], max_predictions)
@@ -107,7 +124,7 @@ def test_mask_shapes_and_dtypes(masked_case):
 
 def test_mask_positions_are_candidates(masked_case):
   """Chosen positions never hit [CLS], [SEP], [PAD], [MASK] or padding."""
-  _, _, ids, mask, out = masked_case
+  _, _, ids, mask, out, _ = masked_case
   used = out.weights > 0
   rows = np.nonzero(used)[0]
   pos = out.positions[used]
@@ -117,31 +134,69 @@ def test_mask_positions_are_candidates(masked_case):
 
 def test_mask_no_duplicate_positions(masked_case):
   """No position is chosen twice within a row."""
-  _, _, _, _, out = masked_case
+  _, _, _, _, out, _ = masked_case
   for r in range(out.positions.shape[0]):
     chosen = out.positions[r][out.weights[r] > 0]
     assert len(np.unique(chosen)) == len(chosen), r
 
 
 def test_mask_count_per_row(masked_case):
-  """Used slots per row = min(#candidates, max(1, min(P, round(num_real * mask_prob))))."""
-  mask_prob, max_predictions, ids, mask, out = masked_case
+  """Without replacement: used slots per row = min(#candidates, max(1, min(P, round(num_real *
+  mask_prob)))), a prefix of the P slots. With replacement (the original's draws): that many
+  draws, repeats dropped, so at most that many, never more than the candidates."""
+  mask_prob, max_predictions, ids, mask, out, _ = masked_case
   num_real = mask.sum(1)
   num_candidates = ((mask == 1) & ~np.isin(ids, SPECIAL)).sum(1)
   target = np.array([max(1, min(max_predictions, round(n * mask_prob))) for n in num_real])
   expected = np.minimum(target, num_candidates)
-  np.testing.assert_array_equal(out.weights.sum(1).astype(int), expected)
-  # Used slots come first, so the count is a prefix of the P slots.
-  assert np.all(np.diff(out.weights, axis=1) <= 0)
+  used = out.weights.sum(1).astype(int)
+  if masked_case.sampler == WITHOUT:
+    np.testing.assert_array_equal(used, expected)
+    # Used slots come first, so the count is a prefix of the P slots.
+    assert np.all(np.diff(out.weights, axis=1) <= 0)
+  else:
+    assert np.all(used <= expected) and np.all(used[num_candidates > 0] >= 1)
+    assert np.any(used < expected)  # Repeated draws happen and are dropped.
+    # Only the first `target` slots draw.
+    assert np.all(out.weights[np.arange(max_predictions)[None, :] >= target[:, None]] == 0)
   # The edge rows: no candidate at all, fewer candidates than the count, and the cap P.
   assert out.weights[0].sum() == 0
   assert out.weights[1].sum() == 1 and out.positions[1, 0] == 5
   assert np.any(expected == max_predictions) and np.any(target > num_candidates)
 
 
+def test_with_replacement_chooses_the_expected_number_of_distinct_positions():
+  """k draws with replacement among n candidates give n (1 - (1 - 1/n)^k) distinct positions
+  on average (the original's slight shortfall below 15%); without replacement exactly k."""
+  seq_len, n_real = 64, 64
+  row = np.arange(FIRST_WORD, FIRST_WORD + seq_len, dtype=np.int32)
+  row[0], row[-1] = CLS, SEP  # 62 candidates; round(64 * 0.15) = 10 draws.
+  reps = 20000
+  ids, mask = np.tile(row, (reps, 1)), np.ones((reps, seq_len), np.int32)
+  n, k = 62, 10
+  with_ = jitted_mask(0.15, 10, sampler=WITH)(jax.random.PRNGKey(5), ids, mask)
+  distinct = np.asarray(with_.weights).sum(1)
+  for r in range(50):  # The used slots hold distinct positions.
+    chosen = np.asarray(with_.positions)[r][np.asarray(with_.weights)[r] > 0]
+    assert len(np.unique(chosen)) == len(chosen) == distinct[r]
+  expected = n * (1 - (1 - 1 / n) ** k)  # 9.31
+  sem = distinct.std() / np.sqrt(reps)
+  assert abs(distinct.mean() - expected) < 4 * sem, (distinct.mean(), expected, sem)
+  assert distinct.mean() < k - 0.5
+  without = jitted_mask(0.15, 10, sampler=WITHOUT)(jax.random.PRNGKey(5), ids, mask)
+  assert np.all(np.asarray(without.weights).sum(1) == k)
+
+
+def test_unknown_masking_sampler_is_an_error():
+  ids, mask = make_batch(4, 32, seed=0, mask_prob=0.15)
+  with pytest.raises(ValueError, match="masking sampler"):
+    objectives.mask_tokens(jax.random.PRNGKey(0), ids, mask, mask_prob=0.15, max_predictions=5,
+                           mask_id=MASK, special_ids=SPECIAL, sampler="original")
+
+
 def test_mask_targets_and_unused_slots(masked_case):
   """target_ids are the original ids; unused slots are (position 0, target 0, weight 0)."""
-  _, _, ids, _, out = masked_case
+  _, _, ids, _, out, _ = masked_case
   used = out.weights > 0
   originals = np.take_along_axis(ids, out.positions, axis=1)
   np.testing.assert_array_equal(out.target_ids[used], originals[used])
@@ -153,7 +208,7 @@ def test_mask_targets_and_unused_slots(masked_case):
 
 def test_mask_only_chosen_positions_change(masked_case):
   """Chosen positions become [MASK] or keep their token; every other position is unchanged."""
-  _, _, ids, _, out = masked_case
+  _, _, ids, _, out, _ = masked_case
   chosen = np.zeros(ids.shape, bool)
   used = out.weights > 0
   rows = np.nonzero(used)[0]
@@ -165,7 +220,7 @@ def test_mask_only_chosen_positions_change(masked_case):
 
 def test_mask_token_share_is_085(masked_case):
   """About 85% of the chosen positions show [MASK] (binomial, 5 sigma)."""
-  _, _, ids, _, out = masked_case
+  _, _, ids, _, out, _ = masked_case
   used = out.weights > 0
   rows = np.nonzero(used)[0]
   n = int(used.sum())
@@ -189,7 +244,8 @@ def test_mask_token_prob_extremes(mask_token_prob):
     np.testing.assert_array_equal(np.asarray(out.masked_ids), ids)
 
 
-def test_mask_positions_uniform():
+@pytest.mark.parametrize("sampler", [WITHOUT, WITH])
+def test_mask_positions_uniform(sampler):
   """Each candidate position of a fixed row is chosen equally often (chi-square)."""
   seq_len, n = 32, 27
   row = np.arange(FIRST_WORD, FIRST_WORD + seq_len, dtype=np.int32)
@@ -199,9 +255,10 @@ def test_mask_positions_uniform():
   m = (np.arange(seq_len) < n).astype(np.int32)
   reps = 20000
   ids, mask = np.tile(row, (reps, 1)), np.tile(m, (reps, 1))
-  out = jitted_mask(0.15, 5)(jax.random.PRNGKey(123), ids, mask)
+  out = jitted_mask(0.15, 5, sampler=sampler)(jax.random.PRNGKey(123), ids, mask)
   used = np.asarray(out.weights) > 0
-  assert np.all(used.sum(1) == 4)  # round(27 * 0.15) = 4.
+  if sampler == WITHOUT:
+    assert np.all(used.sum(1) == 4)  # round(27 * 0.15) = 4.
   counts = np.bincount(np.asarray(out.positions)[used], minlength=seq_len)
   candidates = (m == 1) & ~np.isin(row, SPECIAL)
   assert candidates.sum() == n - 4

@@ -136,7 +136,8 @@ def train_config(**overrides):
 
 
 def numpy_adamw(t, params, grads_per_step):
-  """AdamW with bias correction, masked decoupled decay, global-norm clipping, the schedule."""
+  """AdamW (with bias correction only if t.adam_bias_correction, as the original has none),
+  masked decoupled decay, global-norm clipping, the schedule."""
   flat_p = {path_str(k): v.astype(np.float64) for k, v in
             jax.tree_util.tree_leaves_with_path(params)}
   m = {k: np.zeros_like(v) for k, v in flat_p.items()}
@@ -152,8 +153,9 @@ def numpy_adamw(t, params, grads_per_step):
     for k in flat_p:
       m[k] = t.adam_b1 * m[k] + (1 - t.adam_b1) * g[k]
       v2[k] = t.adam_b2 * v2[k] + (1 - t.adam_b2) * g[k] ** 2
-      m_hat = m[k] / (1 - t.adam_b1 ** n)
-      v_hat = v2[k] / (1 - t.adam_b2 ** n)
+      m_hat, v_hat = m[k], v2[k]
+      if t.adam_bias_correction:
+        m_hat, v_hat = m_hat / (1 - t.adam_b1 ** n), v_hat / (1 - t.adam_b2 ** n)
       update = m_hat / (np.sqrt(v_hat) + t.adam_eps)
       if k in DECAYED:
         update = update + t.weight_decay * flat_p[k]
@@ -185,17 +187,39 @@ def assert_trees_close(got, want, rtol=1e-5, atol=1e-6):
     np.testing.assert_allclose(got[k], want[k], rtol=rtol, atol=atol, err_msg=k)
 
 
-def test_adamw_one_step_no_warmup():
+@pytest.mark.parametrize("bias_correction", [False, True])
+def test_adamw_one_step_no_warmup(bias_correction):
   """One step at lr = peak (warmup 0) equals numpy AdamW."""
-  t = train_config(warmup_steps=0)
+  t = train_config(warmup_steps=0, adam_bias_correction=bias_correction)
   params, grads = toy_params(), toy_grads([3.0])
   got, schedule = run_optimizer(t, params, grads)
   assert float(schedule(0)) == pytest.approx(0.1)
   assert_trees_close(got, numpy_adamw(t, params, grads))
-  # One Adam step moves every parameter by about lr (|m_hat / sqrt(v_hat)| ~ 1).
+  # A bias-corrected first step moves an undecayed parameter by about lr (|m_hat / sqrt(v_hat)|
+  # ~ 1); the original's uncorrected one by lr (1 - b1) / sqrt(1 - b2) = 0.1 * 0.1 / 0.1 = 0.1
+  # here (b2 = 0.99), and 3.16 lr with the defaults' b2 = 0.999.
   flat = {path_str(k): v for k, v in jax.tree_util.tree_leaves_with_path(params)}
   moved = np.abs(got["dense/bias"] - flat["dense/bias"])
-  assert np.all(moved > 0.09) and np.all(moved < 0.11)
+  factor = 1.0 if bias_correction else (1 - t.adam_b1) / math.sqrt(1 - t.adam_b2)
+  assert np.all(moved > 0.09 * factor) and np.all(moved < 0.11 * factor)
+
+
+def test_original_adam_update_by_hand():
+  """The default (the original's AdamWeightDecayOptimizer) on one scalar, written out: no bias
+  correction, so after two steps of gradient g the update is m / (sqrt(v) + eps) with
+  m = (1 - b1^2) g and v = (1 - b2^2) g^2, plus weight decay, times the learning rate."""
+  assert default_config.get_config().train.adam_bias_correction is False
+  t = train_config(warmup_steps=0, num_train_steps=1000, learning_rate=0.01, adam_b1=0.9,
+                   adam_b2=0.999, adam_eps=1e-6, weight_decay=0.0, max_grad_norm=0.0)
+  params = {"w": {"kernel": np.array([1.0], np.float32)}}
+  g = {"w": {"kernel": np.array([0.5], np.float32)}}
+  got, _ = run_optimizer(t, params, [g])
+  # Step 0 (lr 0.01): m = 0.05, v = 0.00025, update = 0.05 / (0.0158114 + 1e-6) = 3.16207.
+  np.testing.assert_allclose(got["w/kernel"], [1.0 - 0.01 * 3.162078], rtol=1e-6)
+  got, _ = run_optimizer(t, params, [g, g])
+  m, v = 0.05 * 0.9 + 0.05, 0.00025 * 0.999 + 0.00025
+  second = 0.01 * (1 - 1 / 1000) * m / (math.sqrt(v) + 1e-6)
+  np.testing.assert_allclose(got["w/kernel"], [1.0 - 0.01 * 3.162078 - second], rtol=1e-6)
 
 
 def test_adamw_weight_decay_mask():
@@ -228,14 +252,15 @@ def test_adamw_steps_with_schedule_and_clipping(max_grad_norm):
 
 
 def test_build_optimizer_is_clip_then_adamw():
-  """With max_grad_norm > 0 the update is optax's clip-by-global-norm then masked AdamW."""
+  """With max_grad_norm > 0 the update is optax's clip-by-global-norm then masked AdamW (with
+  bias correction, optax's, when adam_bias_correction=True)."""
   params = toy_params()
   big, small = toy_grads([7.0, 0.5])
   adamw = optax.adamw(0.1, b1=0.9, b2=0.99, eps=1e-3, weight_decay=0.05, mask=optim.decay_mask)
   for max_norm, reference in ((0.0, adamw),
                               (1.0, optax.chain(optax.clip_by_global_norm(1.0), adamw))):
     ours, _ = build(train_config(warmup_steps=0, max_grad_norm=max_norm,
-                                 num_train_steps=10**9))
+                                 num_train_steps=10**9, adam_bias_correction=True))
     for grads in (big, small):
       a, _ = ours.update(grads, ours.init(params), params)
       b, _ = reference.update(grads, reference.init(params), params)
@@ -288,8 +313,7 @@ def test_group_learning_rates_and_weight_decay_match_a_hand_computation(max_grad
       scale, wd = (0.25, 0.5) if group == "slow" else (2.0, t.weight_decay)
       m[k] = 0.9 * m[k] + 0.1 * g[k]
       v2[k] = 0.99 * v2[k] + 0.01 * g[k] ** 2
-      update = (m[k] / (1 - 0.9 ** (step + 1))) / (np.sqrt(v2[k] / (1 - 0.99 ** (step + 1)))
-                                                   + 1e-3)
+      update = m[k] / (np.sqrt(v2[k]) + 1e-3)  # The original's Adam: no bias correction.
       if k in DECAYED:
         update = update + wd * flat_p[k]
       flat_p[k] = flat_p[k] - 0.1 * (1 - step / 10) * scale * update

@@ -75,6 +75,10 @@ class Task:
     split_files: (split, file name) of every split, in the order train, dev..., test....
     submission_names: (test split, official GLUE submission file name).
     tfds_name: the TensorFlow Datasets config, "glue/<name>".
+    unordered_pair: the two sentences play the same role (MRPC, STS-B), so the original
+      fine-tuning (`double_unordered`) also trains on every pair with its sentences swapped.
+    label_range: regression (STS-B): the (min, max) of the scores; the original trains on
+      (score - min) / max.
   """
   name: str
   dir_name: str
@@ -84,6 +88,8 @@ class Task:
   split_files: tuple[tuple[str, str], ...]
   submission_names: tuple[tuple[str, str], ...]
   is_regression: bool = False
+  unordered_pair: bool = False
+  label_range: tuple[float, float] | None = None
 
   @property
   def num_labels(self) -> int:
@@ -108,6 +114,11 @@ class Task:
   def eval_splits(self) -> tuple[str, ...]:
     """The labelled held-out splits: ("dev",), for MNLI ("dev_matched", "dev_mismatched")."""
     return tuple(s for s in self.splits if split_kind(s) == DEV)
+
+  @property
+  def primary_split(self) -> str:
+    """The dev split the paper reports: "dev", for MNLI "dev_matched" (the original's "dev")."""
+    return self.eval_splits[0]
 
   @property
   def test_splits(self) -> tuple[str, ...]:
@@ -150,13 +161,12 @@ def split_kind(split: str) -> str:
 
 def _task(name: str, dir_name: str, labels: tuple[str, ...], primary: str,
           metrics: tuple[str, ...] | None = None, submission: str | None = None,
-          is_regression: bool = False) -> Task:
+          **fields: Any) -> Task:
   """A task with the usual train/dev/test files."""
   return Task(name=name, dir_name=dir_name, labels=labels, primary_metric=primary,
               metric_names=metrics or (primary,),
               split_files=((TRAIN, "train.tsv"), (DEV, "dev.tsv"), (TEST, "test.tsv")),
-              submission_names=((TEST, submission or f"{dir_name}.tsv"),),
-              is_regression=is_regression)
+              submission_names=((TEST, submission or f"{dir_name}.tsv"),), **fields)
 
 
 _BINARY = ("0", "1")
@@ -166,8 +176,9 @@ _NLI3 = ("contradiction", "entailment", "neutral")
 TASKS: dict[str, Task] = {t.name: t for t in (
     _task("cola", "CoLA", _BINARY, "mcc"),
     _task("sst2", "SST-2", _BINARY, "accuracy"),
-    _task("mrpc", "MRPC", _BINARY, "accuracy", ("accuracy", "f1")),
-    _task("stsb", "STS-B", (), "spearman", ("pearson", "spearman"), is_regression=True),
+    _task("mrpc", "MRPC", _BINARY, "accuracy", ("accuracy", "f1"), unordered_pair=True),
+    _task("stsb", "STS-B", (), "spearman", ("pearson", "spearman"), is_regression=True,
+          unordered_pair=True, label_range=(0.0, 5.0)),
     _task("qqp", "QQP", _BINARY, "accuracy", ("accuracy", "f1")),
     Task(name="mnli", dir_name="MNLI", labels=_NLI3, primary_metric="accuracy",
          metric_names=("accuracy",),

@@ -16,6 +16,10 @@ from electra_jax.models import encoder as enc
 from electra_jax.models import layers
 
 HEAD = "task_head"
+# The task head's kernel initialiser: "glorot_uniform" is the original's (its head is a
+# tf.layers.dense with the default initializer); "truncated_normal" uses the encoder's
+# initializer_range (Hugging Face's choice).
+HEAD_INITS = ("glorot_uniform", "truncated_normal")
 
 
 class SequenceClassifier(nn.Module):
@@ -26,11 +30,13 @@ class SequenceClassifier(nn.Module):
     num_labels: classes (1 for regression).
     head_dropout: dropout on the [CLS] hidden state before the output layer.
     encoder_name: the parameter name of the encoder network in the pretraining checkpoint.
+    head_init: the head's kernel initialiser, one of `HEAD_INITS`.
   """
   config: enc.EncoderConfig
   num_labels: int
   head_dropout: float = 0.1
   encoder_name: str = "discriminator"
+  head_init: str = "glorot_uniform"
 
   @nn.compact
   def __call__(self, input_ids, input_mask, segment_ids, deterministic: bool = True):
@@ -42,7 +48,7 @@ class SequenceClassifier(nn.Module):
     head = nn.Dense(
         self.num_labels, dtype=cfg.dtype, param_dtype=jnp.float32,
         kernel_init=nn.with_logical_partitioning(
-            layers.truncated_normal_init(cfg.initializer_range), ("hidden", None)),
+            layers.kernel_init(self.head_init, cfg.initializer_range), ("hidden", None)),
         bias_init=nn.with_logical_partitioning(nn.initializers.zeros_init(), (None,)),
         name=HEAD)
     return head(cls).astype(jnp.float32)

@@ -60,6 +60,7 @@ INPUT_KEYS = ("input_ids", "input_mask", "segment_ids")
 SIZE_LEARNING_RATES = {"small": 3e-4, "base": 1e-4, "large": 5e-5}
 SIZE_LAYER_DECAY = {"small": 0.8, "base": 0.8, "large": 0.9}
 LONG_TASKS = ("rte", "stsb")  # Trained for 10 epochs instead of 3.
+LOSS_REDUCTIONS = ("sum", "mean")  # config.loss_reduction choices.
 
 
 def model_size(config: ml_collections.ConfigDict, hidden_size: int) -> str:
@@ -112,6 +113,10 @@ def validate(config: ml_collections.ConfigDict) -> None:
       (config.dtype in electra.DTYPES,
        f"dtype={config.dtype!r}; choose one of {sorted(electra.DTYPES)}"),
       (config.log_every_steps >= 1, f"log_every_steps={config.log_every_steps} must be >= 1"),
+      (config.loss_reduction in LOSS_REDUCTIONS,
+       f"loss_reduction={config.loss_reduction!r}; choose one of {', '.join(LOSS_REDUCTIONS)}"),
+      (config.head_init in classifier.HEAD_INITS,
+       f"head_init={config.head_init!r}; choose one of {', '.join(classifier.HEAD_INITS)}"),
       (config.checkpoint_every_steps >= 0,
        f"checkpoint_every_steps={config.checkpoint_every_steps} must be >= 0"),
   ]
@@ -218,7 +223,16 @@ def load_task_data(config: ml_collections.ConfigDict, task: glue.Task,
       key = f"{test_task.name}:{split}"
       tests[key] = featurize(examples)
       guids[key] = [ex.guid for ex in examples]
+  if config.double_unordered and task.unordered_pair:
+    # As the original's double_unordered: every training pair once more with its sentences
+    # swapped (train split only; after max_train_examples, which counts the original pairs).
+    train_examples = train_examples + [
+        dataclasses.replace(e, guid=f"{e.guid}-swapped", text_a=e.text_b, text_b=e.text_a)
+        for e in train_examples]
   train = featurize(train_examples)
+  offset, scale = target_scaling(config, task)
+  if (offset, scale) != (0.0, 1.0):
+    train["labels"] = ((train["labels"] - offset) / scale).astype(np.float32)
   logging.info("%s: %d train examples, dev %s, test %s", task.name, len(train_examples),
                {k: len(v["labels"]) for k, v in evals.items()},
                {k: len(v["input_ids"]) for k, v in tests.items()})
@@ -258,14 +272,35 @@ def padded_batches(data: dict[str, np.ndarray], batch_size: int):
 # --------------------------------------------------------------------------------------------
 # Model, state and steps (on the shared training core).
 
-def task_loss(task: glue.Task, logits: jax.Array, labels: jax.Array) -> jax.Array:
-  """Mean cross-entropy over the batch, or mean squared error for regression.
+def target_scaling(config: ml_collections.ConfigDict, task: glue.Task) -> tuple[float, float]:
+  """(offset, scale): a regression task trains on (label - offset) / scale and its outputs map
+  back as output * scale + offset. The original's (min, max) for STS-B, i.e. label / 5, when
+  `config.normalize_regression_targets`; (0, 1) otherwise."""
+  if task.is_regression and task.label_range and config.normalize_regression_targets:
+    return float(task.label_range[0]), float(task.label_range[1])
+  return 0.0, 1.0
+
+
+def example_losses(task: glue.Task, logits: jax.Array, labels: jax.Array) -> jax.Array:
+  """float32 [B]: cross-entropy per example, or squared error for regression.
 
   logits: float32 [B, num_labels]; labels: int32 [B] class ids or float32 [B] targets.
   """
   if task.is_regression:
-    return jnp.mean(jnp.square(logits[:, 0] - labels))
-  return jnp.mean(optax.softmax_cross_entropy_with_integer_labels(logits, labels))
+    return jnp.square(logits[:, 0] - labels)
+  return optax.softmax_cross_entropy_with_integer_labels(logits, labels)
+
+
+def task_loss(task: glue.Task, logits: jax.Array, labels: jax.Array,
+              reduction: str = "mean") -> jax.Array:
+  """The batch's loss: the per-example losses summed (the original's reduce_sum, so clipping
+  at global norm 1 acts on B times the mean's gradient) or averaged."""
+  losses = example_losses(task, logits, labels)
+  if reduction == "sum":
+    return jnp.sum(losses)
+  if reduction == "mean":
+    return jnp.mean(losses)
+  raise ElectraError(f"loss_reduction={reduction!r}; choose one of {', '.join(LOSS_REDUCTIONS)}")
 
 
 @dataclasses.dataclass
@@ -274,6 +309,7 @@ class FinetuneSetup:
   model: classifier.SequenceClassifier
   trainer: trainer_lib.Trainer
   encoder_name: str
+  target_scaling: tuple[float, float] = (0.0, 1.0)  # See `target_scaling`.
 
 
 def build_setup(config: ml_collections.ConfigDict, task: glue.Task,
@@ -285,7 +321,7 @@ def build_setup(config: ml_collections.ConfigDict, task: glue.Task,
   `encoder_name` is the pretraining checkpoint's encoder network (`Pretrained.encoder_network`).
   """
   model = classifier.SequenceClassifier(encoder, task.num_labels, config.head_dropout,
-                                        encoder_name=encoder_name)
+                                        encoder_name=encoder_name, head_init=config.head_init)
   dummy = jnp.zeros((1, config.max_seq_length), jnp.int32)
 
   def init_params(key):
@@ -296,13 +332,17 @@ def build_setup(config: ml_collections.ConfigDict, task: glue.Task,
     del step
     logits = model.apply({"params": params}, *(batch[k] for k in INPUT_KEYS),
                          deterministic=deterministic, rngs={"dropout": rng})
-    loss = task_loss(task, logits, batch["labels"])
-    return loss, {"loss": metrics_lib.ratio(loss, 1.0)}, {"logits": logits}
+    losses = example_losses(task, logits, batch["labels"])
+    loss = task_loss(task, logits, batch["labels"], config.loss_reduction)
+    # The logged loss is the mean per example whatever is optimised, so runs compare.
+    metrics = {"loss": metrics_lib.ratio(jnp.sum(losses), losses.shape[0])}
+    return loss, metrics, {"logits": logits}
 
   settings = optim.OptimizerSettings(
       learning_rate=hyper.learning_rate, warmup_steps=int(config.warmup_fraction * num_train_steps),
       total_steps=num_train_steps, weight_decay=config.weight_decay, b1=config.adam_b1,
-      b2=config.adam_b2, eps=config.adam_eps, max_grad_norm=config.max_grad_norm)
+      b2=config.adam_b2, eps=config.adam_eps, max_grad_norm=config.max_grad_norm,
+      bias_correction=config.adam_bias_correction)
   group_of, groups = optim.layerwise_decay_groups(encoder.num_layers, hyper.layer_decay,
                                                   config.original_layer_decay)
   trainer = trainer_lib.build_trainer(
@@ -312,7 +352,8 @@ def build_setup(config: ml_collections.ConfigDict, task: glue.Task,
       batch_sizes={"batch_size": config.batch_size, "eval_batch_size": config.eval_batch_size},
       devices=devices)
   parallel.check_heads_divide(encoder.num_heads, trainer.mesh, trainer.rules, "encoder")
-  return FinetuneSetup(model=model, trainer=trainer, encoder_name=encoder_name)
+  return FinetuneSetup(model=model, trainer=trainer, encoder_name=encoder_name,
+                       target_scaling=target_scaling(config, task))
 
 
 def initial_state(setup: FinetuneSetup, weights: pretrained_lib.Pretrained,
@@ -342,7 +383,8 @@ def with_labels(batch: dict[str, np.ndarray], task: glue.Task) -> dict[str, np.n
 
 def predict(setup: FinetuneSetup, state: TrainState, data: dict[str, np.ndarray],
             batch_size: int, task: glue.Task) -> np.ndarray:
-  """Class ids (int [N]) or regression outputs (float [N]) for every row of `data`."""
+  """Class ids (int [N]) or regression outputs (float [N], on the labels' scale: mapped back
+  from the normalised targets) for every row of `data`."""
   outputs = []
   rng = jax.random.PRNGKey(0)  # Unused: the eval step has no dropout.
   for batch, real in padded_batches(data, batch_size):
@@ -350,7 +392,13 @@ def predict(setup: FinetuneSetup, state: TrainState, data: dict[str, np.ndarray]
         state, setup.trainer.put_batch(with_labels(batch, task), batch_size), rng)
     logits = np.asarray(jax.device_get(out["logits"]))[:real]
     outputs.append(logits[:, 0] if task.is_regression else logits.argmax(-1))
-  return np.concatenate(outputs) if outputs else np.zeros(0)
+  if not outputs:
+    return np.zeros(0)
+  predictions = np.concatenate(outputs)
+  if task.is_regression:
+    offset, scale = setup.target_scaling
+    predictions = predictions * scale + offset
+  return predictions
 
 
 # --------------------------------------------------------------------------------------------
@@ -467,9 +515,9 @@ class Preempted(ElectraError):
 
 
 def primary_score(task: glue.Task, metrics: dict[str, float]) -> float:
-  """The ELECTRA paper's dev score of a task: the primary metric, averaged over dev splits."""
-  values = [metrics[f"{split}/{task.primary_metric}"] for split in task.eval_splits]
-  return float(np.mean(values))
+  """The ELECTRA paper's dev score of a task: its primary metric on its primary dev split
+  (MNLI: matched accuracy, as the original's MNLI "dev" is dev_matched)."""
+  return float(metrics[f"{task.primary_split}/{task.primary_metric}"])
 
 
 def summarize(task: glue.Task, results: list[dict[str, Any]]) -> dict[str, Any]:

@@ -92,7 +92,8 @@ def encoder_configs(model_config: ml_collections.ConfigDict
       layer_norm_eps=m.layer_norm_eps,
       dtype=DTYPES[m.dtype],
       remat=remat_name(m.get("remat", "none")),
-      attention=m.get("attention", "xla"))
+      attention=m.get("attention", "xla"),
+      plain_dense_init=m.get("plain_dense_init", "glorot_uniform"))
   gen_hidden = int(round(m.hidden_size * m.generator_hidden_size))
   generator = dataclasses.replace(
       discriminator,
@@ -133,7 +134,8 @@ class DiscriminatorPredictions(nn.Module):
   def __call__(self, hidden):
     cfg = self.config
     h = layers.gelu(layers.dense(cfg.hidden_size, cfg, ("hidden", None), "dense")(hidden))
-    logit = layers.dense(1, cfg, ("hidden", None), "dense_prediction")(h)
+    logit = layers.dense(1, cfg, ("hidden", None), "dense_prediction",
+                         init=cfg.plain_dense_init)(h)
     return logit[..., 0].astype(jnp.float32)
 
 

@@ -51,6 +51,9 @@ class EncoderConfig:
       memory for about a third more compute); "dots_saveable" keeps the matrix products'
       outputs and recomputes only the element-wise work between them.
     attention: the attention implementation (`electra_jax.models.attention`).
+    plain_dense_init: kernel initialiser (`layers.KERNEL_INITS`) of the dense layers the
+      original creates with `tf.layers.dense`'s default initializer, Glorot uniform:
+      `embeddings_project` and the discriminator head's `dense_prediction`.
   """
   vocab_size: int
   embedding_size: int
@@ -67,6 +70,7 @@ class EncoderConfig:
   dtype: Dtype = jnp.float32
   remat: str = "none"
   attention: str = "xla"
+  plain_dense_init: str = "glorot_uniform"
 
   @property
   def head_size(self) -> int:
@@ -216,7 +220,8 @@ class Transformer(nn.Module):
     cfg = self.config
     x = embedded
     if cfg.embedding_size != cfg.hidden_size:
-      x = layers.dense(cfg.hidden_size, cfg, ("embed", "hidden"), "embeddings_project")(x)
+      x = layers.dense(cfg.hidden_size, cfg, ("embed", "hidden"), "embeddings_project",
+                       init=cfg.plain_dense_init)(x)
     x = nn.with_logical_constraint(x, ("batch", "length", "hidden"))
     return LayerStack(cfg, name="encoder")(x, input_mask, deterministic)
 

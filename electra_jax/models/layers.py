@@ -24,15 +24,30 @@ def truncated_normal_init(stddev: float):
   return nn.initializers.truncated_normal(stddev, lower=-2.0, upper=2.0)
 
 
+# Kernel initialisers by name: the original's `create_initializer(initializer_range)` and
+# `tf.layers.dense`'s default, which the original uses where it passes no initializer.
+KERNEL_INITS = ("truncated_normal", "glorot_uniform")
+
+
+def kernel_init(name: str, stddev: float):
+  """The initialiser `name` (one of `KERNEL_INITS`); `stddev` is the truncated normal's."""
+  if name == "truncated_normal":
+    return truncated_normal_init(stddev)
+  if name == "glorot_uniform":
+    return nn.initializers.glorot_uniform()
+  raise ValueError(f"unknown kernel initialiser {name!r}; choose one of {', '.join(KERNEL_INITS)}")
+
+
 def dense(features, cfg: EncoderConfig, axes: tuple[str | None, str | None], name: str,
-          use_bias: bool = True) -> nn.Dense:
-  """nn.Dense with truncated-normal kernels over logical `axes` (input, output), zero biases."""
+          use_bias: bool = True, init: str = "truncated_normal") -> nn.Dense:
+  """nn.Dense over logical `axes` (input, output) with zero biases and `init` kernels
+  (truncated normal of `cfg.initializer_range` by default)."""
   return nn.Dense(
       features,
       use_bias=use_bias,
       dtype=cfg.dtype,
       param_dtype=jnp.float32,
-      kernel_init=nn.with_logical_partitioning(truncated_normal_init(cfg.initializer_range), axes),
+      kernel_init=nn.with_logical_partitioning(kernel_init(init, cfg.initializer_range), axes),
       bias_init=nn.with_logical_partitioning(nn.initializers.zeros_init(), (axes[1],)),
       name=name)
 

@@ -25,6 +25,10 @@ def get_config() -> ml_collections.ConfigDict:
   model.hidden_dropout_prob = 0.1  # Dropout on embeddings and residual branches.
   model.attention_dropout_prob = 0.1  # Dropout on attention probabilities.
   model.initializer_range = 0.02  # Std of the truncated-normal initialiser.
+  # Kernel initialiser of the layers the original builds with tf.layers.dense's default
+  # (Glorot uniform): embeddings_project and discriminator_predictions/dense_prediction.
+  # "truncated_normal" gives them initializer_range like every other layer (Hugging Face).
+  model.plain_dense_init = "glorot_uniform"
   model.layer_norm_eps = 1e-12  # LayerNorm epsilon.
   model.generator_hidden_size = 0.25  # Generator width as a fraction of hidden_size.
   model.generator_layers = 1.0  # Generator depth as a fraction of num_layers.
@@ -54,6 +58,10 @@ def get_config() -> ml_collections.ConfigDict:
   objective.max_predictions = -1  # Masked slots per sequence; -1: int((mask_prob+0.005)*T).
   objective.mask_token_prob = 0.85  # Chosen positions shown as [MASK]; the rest stay as is.
   objective.random_token_prob = 0.0  # Chosen positions shown as a random token (BERT: 0.1).
+  # How masked positions are drawn: "without_replacement" (exactly round(mask_prob * tokens)
+  # distinct positions) or "with_replacement" (the original's independent draws, repeats
+  # dropped: slightly fewer positions; see electra_jax/pretrain/objectives/ops.py).
+  objective.masking_sampler = "without_replacement"
   # Where replacements come from (electra, electra_15, replace_mlm, all_tokens_mlm): "learned"
   # (the generator network), "uniform" (any non-special id), "unigram" (the training data's
   # token frequencies, counted once and stored in the workdir / shard directory).
@@ -111,6 +119,10 @@ def get_config() -> ml_collections.ConfigDict:
   train.adam_b1 = 0.9  # Adam beta1.
   train.adam_b2 = 0.999  # Adam beta2.
   train.adam_eps = 1e-6  # Adam epsilon.
+  # Adam's bias correction of its moments. False is the original ELECTRA's AdamW (no
+  # correction: the first updates are up to (1 - b1) / sqrt(1 - b2) = 3.2x larger, tempered by
+  # the warmup); True is optax's / the Adam paper's.
+  train.adam_bias_correction = False
   train.max_grad_norm = 1.0  # Clip gradients to this global norm; 0 disables clipping.
   train.log_every_steps = 100  # Steps between metric writes and progress lines.
   train.eval_every_steps = 10_000  # Steps between evaluations on held-out data; 0: never.

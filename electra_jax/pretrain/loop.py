@@ -82,7 +82,7 @@ def optimizer_settings(train_config: ml_collections.ConfigDict
   return optimizer_lib.OptimizerSettings(
       learning_rate=t.learning_rate, warmup_steps=t.warmup_steps, total_steps=t.num_train_steps,
       weight_decay=t.weight_decay, b1=t.adam_b1, b2=t.adam_b2, eps=t.adam_eps,
-      max_grad_norm=t.max_grad_norm)
+      max_grad_norm=t.max_grad_norm, bias_correction=t.get("adam_bias_correction", False))
 
 
 def build_setup(config: ml_collections.ConfigDict, special_ids: objectives.SpecialIds,

@@ -8,7 +8,8 @@ from electra_jax.errors import ElectraError
 from electra_jax.models import attention
 from electra_jax.models import electra
 from electra_jax.models import encoder
-from electra_jax.pretrain.objectives.corruption import GENERATORS
+from electra_jax.models import layers
+from electra_jax.pretrain.objectives.corruption import GENERATORS, MASKING_SAMPLERS
 from electra_jax.pretrain.objectives.electra import ALGORITHMS
 
 
@@ -25,6 +26,9 @@ def check_model_choices(m: ml_collections.ConfigDict) -> None:
   _require(remat in encoder.REMAT_POLICIES,
            f"model.remat={m.remat!r}; choose one of {', '.join(encoder.REMAT_POLICIES)}")
   attention.get_attention(m.attention)
+  init = m.get("plain_dense_init", "glorot_uniform")
+  _require(init in layers.KERNEL_INITS,
+           f"model.plain_dense_init={init!r}; choose one of {', '.join(layers.KERNEL_INITS)}")
   try:
     sharing = electra.weight_sharing_of(m)
   except ValueError as e:
@@ -66,6 +70,9 @@ def validate(config: ml_collections.ConfigDict) -> None:
   _require(0.0 <= random_prob <= 1.0 - o.mask_token_prob + 1e-9,
            f"objective.random_token_prob={random_prob} must be in [0, 1 - mask_token_prob]"
            f" (mask_token_prob={o.mask_token_prob})")
+  sampler = o.get("masking_sampler", "without_replacement")
+  _require(sampler in MASKING_SAMPLERS,
+           f"objective.masking_sampler={sampler!r}; choose one of {', '.join(MASKING_SAMPLERS)}")
   _require(o.get("generator", "learned") in GENERATORS,
            f"objective.generator={o.get('generator')!r}; choose one of {', '.join(GENERATORS)}")
   _require(t.get("algorithm", "joint") in ALGORITHMS,

@@ -10,8 +10,13 @@ so its parameters do not move (its Adam moments only decay).
 The transformation is
 
   chain(zero frozen gradients + clip by global norm,
-        chain(scale_by_adam, decoupled weight decay per parameter, -lr(step)),
+        chain(adam moments, decoupled weight decay per parameter, -lr(step)),
         per-parameter learning-rate multiplier)
+
+The Adam moments are the original's by default: no bias correction (update = m / (sqrt(v) +
+eps), with m and v the raw exponential averages), as `AdamWeightDecayOptimizer` in the original
+BERT/ELECTRA `optimization.py`; `bias_correction=True` gives optax's (and the Adam paper's)
+corrected moments. Both keep optax's `ScaleByAdamState` layout.
 
 where the first and last parts are left out when they would do nothing (no clipping and
 nothing frozen; every multiplier 1). With default groups the optimizer state then has the
@@ -89,6 +94,33 @@ class OptimizerSettings:
   b2: float = 0.999
   eps: float = 1e-6
   max_grad_norm: float = 1.0
+  bias_correction: bool = False  # The original AdamW has none (see the module docstring).
+
+
+def scale_by_adam(b1: float, b2: float, eps: float, bias_correction: bool
+                  ) -> optax.GradientTransformation:
+  """Adam's direction m / (sqrt(v) + eps), with or without bias correction.
+
+  Without it (the original ELECTRA's AdamW): m_t = b1 m_{t-1} + (1 - b1) g,
+  v_t = b2 v_{t-1} + (1 - b2) g^2, update = m_t / (sqrt(v_t) + eps). The state is optax's
+  `ScaleByAdamState` either way, so checkpoints hold the same tree.
+  """
+  if bias_correction:
+    return optax.scale_by_adam(b1=b1, b2=b2, eps=eps)
+
+  def init(params):
+    zeros = jax.tree.map(jnp.zeros_like, params)
+    return optax.ScaleByAdamState(count=jnp.zeros([], jnp.int32), mu=zeros,
+                                  nu=jax.tree.map(jnp.zeros_like, params))
+
+  def update(updates, state, params=None):
+    del params
+    mu = optax.tree_utils.tree_update_moment(updates, state.mu, b1, 1)
+    nu = optax.tree_utils.tree_update_moment_per_elem_norm(updates, state.nu, b2, 2)
+    direction = jax.tree.map(lambda m, v: m / (jnp.sqrt(v) + eps), mu, nu)
+    return direction, optax.ScaleByAdamState(count=optax.safe_increment(state.count),
+                                             mu=mu, nu=nu)
+  return optax.GradientTransformation(init, update)
 
 
 def assign_groups(params: Any, group_of: Callable[[ParamPath], str],
@@ -165,7 +197,7 @@ def build_optimizer(params: Any, settings: OptimizerSettings,
   multipliers = jax.tree.map(
       lambda g: groups[g].learning_rate_scale if groups[g].trainable else 0.0, names)
   decayed = jax.tree.map(lambda r: r != 0.0, rates)
-  adamw = optax.chain(optax.scale_by_adam(b1=s.b1, b2=s.b2, eps=s.eps),
+  adamw = optax.chain(scale_by_adam(s.b1, s.b2, s.eps, s.bias_correction),
                       optax.masked(_decoupled_weight_decay(rates), decayed),
                       optax.scale_by_learning_rate(schedule))
   # Parts that would do nothing are left out, so that the state has exactly the layout of

@@ -1,7 +1,7 @@
 """What every objective with masking shares: its masking settings and the replacement sampler.
 
 `Masking` turns a batch into `ops.MaskedInputs` (`objective.mask_prob`, `max_predictions`,
-`mask_token_prob`, `random_token_prob`). `Sampler` draws the tokens that replace the masked
+`mask_token_prob`, `random_token_prob`, `masking_sampler`). `Sampler` draws the tokens that replace the masked
 ones (`objective.generator`): from a learned generator's softmax (Gumbel-max), uniformly from
 the vocabulary minus the special ids, or from the corpus's unigram distribution.
 """
@@ -21,6 +21,7 @@ from electra_jax.pretrain.objectives import ops
 from electra_jax.pretrain.objectives.base import SpecialIds
 
 GENERATORS = ("learned", "uniform", "unigram")  # objective.generator choices.
+MASKING_SAMPLERS = ops.MASKING_SAMPLERS  # objective.masking_sampler choices.
 
 
 def max_predictions(config: ml_collections.ConfigDict) -> int:
@@ -39,6 +40,7 @@ class Masking:
   max_predictions: int = 19
   mask_token_prob: float = 0.85
   random_token_prob: float = 0.0
+  sampler: str = "without_replacement"
 
   @classmethod
   def from_config(cls, config: ml_collections.ConfigDict, special_ids: SpecialIds) -> "Masking":
@@ -46,7 +48,8 @@ class Masking:
     return cls(special_ids=special_ids, vocab_size=config.model.vocab_size,
                mask_prob=o.mask_prob, max_predictions=max_predictions(config),
                mask_token_prob=o.mask_token_prob,
-               random_token_prob=o.get("random_token_prob", 0.0))
+               random_token_prob=o.get("random_token_prob", 0.0),
+               sampler=o.get("masking_sampler", "without_replacement"))
 
   def __call__(self, rng: jax.Array, batch: Mapping[str, jax.Array]) -> ops.MaskedInputs:
     return ops.mask_tokens(rng, batch["input_ids"], batch["input_mask"],
@@ -55,7 +58,7 @@ class Masking:
                            special_ids=self.special_ids.never_masked(),
                            mask_token_prob=self.mask_token_prob,
                            random_token_prob=self.random_token_prob,
-                           vocab_size=self.vocab_size)
+                           vocab_size=self.vocab_size, sampler=self.sampler)
 
 
 @dataclasses.dataclass(frozen=True, eq=False)

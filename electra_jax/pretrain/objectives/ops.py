@@ -40,19 +40,29 @@ def max_predictions_for(seq_len: int, mask_prob: float) -> int:
   return max(1, int((mask_prob + 0.005) * seq_len))
 
 
+MASKING_SAMPLERS = ("without_replacement", "with_replacement")  # objective.masking_sampler.
+
+
 def mask_tokens(rng: jax.Array, input_ids: jax.Array, input_mask: jax.Array, *,
                 mask_prob: float, max_predictions: int, mask_id: int,
                 special_ids: tuple[int, ...], mask_token_prob: float = 0.85,
-                random_token_prob: float = 0.0, vocab_size: int = 0) -> MaskedInputs:
-  """Chooses positions to predict, as the original ELECTRA `pretrain_helpers.mask`.
+                random_token_prob: float = 0.0, vocab_size: int = 0,
+                sampler: str = "without_replacement") -> MaskedInputs:
+  """Chooses positions to predict and shows them as [MASK], a random token or themselves.
 
-  Per sequence, count = max(1, min(max_predictions, round(real_tokens * mask_prob))) positions
-  are drawn uniformly without replacement among the real tokens that are not special
-  (`special_ids`: [CLS], [SEP], [PAD], [MASK]). Each chosen position becomes `mask_id` with
-  probability `mask_token_prob`, a token drawn uniformly from the non-special ids of the
-  vocabulary with probability `random_token_prob` (BERT's 10%; 0 in the original ELECTRA), and
-  keeps its token otherwise. Sequences with fewer candidates than `count` use all their
-  candidates.
+  Per sequence, count = max(1, min(max_predictions, round(real_tokens * mask_prob))) slots are
+  filled with positions drawn uniformly among the real tokens that are not special
+  (`special_ids`: [CLS], [SEP], [PAD], [MASK]):
+    "without_replacement" (the default here): `count` distinct positions (sequences with fewer
+      candidates use all of them);
+    "with_replacement" (the original ELECTRA's `pretrain_helpers.mask`, which draws the slots
+      with tf.random.categorical): `count` independent draws, a repeated position's later
+      slots dropped (weight 0), so slightly fewer than `count` distinct positions are chosen.
+      (The original keeps the repeated slots in the generator's loss and, when it writes the
+      samples back, averages their ids by integer division; dropping them avoids both.)
+  Each chosen position becomes `mask_id` with probability `mask_token_prob`, a token drawn
+  uniformly from the non-special ids of the vocabulary with probability `random_token_prob`
+  (BERT's 10%; 0 in the original ELECTRA), and keeps its token otherwise.
 
   Args:
     rng: PRNG key.
@@ -63,17 +73,29 @@ def mask_tokens(rng: jax.Array, input_ids: jax.Array, input_mask: jax.Array, *,
   batch, seq_len = input_ids.shape
   if max_predictions > seq_len:
     raise ValueError(f"max_predictions={max_predictions} exceeds the sequence length {seq_len}")
+  if sampler not in MASKING_SAMPLERS:
+    raise ValueError(f"masking sampler {sampler!r}; choose one of {', '.join(MASKING_SAMPLERS)}")
   position_rng, keep_rng = jax.random.split(rng)
   candidates = input_mask.astype(bool)
   for special in special_ids:
     candidates &= input_ids != special
   num_real = jnp.sum(input_mask, axis=-1).astype(jnp.float32)
   count = jnp.clip(jnp.round(num_real * mask_prob).astype(jnp.int32), 1, max_predictions)
-  # Uniform sampling without replacement = top-k of i.i.d. Gumbel scores over the candidates.
-  scores = jax.random.gumbel(position_rng, (batch, seq_len))
-  scores = jnp.where(candidates, scores, -jnp.inf)
-  top_scores, positions = jax.lax.top_k(scores, max_predictions)  # [B, P]
-  used = (jnp.arange(max_predictions)[None, :] < count[:, None]) & jnp.isfinite(top_scores)
+  slots = jnp.arange(max_predictions)[None, :] < count[:, None]  # [B, P]
+  if sampler == "without_replacement":
+    # Uniform sampling without replacement = top-k of i.i.d. Gumbel scores over the candidates.
+    scores = jax.random.gumbel(position_rng, (batch, seq_len))
+    scores = jnp.where(candidates, scores, -jnp.inf)
+    top_scores, positions = jax.lax.top_k(scores, max_predictions)  # [B, P]
+    used = slots & jnp.isfinite(top_scores)
+  else:
+    logits = jnp.where(candidates, 0.0, -jnp.inf)
+    positions = jax.random.categorical(position_rng, logits[:, None, :], axis=-1,
+                                       shape=(batch, max_predictions))  # [B, P]
+    earlier = jnp.tril(jnp.ones((max_predictions, max_predictions), bool), k=-1)  # q < p
+    repeat = jnp.any((positions[:, :, None] == positions[:, None, :]) & earlier[None]
+                     & slots[:, None, :], axis=-1)  # A used earlier slot has the position.
+    used = slots & ~repeat & jnp.any(candidates, axis=-1, keepdims=True)
   positions = jnp.where(used, positions, 0).astype(jnp.int32)
   target_ids = jnp.where(used, jnp.take_along_axis(input_ids, positions, axis=1), 0)
   if random_token_prob > 0 and vocab_size <= 0:
