@@ -18,6 +18,7 @@ setuptools.setup(
         # tensorflow-datasets needs it to prepare datasets but declares it only for Python<3.9.
         "importlib_resources>=6",
         "jax>=0.10,<0.11",
+        "matplotlib>=3.8",  # The experiments' plots.
         "ml_collections>=1.0,<2",
         "numpy>=1.26",
         "optax>=0.2.5,<0.3",

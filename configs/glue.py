@@ -1,82 +1,13 @@
-"""GLUE fine-tuning of a pretrained ELECTRA discriminator, with the original recipe.
+"""GLUE fine-tuning of a pretrained encoder with the original ELECTRA recipe.
 
   python -m electra_jax.finetune --config=configs/glue.py --workdir=runs/glue_small \
       --config.init_checkpoint=runs/small --config.data_dir=/data/glue --config.task=sst2,cola
 
-Fields left at -1 or "auto" take the original ELECTRA values for the checkpoint's size (small:
-hidden size below 768; base: 768 up to 1023; large: 1024 and above): learning rate 3e-4 / 1e-4
-/ 5e-5, layer-wise decay 0.8 / 0.8 / 0.9, and 3 epochs (10 for RTE and STS-B).
-
-Small's 3e-4 is the paper's (Table 7), which its GLUE scores were fine-tuned with; the released
-code's default for every size but Large is 1e-4 (--config.learning_rate=1e-4 gives that). The
-rest of the recipe is the original code's: see docs/FIDELITY.md.
+Every field is listed and commented in electra_jax/finetune/default_config.py.
 """
 
-import ml_collections
-
-from electra_jax.pretrain import default_config
+from electra_jax.finetune import default_config
 
 
 def get_config():
-  config = ml_collections.ConfigDict()
-  # Comma-separated GLUE tasks: cola, sst2, mrpc, stsb, qqp, mnli, qnli, rte, wnli; "ax" (the
-  # diagnostic set) is predicted by the MNLI model whenever mnli is fine-tuned.
-  config.task = "sst2"
-  # Pretrained weights: a pretraining --workdir (newest checkpoint), a checkpoints/<step>/ dir,
-  # or the output of `python -m electra_jax.convert from-hf`. Required.
-  config.init_checkpoint = ""
-  config.data_source = "tsv"  # "tsv": the classic GLUE layout under data_dir; "tfds": glue/*.
-  config.data_dir = ""  # data_source=tsv: GLUE root with CoLA/, SST-2/, MRPC/, ... folders.
-  config.tfds_data_dir = ""  # data_source=tfds: prepared tfds data; "": TFDS_DATA_DIR/default.
-  # The tokenizer; "" uses the one recorded with the checkpoint (the pretraining vocabulary).
-  config.tokenizer_model = ""
-  config.tokenizer_type = "auto"  # With tokenizer_model: sentencepiece, wordpiece or auto.
-  config.lowercase = True  # With a WordPiece tokenizer_model: BERT-uncased normalisation.
-  config.max_seq_length = 128  # T: tokens per example, [CLS] A [SEP] B [SEP] included.
-  config.max_train_examples = 0  # Use only the first N training examples; 0: all (demos, tests).
-  config.max_eval_examples = 0  # Evaluate on only the first N dev examples; 0: all.
-
-  config.model_size = "auto"  # small, base or large recipe; "auto": from the hidden size.
-  config.learning_rate = -1.0  # Peak learning rate; -1: 3e-4 small, 1e-4 base, 5e-5 large.
-  config.layerwise_lr_decay = -1.0  # Per-layer lr factor; -1: 0.8 (0.9 for large); 1: off.
-  # The original code's layer-wise decay has one extra factor (top layer decay^2, embeddings
-  # decay^(L+2)); False uses the intended decay^1 ... decay^(L+1). True reproduces the original.
-  config.original_layer_decay = False
-  config.num_epochs = -1.0  # Training epochs; -1: 3, or 10 for RTE and STS-B.
-  config.batch_size = 32  # Global training batch.
-  config.eval_batch_size = 128  # Global batch for dev/test prediction (last batch is padded).
-  config.warmup_fraction = 0.1  # Share of the training steps spent warming up.
-  config.weight_decay = 0.01  # AdamW decoupled weight decay (not on LayerNorm or biases).
-  config.adam_b1 = 0.9  # Adam beta1.
-  config.adam_b2 = 0.999  # Adam beta2.
-  config.adam_eps = 1e-6  # Adam epsilon.
-  config.adam_bias_correction = False  # False: the original's AdamW (no bias correction).
-  config.max_grad_norm = 1.0  # Clip gradients to this global norm; 0 disables clipping.
-  config.head_dropout = 0.1  # Dropout on the [CLS] hidden state before the task head.
-  # The task head's kernel initialiser: "glorot_uniform" (the original's tf.layers.dense
-  # default) or "truncated_normal" (std = the encoder's initializer_range).
-  config.head_init = "glorot_uniform"
-  # How per-example losses make the batch loss: "sum" (the original's reduce_sum; with
-  # max_grad_norm=1 the clipping is then active on nearly every step) or "mean".
-  config.loss_reduction = "sum"
-  # MRPC and STS-B also train on every pair with its sentences swapped (train split only), as
-  # the original's double_unordered.
-  config.double_unordered = True
-  # STS-B trains on score / 5 in [0, 1], as the original; predictions are mapped back to
-  # [0, 5] for metrics and submission files.
-  config.normalize_regression_targets = True
-  config.hidden_dropout_prob = 0.1  # Encoder dropout (embeddings and residual branches).
-  config.attention_dropout_prob = 0.1  # Encoder dropout on attention probabilities.
-  config.dtype = "float32"  # Compute dtype: float32 or bfloat16 (parameters stay float32).
-
-  config.seed = 0  # First seed (head init, dropout, data order).
-  config.num_seeds = 1  # Seeds seed..seed+num_seeds-1 are run; the report gives each and the median.
-  config.log_every_steps = 100  # Steps between progress lines and metric writes.
-  # Steps between checkpoints of a running seed (resumed after a crash, deleted when the seed
-  # is done); 0: checkpoint only when a preemption is announced.
-  config.checkpoint_every_steps = 0
-  config.write_test_predictions = True  # Write GLUE submission files for the test splits.
-
-  # Mesh and logical-axis rules, exactly as in pretraining (see electra_jax/pretrain/default_config.py).
-  config.mesh = default_config.get_config().mesh
-  return config
+  return default_config.get_config()

@@ -22,7 +22,9 @@ def _fields_doc(argv: Sequence[str]) -> str:
   config_file = next((a.split("=", 1)[1].split(":")[0] for a in argv
                       if a.startswith("--config=")), "")
   if config_file.endswith("glue.py"):
-    return config_file
+    return "electra_jax/finetune/default_config.py"
+  if "experiments" in config_file:
+    return "electra_jax/experiments/default_config.py"
   return "electra_jax/pretrain/default_config.py"
 
 

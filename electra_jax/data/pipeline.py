@@ -287,6 +287,23 @@ def _shard_data(data_config: Any, vocab_size: int, eval_cap: int) -> Pretraining
                          shuffle_buffer=data_config.shuffle_buffer)
 
 
+def prepare_tokenizer(data_config: Any, workdir: str, vocab_size: int, seed: int) -> str:
+  """The tokenizer file the data config uses: `data.tokenizer_model`, or one trained on the
+  configured text into WORKDIR/tokenizer/ (reused when it is there already), or "" for shards
+  (whose manifest names their tokenizer). For several runs that must share one vocabulary."""
+  if data_config.tokenizer_model or data_config.source == "shards":
+    return data_config.tokenizer_model
+  if data_config.source not in SOURCES:
+    raise ElectraError(f"--config.data.source={data_config.source!r} is not a source; use one "
+                       f"of {', '.join(repr(s) for s in SOURCES)}")
+  options = text_files.TextOptions.from_config(data_config)
+  options.validate()
+  read = _tfds_documents if data_config.source == "tfds" else _text_documents
+  docs = read(data_config, seed, options)
+  return _train_tokenizer(data_config, workdir, vocab_size, docs.tokenizer_text,
+                          docs.tokenizer_documents)
+
+
 def build_pretraining_data(data_config: Any, workdir: str, vocab_size: int, seed: int,
                            eval_cap: int = 1 << 16) -> PretrainingData:
   """Prepares the configured source, tokenizer and examples (see the module docstring).

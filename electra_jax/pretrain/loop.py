@@ -85,6 +85,21 @@ def optimizer_settings(train_config: ml_collections.ConfigDict
       max_grad_norm=t.max_grad_norm, bias_correction=t.get("adam_bias_correction", False))
 
 
+def flops_per_step(config: ml_collections.ConfigDict) -> float:
+  """The analytic training FLOPs of one step of `config` (its objective's count), without data
+  or devices: what compute-matched experiments divide a budget by.
+
+  Raises:
+    ElectraError: a config that cannot train.
+  """
+  validation.validate(config)
+  counts = (np.ones(config.model.vocab_size, np.int64)
+            if objectives.needs_unigram_counts(config) else None)  # FLOPs do not depend on them.
+  objective = objectives.build_objective(config, objectives.SpecialIds(pad=0, cls=1, sep=2,
+                                                                       mask=3), counts)
+  return objective.flops_per_step(config.train.batch_size, config.data.max_seq_length)
+
+
 def build_setup(config: ml_collections.ConfigDict, special_ids: objectives.SpecialIds,
                 devices=None, unigram_counts: np.ndarray | None = None) -> Setup:
   """The objective, optimizer, mesh, shardings and jitted steps for `config`.

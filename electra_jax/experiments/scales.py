@@ -1,0 +1,47 @@
+"""Experiment scales: the pretraining config, budget and fine-tuning caps of a named size.
+
+The shipped experiments (configs/experiments/*.py) take a scale as their config argument
+(`--config=configs/experiments/table1.py:small`):
+
+  tiny   configs/tiny.py (H=128, 2 layers) at 128 tokens for 1,000 ELECTRA steps; fine-tuning
+         on the first 1,000 training examples of each task at 64 tokens for 3 epochs. Sized so
+         that a 2-core CPU runs table5 (five variants) in under an hour (docs/RESULTS.md has
+         the times).
+  small  ELECTRA-Small (configs/small.py) with its full fine-tuning recipe, for an accelerator;
+         --config.reference_steps says how long (the paper: 1M steps).
+"""
+
+import ml_collections
+
+from electra_jax.errors import ElectraError
+from electra_jax.experiments import default_config
+
+SCALES = ("tiny", "small")
+
+
+def experiment(scale: str) -> ml_collections.ConfigDict:
+  """The default experiment config at `scale`, without variants."""
+  config = default_config.get_config()
+  if scale == "tiny":
+    config.pretrain_config = "configs/tiny.py"
+    # configs/tiny.py as it is (its CPU settings included: no dropout, generator temperature
+    # 3), at 128 tokens with the same 4,096 tokens per batch.
+    config.pretrain_overrides = (
+        "data.max_seq_length=128 model.max_position_embeddings=128 train.batch_size=32 "
+        "train.log_every_steps=50 train.eval_every_steps=500 train.eval_batches=8 "
+        "train.checkpoint_every_steps=500")
+    config.reference_steps = 1000  # ELECTRA: about 5.5 minutes on 2 CPU cores.
+    f = config.finetune
+    # A CPU-sized slice of the recipe: 1,000 training examples per task (MRPC and STS-B
+    # doubled), 64 tokens, 3 epochs for every task, 3 seeds: about 4 minutes per variant.
+    f.max_train_examples = 1000
+    f.max_seq_length = 64
+    f.num_epochs = 3.0
+  elif scale == "small":
+    config.pretrain_config = "configs/small.py"
+    config.pretrain_overrides = (
+        "train.log_every_steps=500 train.eval_every_steps=5000 train.checkpoint_every_steps=5000")
+    config.reference_steps = 100_000
+  else:
+    raise ElectraError(f"experiment scale {scale!r}; choose one of {', '.join(SCALES)}")
+  return config
