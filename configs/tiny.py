@@ -3,11 +3,16 @@
 With no data settings it trains on the embedded corpus (the Python standard library's own
 documentation) and a 4096-piece sentencepiece vocabulary it learns into the workdir.
 
-Two settings differ from the paper's recipe, for speed on a CPU, and are not for real runs:
-dropout is off, and the generator samples at temperature 3. At temperature 1 the generator's
-samples are frequent, plausible tokens within a few hundred steps, and a 2-layer discriminator
-needs far more than a few CPU minutes to beat the all-"original" baseline on them (measured:
-held-out AUC 0.55 after 750 steps); flatter samples give it a signal it learns in minutes.
+Three settings differ from the paper's recipe, for speed on a CPU, and are not for real runs:
+dropout is off, the generator samples at temperature 3, and Adam corrects its moments' bias. At
+temperature 1 the generator's samples are frequent, plausible tokens within a few hundred steps,
+and a 2-layer discriminator needs far more than a few CPU minutes to beat the all-"original"
+baseline on them (measured: held-out AUC 0.55 after 750 steps); flatter samples give it a
+signal it learns in minutes. The original's Adam has no bias correction, which inflates the
+first thousands of updates (by up to (1 - b1) / sqrt(1 - b2) = 3.2x, still 1.3x at step 1000):
+harmless over 1M steps, but a 1000-step run lives inside that transient (measured: held-out
+disc_auc 0.826 without the correction against 0.854 with it, and the discriminator no longer
+beats the all-"original" baseline).
 """
 
 from electra_jax.pretrain import default_config
@@ -32,6 +37,7 @@ def get_config():
   config.train.num_train_steps = 1000  # About 4 minutes on 2 CPU cores.
   config.train.learning_rate = 2e-3  # Higher peak rate for a tiny model and a short run.
   config.train.warmup_steps = 100  # Short warmup.
+  config.train.adam_bias_correction = True  # A 1000-step run: see the module docstring.
   config.train.log_every_steps = 50  # Frequent progress lines.
   config.train.eval_every_steps = 500  # Evaluate twice.
   config.train.eval_batches = 4  # 256 held-out sequences.

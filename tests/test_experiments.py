@@ -33,12 +33,16 @@ def test_shipped_experiments_resolve(name):
   config = experiment(name)
   variants = spec.resolve(config)
   assert [v.name for v in variants] == config.order.split(",")
+  if name.startswith("table"):
+    assert "no_pretraining" in config.order
   reference = next(v for v in variants if v.name == config.reference_variant)
   assert reference.steps == config.reference_steps
   for v in variants:
     assert v.config.train.num_train_steps == v.steps and v.points[-1] == v.steps
     assert v.flops_per_step == pytest.approx(pretrain_loop.flops_per_step(v.config))
-    if config.budget == "flops":
+    if "train.num_train_steps=" in v.overrides:  # Outside the budget: no pretraining.
+      assert v.steps == 1 and v.config.train.learning_rate == 0.0
+    elif config.budget == "flops":
       assert abs(v.pretrain_flops - reference.pretrain_flops) <= v.flops_per_step / 2
     else:
       assert v.steps == config.reference_steps
@@ -55,8 +59,9 @@ def test_flop_budget_gives_cheaper_objectives_more_steps():
   variants = {v.name: v for v in spec.resolve(config)}
   electra, bert, all_tokens = variants["electra"], variants["bert"], variants["all_tokens_mlm"]
   assert bert.flops_per_step < electra.flops_per_step < all_tokens.flops_per_step
-  assert all_tokens.steps < electra.steps == 2000 < bert.steps
-  assert bert.steps == round(2000 * electra.flops_per_step / bert.flops_per_step)
+  assert all_tokens.steps < electra.steps == config.reference_steps < bert.steps
+  assert bert.steps == round(config.reference_steps * electra.flops_per_step
+                             / bert.flops_per_step)
   assert bert.config.train.warmup_steps == round(0.05 * bert.steps)
   two_stage = variants["two_stage"]
   assert two_stage.config.train.generator_steps == two_stage.steps // 2
@@ -110,6 +115,15 @@ def test_a_variant_that_cannot_train_is_named():
   config = experiment("smoke")
   config.variants.bert = "objective.name=mlm model.weight_sharing=all"
   with pytest.raises(ElectraError, match="variant 'bert'.*weight_sharing"):
+    spec.resolve(config)
+
+
+def test_a_variant_with_its_own_steps_stays_outside_the_budget():
+  config = experiment("smoke")
+  config.variants.bert = "objective.name=mlm train.num_train_steps=7"
+  assert [v.steps for v in spec.resolve(config)] == [20, 7]
+  config.reference_variant = "bert"
+  with pytest.raises(ElectraError, match="cannot set the budget"):
     spec.resolve(config)
 
 

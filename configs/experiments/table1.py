@@ -19,5 +19,7 @@ def get_config(scale: str = "tiny"):
   config = scales.experiment(scale)
   config.variants.electra = ""
   config.variants.bert = "objective.name=mlm"
-  config.order = "electra,bert"
+  # The untrained network, fine-tuned the same way: how much pretraining helps at all.
+  config.variants.no_pretraining = "train.num_train_steps=1 train.learning_rate=0.0"
+  config.order = "electra,bert,no_pretraining"
   return config

@@ -17,5 +17,7 @@ def get_config(scale: str = "tiny"):
   config.variants.replace_mlm = "objective.name=replace_mlm"
   config.variants.electra_15 = "objective.name=electra_15"
   config.variants.bert = "objective.name=mlm"
-  config.order = "electra,all_tokens_mlm,replace_mlm,electra_15,bert"
+  # The untrained network, fine-tuned the same way: how much pretraining helps at all.
+  config.variants.no_pretraining = "train.num_train_steps=1 train.learning_rate=0.0"
+  config.order = "electra,all_tokens_mlm,replace_mlm,electra_15,bert,no_pretraining"
   return config

@@ -10,6 +10,9 @@ model.generator_hidden_size=1.0`). `resolve` turns it into `Variant`s:
   every variant gets the steps that spend the reference's pretraining FLOPs (its analytic FLOPs
   per step, `Objective.flops_per_step`, decide), with `budget="steps"` every variant runs
   `reference_steps`;
+* a variant that sets `train.num_train_steps` itself keeps it, outside the budget: e.g.
+  "train.num_train_steps=1 train.learning_rate=0", the untrained network, a reference for how
+  much pretraining helps at all;
 * each variant's schedule follows its own length: `train.num_train_steps` = its steps, the
   warmup `warmup_fraction` of them, and two-stage training's generator phase half of them (the
   paper's equal split) unless the variant sets `train.generator_steps`;
@@ -224,11 +227,14 @@ def resolve(config: ml_collections.ConfigDict) -> list[Variant]:
   base = load_config_file(config.pretrain_config)
   for field in ("pretrain_overrides", "data_overrides"):
     apply_overrides(base, parse_overrides(config[field], field), field)
-  configs, flops, auto_generator_steps = {}, {}, set()
+  configs, flops, auto_generator_steps, fixed_steps = {}, {}, set(), set()
   for name in variant_order(config):
     variant = base.copy_and_resolve_references()
     where = f"variant {name!r}"
-    apply_overrides(variant, parse_overrides(config.variants[name], where), where)
+    overrides = parse_overrides(config.variants[name], where)
+    apply_overrides(variant, overrides, where)
+    if any(field == "train.num_train_steps" for field, _ in overrides):
+      fixed_steps.add(name)  # Its own steps, outside the budget (a no-pretraining reference).
     if variant.train.algorithm == "two_stage" and variant.train.generator_steps <= 0:
       auto_generator_steps.add(name)  # Set to half the variant's steps below.
       variant.train.generator_steps = max(1, variant.train.num_train_steps // 2)
@@ -237,12 +243,19 @@ def resolve(config: ml_collections.ConfigDict) -> list[Variant]:
     except ElectraError as e:
       raise ElectraError(f"{where}: {e}") from e
     configs[name] = variant
+  if config.reference_variant in fixed_steps:
+    raise ElectraError(f"reference_variant={config.reference_variant!r} sets its own "
+                       "train.num_train_steps, so it cannot set the budget; pick another")
   budget = config.reference_steps * flops[config.reference_variant]
   fractions = finetune_fractions(config.finetune_at)
   variants = []
   for name, variant in configs.items():
-    steps = (max(1, int(round(budget / flops[name]))) if config.budget == "flops"
-             else int(config.reference_steps))
+    if name in fixed_steps:
+      steps = int(variant.train.num_train_steps)
+    elif config.budget == "flops":
+      steps = max(1, int(round(budget / flops[name])))
+    else:
+      steps = int(config.reference_steps)
     t = variant.train
     t.num_train_steps = steps
     t.stop_at_step = 0

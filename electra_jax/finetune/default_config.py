@@ -68,6 +68,9 @@ def get_config():
   config.hidden_dropout_prob = 0.1  # Encoder dropout (embeddings and residual branches).
   config.attention_dropout_prob = 0.1  # Encoder dropout on attention probabilities.
   config.dtype = "float32"  # Compute dtype: float32 or bfloat16 (parameters stay float32).
+  # Attention implementation, as model.attention in pretraining ("auto": the platform's fused
+  # kernel when attention_dropout_prob is 0, else "xla"); the checkpoint's choice is not used.
+  config.attention = "auto"
 
   config.seed = 0  # First seed (head init, dropout, data order).
   config.num_seeds = 1  # Seeds seed..seed+num_seeds-1 are run; the report gives each and the median.

@@ -45,6 +45,7 @@ from electra_jax.errors import ElectraError
 from electra_jax.finetune import glue
 from electra_jax.finetune import heads as classifier
 from electra_jax.finetune import metrics as glue_metrics
+from electra_jax.models import attention
 from electra_jax.models import electra
 from electra_jax.training import checkpoints
 from electra_jax.training import loop
@@ -123,6 +124,8 @@ def validate(config: ml_collections.ConfigDict) -> None:
   for ok, message in checks:
     if not ok:
       raise ElectraError(message)
+  attention.resolve(config.attention, dropout_rate=config.attention_dropout_prob,
+                    dtype=electra.DTYPES[config.dtype], seq_len=config.max_seq_length)
 
 
 def task_names(config: ml_collections.ConfigDict) -> list[glue.Task]:
@@ -143,6 +146,7 @@ def encoder_config(config: ml_collections.ConfigDict, model_config: ml_collectio
   model.hidden_dropout_prob = config.hidden_dropout_prob
   model.attention_dropout_prob = config.attention_dropout_prob
   model.dtype = config.dtype
+  model.attention = config.attention  # A property of the run, not of the weights.
   discriminator, _ = electra.encoder_configs(model)
   if config.max_seq_length > discriminator.max_position_embeddings:
     raise ElectraError(

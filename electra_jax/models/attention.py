@@ -6,14 +6,30 @@ Every implementation is
       -> context
 
 with query, key, value: [B, T, N, D] (N heads of size D), input_mask: int [B, T] (1 for real
-tokens, 0 for padding; padded keys get no attention) and context: [B, T, N, D]. The mask is
-passed as is, not as a prebuilt additive bias, so fused kernels (cuDNN / Pallas flash
-attention) that take lengths or segment ids can be added here without touching the encoder.
+tokens, 0 for padding; padded keys get no attention) and context: [B, T, N, D]. Outputs at
+padded query positions are unspecified (every caller ignores them).
+
+  "xla"     softmax(Q K^T / sqrt(D) + padding bias) V in plain XLA ops, with dropout on the
+            attention probabilities (`attention_dropout_prob`, the paper's 0.1). Any device,
+            any dtype.
+  "cudnn"   cuDNN's fused (flash) attention through `jax.nn.dot_product_attention`, padding
+            given as key lengths. NVIDIA GPUs, bfloat16 or float16 compute.
+  "splash"  the Pallas TPU splash-attention kernel (`jax.experimental.pallas.ops.tpu`), padding
+            given as segment ids; sequence length a multiple of 128. On other devices it runs
+            in Pallas's interpreter (slow; for tests).
+  "auto"    "cudnn" on a GPU with bfloat16/float16 compute, "splash" on a TPU with a length
+            multiple of 128, "xla" otherwise; and "xla" whenever attention dropout is on.
+
+Attention dropout: the fused kernels have none, so "cudnn" and "splash" require
+`attention_dropout_prob=0` (one clear error otherwise, never a silent change of recipe) and
+"auto" picks them only then. Key lengths and segment ids assume the padding is at the end of
+each row, as every electra-jax input has it.
 """
 
 from __future__ import annotations
 
 import difflib
+import functools
 from typing import Any, Callable
 
 import flax.linen as nn
@@ -23,6 +39,8 @@ import jax.numpy as jnp
 from electra_jax.errors import ElectraError
 
 AttentionFn = Callable[..., jax.Array]
+FUSED = ("cudnn", "splash")  # Implementations without attention dropout.
+SPLASH_BLOCK = 128  # Splash attention's sequence tiles: T must be a multiple.
 
 
 def bias_from_mask(input_mask: jax.Array, dtype: Any) -> jax.Array:
@@ -42,17 +60,113 @@ def xla_attention(query, key, value, input_mask, *, dropout_rng, dropout_rate: f
       dtype=dtype)
 
 
-# model.attention -> implementation.
+def _no_dropout(name: str, dropout_rate: float, deterministic: bool) -> None:
+  if dropout_rate > 0 and not deterministic:
+    raise ElectraError(f"model.attention={name!r} has no attention dropout; set "
+                       "--config.model.attention_dropout_prob=0 or use attention 'xla'")
+
+
+def cudnn_attention(query, key, value, input_mask, *, dropout_rng, dropout_rate: float,
+                    deterministic: bool, dtype) -> jax.Array:
+  """cuDNN fused attention (GPU, bfloat16/float16); padded keys excluded by key lengths."""
+  del dropout_rng
+  _no_dropout("cudnn", dropout_rate, deterministic)
+  lengths = jnp.sum(input_mask, axis=-1).astype(jnp.int32)
+  return jax.nn.dot_product_attention(
+      query.astype(dtype), key.astype(dtype), value.astype(dtype),
+      key_value_seq_lengths=lengths, implementation="cudnn")
+
+
+@functools.lru_cache(maxsize=None)
+def _splash_kernel(num_heads: int, seq_len: int, interpret: bool):
+  from jax.experimental.pallas.ops.tpu.splash_attention import (  # pylint: disable=import-outside-toplevel
+      splash_attention_kernel as splash, splash_attention_mask as masks)
+  block = min(seq_len, 512) if seq_len % 512 == 0 else SPLASH_BLOCK
+  sizes = splash.BlockSizes(block_q=block, block_kv=block, block_kv_compute=block,
+                            block_q_dkv=block, block_kv_dkv=block, block_kv_dkv_compute=block,
+                            block_q_dq=block, block_kv_dq=block)
+  mask = masks.MultiHeadMask([masks.FullMask((seq_len, seq_len))] * num_heads)
+  return splash.make_splash_mha(mask, block_sizes=sizes, head_shards=1, q_seq_shards=1,
+                                interpret=interpret), splash.SegmentIds
+
+
+def splash_attention(query, key, value, input_mask, *, dropout_rng, dropout_rate: float,
+                     deterministic: bool, dtype) -> jax.Array:
+  """The Pallas TPU splash-attention kernel; padding as segment ids (real tokens 1, padding
+  0, so real queries see only real keys). T must be a multiple of 128."""
+  del dropout_rng
+  _no_dropout("splash", dropout_rate, deterministic)
+  batch, seq_len, num_heads, head_size = query.shape
+  if seq_len % SPLASH_BLOCK:
+    raise ElectraError(f"model.attention='splash' needs a sequence length that is a multiple "
+                       f"of {SPLASH_BLOCK}, not {seq_len}; change data.max_seq_length or use "
+                       "attention 'xla'")
+  kernel, segment_ids = _splash_kernel(num_heads, seq_len, jax.default_backend() != "tpu")
+  scale = 1.0 / jnp.sqrt(jnp.float32(head_size)).astype(dtype)
+  # [B, T, N, D] -> [B, N, T, D], one kernel call per example.
+  q, k, v = (jnp.swapaxes(x.astype(dtype), 1, 2) for x in (query * scale, key, value))
+  segments = input_mask.astype(jnp.int32)
+  out = jax.vmap(lambda q1, k1, v1, s1: kernel(q1, k1, v1, segment_ids(q=s1, kv=s1)))(
+      q, k, v, segments)
+  del batch
+  return jnp.swapaxes(out, 1, 2)
+
+
+# model.attention -> implementation ("auto" is resolved by `resolve`).
 IMPLEMENTATIONS: dict[str, AttentionFn] = {
     "xla": xla_attention,
+    "cudnn": cudnn_attention,
+    "splash": splash_attention,
 }
+CHOICES = ("auto", *IMPLEMENTATIONS)
+
+
+def check_name(name: str) -> None:
+  """ElectraError listing the choices when `name` is not one."""
+  if name not in CHOICES:
+    close = difflib.get_close_matches(name, CHOICES, n=1)
+    raise ElectraError(f"model.attention={name!r} is not an attention implementation"
+                       + (f" (did you mean {close[0]!r}?)" if close else "")
+                       + f"; choose one of {', '.join(CHOICES)}")
+
+
+def resolve(name: str, *, dropout_rate: float, dtype: Any, seq_len: int | None = None,
+            platform: str | None = None) -> str:
+  """The implementation `name` stands for on `platform` (default: JAX's backend).
+
+  "auto" -> "cudnn" on a GPU with 16-bit compute, "splash" on a TPU when the sequence length
+  is a multiple of 128, "xla" otherwise, and "xla" whenever attention dropout is on. An
+  explicit fused choice that cannot run (attention dropout, a float32 cuDNN, no GPU) is an
+  ElectraError naming the fix.
+  """
+  check_name(name)
+  platform = platform or jax.default_backend()
+  sixteen_bit = jnp.dtype(dtype) in (jnp.dtype(jnp.bfloat16), jnp.dtype(jnp.float16))
+  if name == "auto":
+    if dropout_rate > 0:
+      return "xla"
+    if platform == "gpu" and sixteen_bit:
+      return "cudnn"
+    if platform == "tpu" and (seq_len is None or seq_len % SPLASH_BLOCK == 0):
+      return "splash"
+    return "xla"
+  if name in FUSED and dropout_rate > 0:
+    raise ElectraError(f"model.attention={name!r} has no attention dropout but "
+                       f"attention_dropout_prob={dropout_rate}; set it to 0 (the fused kernels "
+                       "cannot drop attention probabilities) or use attention 'xla' or 'auto'")
+  if name == "cudnn":
+    if platform != "gpu":
+      raise ElectraError(f"model.attention='cudnn' needs an NVIDIA GPU (this run's devices are "
+                         f"{platform}); use 'auto' or 'xla'")
+    if not sixteen_bit:
+      raise ElectraError("model.attention='cudnn' computes in bfloat16 or float16; set "
+                         "--config.model.dtype=bfloat16 or use attention 'xla'")
+  return name
 
 
 def get_attention(name: str) -> AttentionFn:
-  """The implementation called `name`; ElectraError listing the known ones otherwise."""
-  if name not in IMPLEMENTATIONS:
-    close = difflib.get_close_matches(name, IMPLEMENTATIONS, n=1)
-    raise ElectraError(f"model.attention={name!r} is not an attention implementation"
-                       + (f" (did you mean {close[0]!r}?)" if close else "")
-                       + f"; choose one of {', '.join(sorted(IMPLEMENTATIONS))}")
+  """The implementation called `name` (after `resolve`); ElectraError for unknown names."""
+  check_name(name)
+  if name == "auto":
+    raise ElectraError("model.attention='auto' must be resolved first (attention.resolve)")
   return IMPLEMENTATIONS[name]

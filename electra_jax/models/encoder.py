@@ -50,7 +50,8 @@ class EncoderConfig:
       activation for the backward pass; "full" recomputes the layer (much less activation
       memory for about a third more compute); "dots_saveable" keeps the matrix products'
       outputs and recomputes only the element-wise work between them.
-    attention: the attention implementation (`electra_jax.models.attention`).
+    attention: the attention implementation (`electra_jax.models.attention`; "auto" is
+      resolved per call from the platform, dtype, dropout and sequence length).
     plain_dense_init: kernel initialiser (`layers.KERNEL_INITS`) of the dense layers the
       original creates with `tf.layers.dense`'s default initializer, Glorot uniform:
       `embeddings_project` and the discriminator head's `dense_prediction`.
@@ -142,7 +143,9 @@ class SelfAttention(nn.Module):
     dropout_rng = None
     if not deterministic and cfg.attention_dropout_prob > 0:
       dropout_rng = self.make_rng("dropout")
-    context = attention.get_attention(cfg.attention)(
+    implementation = attention.resolve(cfg.attention, dropout_rate=cfg.attention_dropout_prob,
+                                       dtype=cfg.dtype, seq_len=seq_len)
+    context = attention.get_attention(implementation)(
         query, key, value, input_mask, dropout_rng=dropout_rng,
         dropout_rate=cfg.attention_dropout_prob, deterministic=deterministic, dtype=cfg.dtype)
     return context.reshape(batch, seq_len, cfg.hidden_size)

@@ -44,9 +44,11 @@ def get_config() -> ml_collections.ConfigDict:
   # activation; "full" recomputes the layer (least memory, ~1.3x compute); "dots_saveable"
   # keeps matrix-product outputs and recomputes the cheap element-wise work in between.
   model.remat = "none"
-  # Attention implementation (electra_jax.models.attention): "xla" = softmax(QK^T/sqrt(d))V
-  # in plain XLA ops, with attention dropout.
-  model.attention = "xla"
+  # Attention implementation (electra_jax/models/attention.py): "xla" (plain XLA ops, with
+  # attention dropout), "cudnn" (fused, GPU, bfloat16), "splash" (Pallas kernel, TPU, length a
+  # multiple of 128) or "auto" (the fused kernel of the platform when attention_dropout_prob is
+  # 0, else "xla"). The fused kernels have no attention dropout: with them it must be 0.
+  model.attention = "auto"
 
   objective = config.objective = ml_collections.ConfigDict()
   # Pretraining objective (electra_jax/pretrain/objectives): "electra" (replaced-token
