@@ -128,6 +128,7 @@ def small_model_config(untied=False):
   m.max_position_embeddings = MAX_POS
   m.generator_hidden_size = 0.25
   m.untied_generator_embeddings = untied
+  m.scan_layers = False  # Hugging Face's (unrolled) layout, which conversion writes.
   return m
 
 

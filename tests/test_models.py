@@ -32,17 +32,19 @@ def dummy_inputs(seq_len=8, max_predictions=2, abstract=False):
 
 
 @functools.lru_cache(maxsize=None)
-def abstract_params(name):
-  """The boxed (LogicallyPartitioned) parameter shapes of configs/<name>.py, via eval_shape."""
+def abstract_params(name, scan_layers=False):
+  """The boxed (LogicallyPartitioned) parameter shapes of configs/<name>.py, via eval_shape;
+  unrolled layers (the layout of names shared with Hugging Face) unless `scan_layers`."""
   config = load_config(name)
+  config.model.scan_layers = scan_layers
   model = electra.build_pretrainer(config.model)
   keys = {"params": jax.random.PRNGKey(0), "dropout": jax.random.PRNGKey(1)}
   return jax.eval_shape(model.init, keys, *dummy_inputs(abstract=True))["params"]
 
 
-def shapes(name):
+def shapes(name, scan_layers=False):
   """{"a/b/c": shape} of the unboxed parameters."""
-  unboxed = nn.meta.unbox(abstract_params(name))
+  unboxed = nn.meta.unbox(abstract_params(name, scan_layers))
   return {path_str(p): tuple(v.shape) for p, v in jax.tree_util.tree_leaves_with_path(unboxed)}
 
 
@@ -204,6 +206,7 @@ def test_parameter_names(name):
 def test_electra_model_matches_pretrainer_discriminator():
   """ElectraModel (fine-tuning encoder) has the discriminator's names and shapes."""
   config = load_config("small")
+  config.model.scan_layers = False
   disc, _ = electra.encoder_configs(config.model)
   ids = jax.ShapeDtypeStruct((1, 8), jnp.int32)
   variables = jax.eval_shape(enc.ElectraModel(disc).init, jax.random.PRNGKey(0), ids, ids, ids)
@@ -214,15 +217,17 @@ def test_electra_model_matches_pretrainer_discriminator():
   assert got == want
 
 
-@pytest.mark.parametrize("name", ["small", "base"])
-def test_every_parameter_has_logical_axes(name):
-  """Each parameter's PartitionSpec has one logical name (or None) per dimension."""
-  boxed = abstract_params(name)
+@pytest.mark.parametrize("name, scan_layers", [("small", False), ("base", False),
+                                               ("small", True)])
+def test_every_parameter_has_logical_axes(name, scan_layers):
+  """Each parameter's PartitionSpec has one logical name (or None) per dimension; scanned
+  layers add "layers" (never split) in front."""
+  boxed = abstract_params(name, scan_layers)
   specs = nn.get_partition_spec(boxed)
   is_spec = lambda x: isinstance(x, PartitionSpec)
   spec_leaves = jax.tree_util.tree_leaves_with_path(specs, is_leaf=is_spec)
   shape_leaves = jax.tree_util.tree_leaves_with_path(nn.meta.unbox(boxed))
-  assert len(spec_leaves) == len(shape_leaves) > 100
+  assert len(spec_leaves) == len(shape_leaves) > (30 if scan_layers else 100)
   boxed_leaves = jax.tree_util.tree_leaves(
       boxed, is_leaf=lambda x: isinstance(x, nn.LogicallyPartitioned))
   assert all(isinstance(x, nn.LogicallyPartitioned) for x in boxed_leaves)
@@ -235,11 +240,16 @@ def test_every_parameter_has_logical_axes(name):
     assert all(a is None or a in rules for a in spec), (path_str(path), spec)
     named[path_str(path)] = tuple(spec)
   assert named["embeddings/word_embeddings/embedding"] == ("vocab", "embed")
+  assert named["generator_predictions/output_bias"] == ("vocab",)
+  if scan_layers:
+    layers = "discriminator/encoder/layers"
+    assert named[f"{layers}/attention/self/query/kernel"] == ("layers", "hidden", "heads")
+    assert named[f"{layers}/output/dense/kernel"] == ("layers", "mlp", "hidden")
+    return
   assert named[f"{LAYER}/attention/self/query/kernel"] == ("hidden", "heads")
   assert named[f"{LAYER}/attention/output/dense/kernel"] == ("heads", "hidden")
   assert named[f"{LAYER}/intermediate/dense/kernel"] == ("hidden", "mlp")
   assert named[f"{LAYER}/output/dense/kernel"] == ("mlp", "hidden")
-  assert named["generator_predictions/output_bias"] == ("vocab",)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -251,8 +261,10 @@ VOCAB = 64
 
 
 def tiny_config(dtype="float32"):
-  """configs/tiny.py with vocab 64, 16 positions and the paper's dropout (tiny turns it off)."""
+  """configs/tiny.py with vocab 64, 16 positions and the paper's dropout (tiny turns it off),
+  layers unrolled (parameter paths layer_N)."""
   config = load_config("tiny")
+  config.model.scan_layers = False
   config.model.hidden_dropout_prob = 0.1
   config.model.attention_dropout_prob = 0.1
   config.model.vocab_size = VOCAB
@@ -492,7 +504,53 @@ def test_unknown_remat_and_attention_are_clear_errors():
                                          "dots_saveable"):
     validation.validate(config)
   config = testing.fast_config()
-  config.model.attention = "flash"
-  with pytest.raises(ElectraError, match="model.attention='flash' is not an attention "
-                                         "implementation; choose one of xla"):
+  config.model.attention = "flsh"
+  with pytest.raises(ElectraError, match="model.attention='flsh' is not an attention "
+                                         r"implementation \(did you mean 'splash'\?\); choose "
+                                         "one of auto, xla, cudnn, splash"):
     validation.validate(config)
+
+
+@pytest.mark.parametrize("remat", ["none", "full"])
+def test_scanned_and_unrolled_layers_give_the_same_outputs_and_gradients(remat):
+  """model.scan_layers changes how the layers compile, not what they compute: the scanned
+  model on stack_layers(params) gives the unrolled model's logits and gradients, and
+  unstack_layers gives back the unrolled parameters exactly."""
+  config = tiny_config()
+  config.model.num_layers, config.model.remat = 3, remat
+  config.model.hidden_dropout_prob = config.model.attention_dropout_prob = 0.0
+  models, params = {}, {}
+  for scan in (False, True):
+    config.model.scan_layers = scan
+    models[scan] = electra.build_pretrainer(config.model)
+  params[False] = nn.meta.unbox(models[False].init(
+      {"params": jax.random.PRNGKey(0), "dropout": jax.random.PRNGKey(0)},
+      *dummy_inputs(SEQ, 3))["params"])
+  params[True] = enc.stack_layers(params[False])
+  assert enc.is_scanned(params[True]) and not enc.is_scanned(params[False])
+  abstract = nn.meta.unbox(jax.eval_shape(models[True].init, {"params": jax.random.PRNGKey(0),
+                                                              "dropout": jax.random.PRNGKey(0)},
+                                          *dummy_inputs(SEQ, 3))["params"])
+  assert jax.tree.map(np.shape, params[True]) == jax.tree.map(np.shape, abstract)
+  assert params[True]["discriminator"]["encoder"]["layers"]["output"]["dense"][
+      "kernel"].shape == (3, 512, 128)  # [L, F, H].
+  for a, b in zip(jax.tree.leaves(enc.unstack_layers(params[True])),
+                  jax.tree.leaves(params[False])):
+    np.testing.assert_array_equal(a, b)
+  ids, mask, segments = tiny_batch()
+  positions = np.array([[1, 5, 9], [1, 4, 10], [1, 2, 3]], np.int32)
+
+  def loss(scan, p):
+    disc = models[scan].apply({"params": p}, ids, mask, segments, True,
+                              method="discriminator_logits")
+    gen = models[scan].apply({"params": p}, ids, mask, segments, positions, True,
+                             method="generator_logits")
+    return jnp.sum(jnp.sin(disc) * mask) + jnp.sum(jnp.cos(gen[..., :7]))
+
+  values, grads = {}, {}
+  for scan in (False, True):
+    values[scan], grads[scan] = jax.value_and_grad(lambda p, s=scan: loss(s, p))(params[scan])
+  np.testing.assert_allclose(values[True], values[False], rtol=1e-5)
+  for a, b in zip(jax.tree.leaves(enc.unstack_layers(grads[True])),
+                  jax.tree.leaves(grads[False])):
+    np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-6)

@@ -1,14 +1,15 @@
 """Times the real ELECTRA train step on synthetic batches.
 
   python -m electra_jax.benchmark --config=configs/small.py --config.train.batch_size=32 \
-      [--steps=10] [--warmup=2] [--peak_tflops=989]
+      [--steps=10] [--warmup=2] [--peak_tflops=989] [--compare=hf]
 
 Compiles the exact step that training runs (same model, objective, optimizer, shardings),
 runs `--warmup` untimed steps, then `--steps` timed ones, and prints the median step time,
 `tokens_per_s=<n>`, the objective's analytic FLOPs per step (the paper's convention) as model
 TFLOP/s and MFU, XLA's own FLOP count of the compiled step, the compiled step's memory, and
 peak memory (device memory statistics where the backend has them, else the process's peak
-resident memory).
+resident memory). `--compare=hf` also times the same step written with Hugging Face
+transformers (PyTorch) on the same batch and prints the speed-up.
 
 Memory per device for a mesh, without the hardware (nothing is allocated or run):
 
@@ -55,6 +56,9 @@ def define_flags() -> None:
                        "With --memory_only: compile for this many simulated CPU devices (a "
                        "TPU slice's device count, e.g. 4 for v4-8, 64 for v5p-128); 0: the "
                        "devices present.")
+  flags.DEFINE_enum("compare", "", ["", "hf"],
+                    "hf: also time the same step in Hugging Face transformers (PyTorch) on the "
+                    "same batch and print both (electra_jax/benchmark/hf_compare.py).")
   flags.mark_flags_as_required(["config"])
 
 # Synthetic data uses the special ids of electra-jax's sentencepiece models.
@@ -123,7 +127,7 @@ def run(config, steps: int, warmup: int, peak_tflops: float) -> dict:
       "step_s": step_s,
       "tokens_per_s": batch_size * seq_len / step_s,
       "flops_per_step": flops,
-      "xla_flops_per_step": compiled_flops(compiled),
+      "xla_flops_per_step": xla_flops(config, compiled, state, batch),
       "memory": _memory_line(compiled),
       "final_loss": float(metrics["loss"][0]),
   }
@@ -133,10 +137,25 @@ def run(config, steps: int, warmup: int, peak_tflops: float) -> dict:
 
 
 def compiled_flops(compiled) -> float:
-  """XLA's own FLOP count of a compiled computation (0 when the backend gives none)."""
+  """XLA's own FLOP count of a compiled (or lowered) computation (0 when the backend gives
+  none)."""
   cost = compiled.cost_analysis()
   cost = cost[0] if isinstance(cost, (list, tuple)) else cost
   return float(cost.get("flops", 0.0)) if cost else 0.0
+
+
+def xla_flops(config, compiled, state, batch) -> float:
+  """XLA's FLOP count of `config`'s train step. XLA counts a loop's body once, so with scanned
+  layers the count comes from the same step with unrolled layers, lowered but not compiled."""
+  if not config.model.scan_layers:
+    return compiled_flops(compiled)
+  unrolled = config.copy_and_resolve_references()
+  unrolled.model.scan_layers = False
+  trainer = pretrain_loop.build_setup(unrolled, SPECIAL).trainer
+  with parallel.activate(trainer.mesh, trainer.rules):
+    lowered = trainer.train_jit.lower(trainer.abstract_state(), batch)
+  del state
+  return compiled_flops(lowered)
 
 
 def _per_device_bytes(tree) -> int:
@@ -198,6 +217,8 @@ def main(argv):
              f"per_device_total_gib={m['compiled_total_gib']:.3f}"
              if "compiled_total_gib" in m else ""))
     return
+  if FLAGS.compare and FLAGS.memory_only:
+    raise ElectraError("--compare times steps; it cannot go with --memory_only")
   r = run(FLAGS.config, FLAGS.steps, FLAGS.warmup, FLAGS.peak_tflops)
   print(f"device={r['device_kind']} ({r['platform']}) x{r['devices']} "
         f"batch={r['batch_size']} seq={r['seq_len']} dtype={FLAGS.config.model.dtype}")
@@ -207,4 +228,15 @@ def main(argv):
         f"xla_tflops_per_s={r['xla_flops_per_step'] / r['step_s'] / 1e12:.3f}"
         + (f" mfu={r['mfu']:.3f}" if "mfu" in r else ""))
   print(r["memory"])
+  if FLAGS.compare == "hf":
+    from electra_jax.benchmark import hf_compare  # pylint: disable=import-outside-toplevel
+    config = FLAGS.config
+    batch = synthetic_batch(config.train.batch_size, config.data.max_seq_length,
+                            config.model.vocab_size)
+    hf = hf_compare.step_times(config, batch, SPECIAL, FLAGS.steps, FLAGS.warmup)
+    tokens = config.train.batch_size * config.data.max_seq_length
+    print(f"hf_transformers step_time_ms={1000 * hf['step_s']:.1f} (median of {FLAGS.steps}, "
+          f"torch {hf['torch']} on {hf['device']}, {hf['threads']} threads) "
+          f"tokens_per_s={tokens / hf['step_s']:.0f}")
+    print(f"electra_jax_speedup={hf['step_s'] / r['step_s']:.2f}x (tokens/s, same batch)")
 

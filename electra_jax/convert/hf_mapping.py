@@ -25,6 +25,7 @@ import numpy as np
 from electra_jax.pretrain import default_config
 from electra_jax.errors import ElectraError
 from electra_jax.models import electra
+from electra_jax.models import encoder as encoder_lib
 
 DISCRIMINATOR, GENERATOR = "discriminator", "generator"
 GENERATOR_EMBEDDINGS = ("auto", "discriminator", "untied")  # Choices of `generator_embeddings`.
@@ -127,6 +128,7 @@ def hf_config_to_model_config(disc_hf_config: Mapping[str, Any],
     model[ours] = _hf_get(disc_hf_config, theirs)
   model.dtype = "float32"
   model.untied_generator_embeddings = False
+  model.scan_layers = False  # Converted weights are unrolled, as Hugging Face's.
   if gen_hf_config is None:
     return model
   _check_hf_config(gen_hf_config, GENERATOR)
@@ -223,7 +225,11 @@ def hf_config(cfg: electra.enc.EncoderConfig, role: str, pad_token_id: int | Non
 
 
 def abstract_params(model_config: ml_collections.ConfigDict) -> dict[str, Any]:
-  """The `ElectraPretrainer` parameter tree of `config.model` as `jax.ShapeDtypeStruct`s."""
+  """The `ElectraPretrainer` parameter tree of `config.model` as `jax.ShapeDtypeStruct`s, in
+  the unrolled layer layout (`encoder/layer_N`, Hugging Face's) whatever
+  `model_config.scan_layers` says."""
+  model_config = ml_collections.ConfigDict(model_config.to_dict())
+  model_config.scan_layers = False
   model = electra.build_pretrainer(model_config)
   seq_len = min(8, model_config.max_position_embeddings)
   ids = jax.ShapeDtypeStruct((1, seq_len), jnp.int32)
@@ -478,6 +484,7 @@ def params_to_hf(params: Mapping[str, Any], model_config: ml_collections.ConfigD
   Raises:
     ElectraError: a required part is missing, or the parameters do not match `model_config`.
   """
+  params = encoder_lib.unstack_layers(params)  # Either layout: scanned ones unstacked.
   needed = ("embeddings", "discriminator", "discriminator_predictions")
   missing = [p for p in needed if p not in params]
   if missing:
@@ -538,6 +545,7 @@ def masked_lm_params_to_hf(params: Mapping[str, Any], model_config: ml_collectio
   Raises:
     ElectraError: a part is missing or the shapes do not match `model_config`.
   """
+  params = encoder_lib.unstack_layers(params)  # Either layout: scanned ones unstacked.
   needed = ("embeddings", "encoder", "mlm_predictions")
   missing = [p for p in needed if p not in params]
   if missing:

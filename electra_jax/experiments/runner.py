@@ -40,6 +40,7 @@ from electra_jax.experiments import report
 from electra_jax.experiments import spec
 from electra_jax.finetune import runner as finetune
 from electra_jax.pretrain import loop as pretrain_loop
+from electra_jax.training import compilation_cache
 from electra_jax.training import pretrained
 
 
@@ -151,6 +152,8 @@ def run(config: ml_collections.ConfigDict, workdir: str) -> dict[str, Any]:
   check_finetune(config)
   workdir = fileio.absolute(workdir)
   fileio.makedirs(workdir)
+  # One compilation cache for every run of the experiment (variants share shapes).
+  compilation_cache.enable(variants[0].config.train.compilation_cache_dir, workdir)
   _write_json(fileio.join(workdir, "experiment.json"),
               json.loads(config.to_json_best_effort()))
   names = [v.name for v in variants]

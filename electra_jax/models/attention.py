@@ -29,7 +29,6 @@ each row, as every electra-jax input has it.
 from __future__ import annotations
 
 import difflib
-import functools
 from typing import Any, Callable
 
 import flax.linen as nn
@@ -77,8 +76,9 @@ def cudnn_attention(query, key, value, input_mask, *, dropout_rng, dropout_rate:
       key_value_seq_lengths=lengths, implementation="cudnn")
 
 
-@functools.lru_cache(maxsize=None)
 def _splash_kernel(num_heads: int, seq_len: int, interpret: bool):
+  """A splash kernel for one [N, T, D] example, built per trace: it holds its mask metadata as
+  arrays, which a kernel cached across traces (a scan over layers, jit) would leak as tracers."""
   from jax.experimental.pallas.ops.tpu.splash_attention import (  # pylint: disable=import-outside-toplevel
       splash_attention_kernel as splash, splash_attention_mask as masks)
   block = min(seq_len, 512) if seq_len % 512 == 0 else SPLASH_BLOCK
@@ -86,8 +86,9 @@ def _splash_kernel(num_heads: int, seq_len: int, interpret: bool):
                             block_q_dkv=block, block_kv_dkv=block, block_kv_dkv_compute=block,
                             block_q_dq=block, block_kv_dq=block)
   mask = masks.MultiHeadMask([masks.FullMask((seq_len, seq_len))] * num_heads)
-  return splash.make_splash_mha(mask, block_sizes=sizes, head_shards=1, q_seq_shards=1,
-                                interpret=interpret), splash.SegmentIds
+  kernel = splash.make_splash_mha(mask, block_sizes=sizes, head_shards=1, q_seq_shards=1,
+                                  interpret=interpret)
+  return kernel, splash.SegmentIds
 
 
 def splash_attention(query, key, value, input_mask, *, dropout_rng, dropout_rate: float,

@@ -93,7 +93,8 @@ def encoder_configs(model_config: ml_collections.ConfigDict
       dtype=DTYPES[m.dtype],
       remat=remat_name(m.get("remat", "none")),
       attention=m.get("attention", "xla"),
-      plain_dense_init=m.get("plain_dense_init", "glorot_uniform"))
+      plain_dense_init=m.get("plain_dense_init", "glorot_uniform"),
+      scan_layers=bool(m.get("scan_layers", False)))
   gen_hidden = int(round(m.hidden_size * m.generator_hidden_size))
   generator = dataclasses.replace(
       discriminator,

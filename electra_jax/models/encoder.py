@@ -20,6 +20,7 @@ from typing import Any
 import flax.linen as nn
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from electra_jax.errors import ElectraError
 from electra_jax.models import attention
@@ -55,6 +56,10 @@ class EncoderConfig:
     plain_dense_init: kernel initialiser (`layers.KERNEL_INITS`) of the dense layers the
       original creates with `tf.layers.dense`'s default initializer, Glorot uniform:
       `embeddings_project` and the discriminator head's `dense_prediction`.
+    scan_layers: run the layers as one `nn.scan` over stacked parameters
+      (`encoder/layers/...`, a leading axis of num_layers) instead of unrolling them
+      (`encoder/layer_0/...`, ...): the same function, compiled once instead of L times.
+      `stack_layers` / `unstack_layers` convert between the two layouts.
   """
   vocab_size: int
   embedding_size: int
@@ -72,6 +77,7 @@ class EncoderConfig:
   remat: str = "none"
   attention: str = "xla"
   plain_dense_init: str = "glorot_uniform"
+  scan_layers: bool = False
 
   @property
   def head_size(self) -> int:
@@ -79,20 +85,29 @@ class EncoderConfig:
 
 
 class Embeddings(nn.Module):
-  """Word + position + token-type embeddings, LayerNorm, dropout.  [B, T] ids -> [B, T, E]."""
+  """Word + position + token-type embeddings, LayerNorm, dropout.  [B, T] ids -> [B, T, E].
+
+  The sum and its LayerNorm statistics are float32 whatever the compute dtype, and none of the
+  three lookups has a 16-bit scatter in its gradient: word vectors are gathered from the
+  float32 table (the backward scatter-add is float32), position vectors are a slice of their
+  table, and token-type vectors a one-hot product with theirs (type_vocab_size rows, 2 for
+  BERT). A bfloat16 gather from the 2-row type table would make every token of the batch
+  scatter-add into the same two rows in bfloat16, which GPUs serialise (no native bfloat16
+  atomic add in XLA's emitter).
+  """
   config: EncoderConfig
 
   def setup(self):
     cfg = self.config
     init = layers.truncated_normal_init(cfg.initializer_range)
     self.word_embeddings = nn.Embed(
-        cfg.vocab_size, cfg.embedding_size, param_dtype=jnp.float32, dtype=cfg.dtype,
+        cfg.vocab_size, cfg.embedding_size, param_dtype=jnp.float32, dtype=jnp.float32,
         embedding_init=nn.with_logical_partitioning(init, ("vocab", "embed")))
     self.position_embeddings = nn.Embed(
         cfg.max_position_embeddings, cfg.embedding_size, param_dtype=jnp.float32,
-        dtype=cfg.dtype, embedding_init=nn.with_logical_partitioning(init, (None, "embed")))
+        dtype=jnp.float32, embedding_init=nn.with_logical_partitioning(init, (None, "embed")))
     self.token_type_embeddings = nn.Embed(
-        cfg.type_vocab_size, cfg.embedding_size, param_dtype=jnp.float32, dtype=cfg.dtype,
+        cfg.type_vocab_size, cfg.embedding_size, param_dtype=jnp.float32, dtype=jnp.float32,
         embedding_init=nn.with_logical_partitioning(init, (None, "embed")))
     self.LayerNorm = layers.layer_norm(cfg, "embed")  # pylint: disable=invalid-name
     self.dropout = nn.Dropout(cfg.hidden_dropout_prob)
@@ -103,22 +118,27 @@ class Embeddings(nn.Module):
     `word_offset` (optional [B, T, E]) is added to the word vectors: a per-token correction
     (GDES's discriminator delta, or a straight-through estimator's zero-valued gradient path).
     """
+    cfg = self.config
     seq_len = input_ids.shape[-1]
-    if seq_len > self.config.max_position_embeddings:
+    if seq_len > cfg.max_position_embeddings:
       raise ValueError(f"sequence length {seq_len} exceeds max_position_embeddings "
-                       f"{self.config.max_position_embeddings}")
-    positions = jnp.arange(seq_len)[None, :]
-    words = self.word_embeddings(input_ids)
+                       f"{cfg.max_position_embeddings}")
+    words = self.word_embeddings(input_ids)  # float32 gather.
     if word_offset is not None:
-      words = words + word_offset.astype(words.dtype)
-    x = words + self.position_embeddings(positions) + self.token_type_embeddings(segment_ids)
-    x = self.LayerNorm(x)
+      words = words + word_offset.astype(jnp.float32)
+    positions = self.position_embeddings.embedding[:seq_len][None]  # [1, T, E]
+    types = jnp.einsum("btk,ke->bte",
+                       jax.nn.one_hot(segment_ids, cfg.type_vocab_size, dtype=jnp.float32),
+                       self.token_type_embeddings.embedding)
+    x = self.LayerNorm(words + positions + types)  # float32 statistics, compute-dtype output.
     x = nn.with_logical_constraint(x, ("batch", "length", "embed"))
     return self.dropout(x, deterministic=deterministic)
 
   def attend(self, hidden):
-    """Tied output projection: [..., E] -> [..., vocab] logits against the word embeddings."""
-    return self.word_embeddings.attend(hidden)
+    """Tied output projection: [..., E] -> [..., vocab] logits against the word embeddings,
+    in the compute dtype."""
+    table = self.word_embeddings.embedding.astype(self.config.dtype)
+    return jnp.dot(hidden.astype(self.config.dtype), table.T)
 
 
 class SelfAttention(nn.Module):
@@ -189,16 +209,33 @@ class Intermediate(nn.Module):
     return nn.with_logical_constraint(h, ("batch", "length", "mlp"))
 
 
+def _transformer_layer(config: EncoderConfig, x, input_mask, deterministic: bool):
+  """One post-LayerNorm Transformer layer, built inside the calling module's compact method
+  (so its submodules are that module's `attention`, `intermediate`, `output`)."""
+  x = Attention(config, name="attention")(x, input_mask, deterministic)
+  h = Intermediate(config, name="intermediate")(x)
+  x = ResidualOutput(config, "mlp", name="output")(h, x, deterministic)
+  return nn.with_logical_constraint(x, ("batch", "length", "hidden"))
+
+
 class TransformerLayer(nn.Module):
   """One post-LayerNorm Transformer layer.  [B, T, H] -> [B, T, H]."""
   config: EncoderConfig
 
   @nn.compact
   def __call__(self, x, input_mask, deterministic: bool):
-    x = Attention(self.config, name="attention")(x, input_mask, deterministic)
-    h = Intermediate(self.config, name="intermediate")(x)
-    x = ResidualOutput(self.config, "mlp", name="output")(h, x, deterministic)
-    return nn.with_logical_constraint(x, ("batch", "length", "hidden"))
+    return _transformer_layer(self.config, x, input_mask, deterministic)
+
+
+class ScannedLayer(nn.Module):
+  """A Transformer layer as a scan body: (x, input_mask) -> (x, None). `deterministic` is an
+  attribute, so that it stays a Python bool under the scan and remat."""
+  config: EncoderConfig
+  deterministic: bool
+
+  @nn.compact
+  def __call__(self, x, input_mask):
+    return _transformer_layer(self.config, x, input_mask, self.deterministic), None
 
 
 # model.remat -> the jax.checkpoint policy (None: save nothing, recompute everything).
@@ -230,22 +267,86 @@ class Transformer(nn.Module):
 
 
 class LayerStack(nn.Module):
-  """The stack of layers, named `layer_N` (Hugging Face's `encoder.layer.N`), each
-  rematerialised per `config.remat`."""
+  """The stack of layers, rematerialised per `config.remat`: unrolled as `layer_N` (Hugging
+  Face's `encoder.layer.N`), or scanned as `layers` with stacked parameters
+  (`config.scan_layers`)."""
   config: EncoderConfig
 
   @nn.compact
   def __call__(self, x, input_mask, deterministic: bool):
-    remat = self.config.remat
-    if remat not in REMAT_POLICIES:
-      raise ElectraError(f"model.remat={remat!r}; choose one of {', '.join(REMAT_POLICIES)}")
+    cfg = self.config
+    if cfg.remat not in REMAT_POLICIES:
+      raise ElectraError(f"model.remat={cfg.remat!r}; choose one of "
+                         f"{', '.join(REMAT_POLICIES)}")
+    if cfg.scan_layers:
+      body = ScannedLayer
+      if cfg.remat != "none":
+        body = nn.remat(ScannedLayer, prevent_cse=False, policy=REMAT_POLICIES[cfg.remat])
+      scanned = nn.scan(body, variable_axes={"params": 0},
+                        split_rngs={"params": True, "dropout": True}, in_axes=(nn.broadcast,),
+                        length=cfg.num_layers, metadata_params={nn.PARTITION_NAME: "layers"})
+      x, _ = scanned(cfg, deterministic, name="layers")(x, input_mask)
+      return x
     layer = TransformerLayer
-    if remat != "none":
+    if cfg.remat != "none":
       # `deterministic` (argument 3, counting self) is a Python bool, not traced.
-      layer = nn.remat(TransformerLayer, static_argnums=(3,), policy=REMAT_POLICIES[remat])
-    for i in range(self.config.num_layers):
-      x = layer(self.config, name=f"layer_{i}")(x, input_mask, deterministic)
+      layer = nn.remat(TransformerLayer, static_argnums=(3,), policy=REMAT_POLICIES[cfg.remat])
+    for i in range(cfg.num_layers):
+      x = layer(cfg, name=f"layer_{i}")(x, input_mask, deterministic)
     return x
+
+
+def _is_unrolled(node: Any) -> bool:
+  """A dict holding exactly layer_0 .. layer_{n-1}."""
+  return (isinstance(node, dict) and bool(node)
+          and set(node) == {f"layer_{i}" for i in range(len(node))})
+
+
+def _map_dicts(tree: Any, fn) -> Any:
+  """Applies `fn` to every dict in `tree` bottom-up, through tuples, lists and NamedTuples
+  (optimizer states), leaving other leaves as they are."""
+  if isinstance(tree, dict):
+    return fn({k: _map_dicts(v, fn) for k, v in tree.items()})
+  if isinstance(tree, tuple) and hasattr(tree, "_fields"):
+    return type(tree)(*(_map_dicts(v, fn) for v in tree))
+  if isinstance(tree, (tuple, list)):
+    return type(tree)(_map_dicts(v, fn) for v in tree)
+  return tree
+
+
+def stack_layers(tree: Any) -> Any:
+  """The unrolled layout -> the scanned one: every `{layer_0: t0, ..., layer_{L-1}: tL}`
+  becomes `{layers: stack(t0..tL)}` (leaves stacked on a new leading axis). Works on
+  parameters and on optimizer states that mirror them; other trees pass through."""
+  def stack(node):
+    if not _is_unrolled(node):
+      return node
+    parts = [node[f"layer_{i}"] for i in range(len(node))]
+    return {"layers": jax.tree.map(lambda *xs: jnp.stack(xs) if isinstance(
+        xs[0], jax.Array) else np.stack(xs), *parts)}
+  return _map_dicts(tree, stack)
+
+
+def unstack_layers(tree: Any) -> Any:
+  """The scanned layout -> the unrolled one: every `{layers: t}` (leaves with a leading axis
+  of L) becomes `{layer_0: t[0], ..., layer_{L-1}: t[L-1]}`."""
+  def unstack(node):
+    if not (isinstance(node, dict) and set(node) == {"layers"}):
+      return node
+    leaves = jax.tree.leaves(node["layers"])
+    if not leaves or getattr(leaves[0], "ndim", 0) < 1:
+      return node
+    count = leaves[0].shape[0]
+    return {f"layer_{i}": jax.tree.map(lambda x, i=i: x[i], node["layers"])
+            for i in range(count)}
+  return _map_dicts(tree, unstack)
+
+
+def is_scanned(tree: Any) -> bool:
+  """Whether a parameter tree holds scanned (stacked) layers."""
+  found = []
+  _map_dicts(tree, lambda node: found.append(set(node) == {"layers"}) or node)
+  return any(found)
 
 
 class ElectraModel(nn.Module):

@@ -44,6 +44,10 @@ def get_config() -> ml_collections.ConfigDict:
   # activation; "full" recomputes the layer (least memory, ~1.3x compute); "dots_saveable"
   # keeps matrix-product outputs and recomputes the cheap element-wise work in between.
   model.remat = "none"
+  # Run the Transformer layers as one scan over stacked parameters (compiled once, not L
+  # times; the same numbers). Checkpoints keep the layout they were written with: a resumed run
+  # takes its checkpoint's, and fine-tuning, conversion and scoring read either.
+  model.scan_layers = True
   # Attention implementation (electra_jax/models/attention.py): "xla" (plain XLA ops, with
   # attention dropout), "cudnn" (fused, GPU, bfloat16), "splash" (Pallas kernel, TPU, length a
   # multiple of 128) or "auto" (the fused kernel of the platform when attention_dropout_prob is
@@ -131,6 +135,12 @@ def get_config() -> ml_collections.ConfigDict:
   train.eval_batches = 20  # Batches per evaluation.
   train.checkpoint_every_steps = 5_000  # Steps between checkpoints (one is also saved at the end).
   train.keep_checkpoints = 3  # Newest checkpoints kept in WORKDIR/checkpoints.
+  # Batches built and put on the devices ahead of the step, in a background thread; 0: inline.
+  train.prefetch_batches = 2
+  # Persistent XLA compilation cache (a restart or a second run of the same shapes skips
+  # compiling): "" = JAX's own setting (JAX_COMPILATION_CACHE_DIR) if any, else
+  # WORKDIR/compilation_cache; a path (local or gs://); or "off".
+  train.compilation_cache_dir = ""
   # Peak dense TFLOP/s of one device, for MFU on the progress line; 0: looked up from the
   # device kind (electra_jax/training/hardware.py; unknown devices show no MFU).
   train.peak_tflops = 0.0
@@ -168,5 +178,6 @@ def get_config() -> ml_collections.ConfigDict:
       ("heads", "tensor"),
       ("kv", None),
       ("mlp", "tensor"),
+      ("layers", None),  # The stacked-layer axis of scanned parameters.
   ]
   return config

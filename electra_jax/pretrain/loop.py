@@ -24,6 +24,7 @@ from electra_jax.errors import ElectraError
 from electra_jax.pretrain import objectives
 from electra_jax.pretrain import validation
 from electra_jax.training import checkpoints
+from electra_jax.training import compilation_cache
 from electra_jax.training import hardware
 from electra_jax.training import loop
 from electra_jax.training import metrics as metrics_lib
@@ -153,17 +154,20 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> dict[
   peak = hardware.peak_flops_per_device(config.train.peak_tflops)
   workdir = fileio.absolute(workdir)
   fileio.makedirs(workdir)
+  compilation_cache.enable(config.train.compilation_cache_dir, workdir)
   is_chief = jax.process_index() == 0
   data = pipeline.build_pretraining_data(config.data, workdir, config.model.vocab_size,
                                          config.seed)
   counts = None
   if objectives.needs_unigram_counts(config):
     counts = _unigram_counts(data, workdir, config.model.vocab_size)
-  setup = build_setup(config, objectives.SpecialIds.of(data.tokenizer), unigram_counts=counts)
-  trainer = setup.trainer
   ckpt = checkpoints.Checkpointer(fileio.join(workdir, "checkpoints"),
                                   keep=config.train.keep_checkpoints)
   latest = ckpt.latest_step()
+  if latest is not None:
+    config = _with_checkpoint_layout(config, ckpt.read_meta(latest))
+  setup = build_setup(config, objectives.SpecialIds.of(data.tokenizer), unigram_counts=counts)
+  trainer = setup.trainer
   if latest is None:
     state = trainer.new_state(config.seed)
     data_position = 0
@@ -198,7 +202,9 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> dict[
                setup.objective.name, flops_per_step)
 
   def save(step, state):
-    ckpt.save(step, state, {"step": step, "data_position": train_iter.position,
+    # One batch per step: the data position follows the step (the prefetcher reads ahead).
+    position = data_position + step - start_step
+    ckpt.save(step, state, {"step": step, "data_position": position,
                             "config": json.loads(config.to_json_best_effort()),
                             "tokenizer": tokenizer_info,
                             "encoder": setup.objective.encoder_info()})
@@ -218,13 +224,30 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> dict[
         tokens_per_step=config.train.batch_size * config.data.max_seq_length,
         flops_per_step=flops_per_step, peak_flops_per_device=peak,
         evaluate=lambda step, state: evaluate(setup, state, eval_batches, config.seed),
-        save=save, preemption=checkpoints.reached_preemption)
+        save=save, preemption=checkpoints.reached_preemption,
+        prefetch=config.train.prefetch_batches)
   finally:
     # Even when training fails, let checkpoints already started finish writing.
     ckpt.wait()
     ckpt.close()
     log.close()
   return result.last_eval
+
+
+def _with_checkpoint_layout(config: ml_collections.ConfigDict, meta: dict[str, Any]
+                            ) -> ml_collections.ConfigDict:
+  """`config` with the checkpoint's `model.scan_layers`: a resumed run keeps the parameter
+  layout it was started with (the layout changes how the layers compile, not what they
+  compute)."""
+  saved = ((meta.get("config") or {}).get("model") or {}).get("scan_layers", False)
+  if bool(saved) == bool(config.model.scan_layers):
+    return config
+  logging.warning("The checkpoint was written with model.scan_layers=%s; resuming with that "
+                  "layout (--config.model.scan_layers=%s is ignored for this workdir)",
+                  bool(saved), config.model.scan_layers)
+  config = config.copy_and_resolve_references()
+  config.model.scan_layers = bool(saved)
+  return config
 
 
 def _unigram_counts(data, workdir: str, vocab_size: int) -> np.ndarray:

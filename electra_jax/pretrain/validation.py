@@ -92,5 +92,7 @@ def validate(config: ml_collections.ConfigDict) -> None:
            f"train.checkpoint_every_steps={t.checkpoint_every_steps} must be >= 1")
   _require(t.eval_every_steps >= 0, f"train.eval_every_steps={t.eval_every_steps} must be >= 0")
   _require(t.eval_batches >= 1, f"train.eval_batches={t.eval_batches} must be >= 1")
+  _require(t.get("prefetch_batches", 2) >= 0,
+           f"train.prefetch_batches={t.get('prefetch_batches')} must be >= 0 (0: no prefetch)")
   _require(0.0 <= d.eval_fraction < 1.0,
            f"data.eval_fraction={d.eval_fraction} must be in [0, 1)")

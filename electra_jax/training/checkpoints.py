@@ -82,6 +82,19 @@ class Checkpointer:
     logging.info("Restored checkpoint step %d from %s", step, self.directory)
     return restored["state"], dict(restored["meta"])
 
+  def read_meta(self, step: int) -> dict[str, Any]:
+    """The JSON `meta` item of `step` alone (its config, data position, ...)."""
+    try:
+      restored = self._manager.restore(step, args=ocp.args.Composite(
+          meta=ocp.args.JsonRestore()))
+    except Exception as e:  # pylint: disable=broad-except
+      path = os.path.join(self.directory, str(step))
+      raise ElectraError(
+          f"the checkpoint at {path} has no readable meta item ({type(e).__name__}); it is "
+          "corrupt or incomplete. Delete that step directory to resume from an older "
+          "checkpoint, or start over with a new --workdir") from e
+    return dict(restored["meta"])
+
   def wait(self) -> None:
     """Blocks until pending async saves are on disk."""
     self._manager.wait_until_finished()

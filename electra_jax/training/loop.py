@@ -18,6 +18,7 @@ from absl import logging
 import jax
 
 from electra_jax.training import metrics as metrics_lib
+from electra_jax.training import prefetch as prefetch_lib
 from electra_jax.training.state import TrainState
 from electra_jax.training.trainer import Trainer
 
@@ -46,6 +47,8 @@ class Progress:
     parts.append(f"{steps_per_s:.2f} steps/s")
     if "tokens_per_s" in values:
       parts.append(f"{values['tokens_per_s']:,.0f} tokens/s")
+    if "model_tflops_per_s" in values:
+      parts.append(f"{values['model_tflops_per_s']:.3g} TFLOP/s")
     if "mfu" in values:
       parts.append(f"MFU {100 * values['mfu']:.1f}%")
     parts.append(f"ETA {format_duration(eta) if math.isfinite(eta) else '?'}")
@@ -83,12 +86,18 @@ def run(*, trainer: Trainer, state: TrainState, batches: Iterator[Mapping[str, A
         peak_flops_per_device: float = 0.0,
         evaluate: Callable[[int, TrainState], dict[str, float]] | None = None,
         save: Callable[[int, TrainState], None] | None = None,
-        preemption: Callable[[int], bool] | None = None) -> Result:
+        preemption: Callable[[int], bool] | None = None, prefetch: int = 2) -> Result:
   """Runs steps start_step+1 .. schedule.stop_at.
+
+  The host never waits on the devices between log steps: the next `prefetch` batches are
+  built and put on the devices in a background thread while the (asynchronously dispatched)
+  steps run, and metrics stay on the devices until a log step pulls the whole window.
 
   Args:
     trainer, state: the job's compiled pieces and its state at `start_step`.
-    batches: host batches (this process's rows), one per step.
+    batches: host batches (this process's rows), one per step. The prefetcher may read up to
+      `prefetch` batches past the last step: a job's data position is start + steps run, not
+      the iterator's own count.
     global_batch: rows per step over all processes.
     evaluate: (step, state) -> metrics, called when `schedule.eval_due`; written as eval/<name>.
     save: (step, state) -> None, called when `schedule.checkpoint_due` and on preemption.
@@ -98,45 +107,49 @@ def run(*, trainer: Trainer, state: TrainState, batches: Iterator[Mapping[str, A
   """
   pending: list = []
   last_eval: dict[str, float] = {}
-  window_start, window_steps = time.perf_counter(), 0
   devices = jax.device_count()
   step = start_step
   preempted = False
-  while step < schedule.stop_at:
-    state, step_metrics = trainer.train_step(state, trainer.put_batch(next(batches),
-                                                                      global_batch))
-    pending.append(step_metrics)
-    step += 1
-    window_steps += 1
-    if step % schedule.log_every == 0 or step == schedule.stop_at:
-      accumulator = metrics_lib.RatioAccumulator()
-      for m in jax.device_get(pending):
-        accumulator.add(m)
-      pending.clear()
-      values = accumulator.result()
-      steps_per_s = window_steps / (time.perf_counter() - window_start)
-      values["steps_per_s"] = steps_per_s
-      if tokens_per_step:
-        values["tokens_per_s"] = steps_per_s * tokens_per_step
-      if flops_per_step:
-        values["total_flops"] = step * flops_per_step
-        if peak_flops_per_device:
-          values["mfu"] = flops_per_step * steps_per_s / (peak_flops_per_device * devices)
-      log.write_scalars(step, {f"train/{k}": v for k, v in values.items()})
-      logging.info("%s", progress.line(step, schedule.total_steps, values))
-      window_start, window_steps = time.perf_counter(), 0
-    if evaluate is not None and schedule.eval_due(step):
-      last_eval = evaluate(step, state)
-      log.write_scalars(step, {f"eval/{k}": v for k, v in last_eval.items()})
-      logging.info("%seval at step %d: %s", progress.prefix, step,
-                   " | ".join(f"{k} {v:.4f}" for k, v in sorted(last_eval.items())))
-      window_start, window_steps = time.perf_counter(), 0
-    if save is not None and schedule.checkpoint_due(step):
-      save(step, state)
-    elif save is not None and preemption is not None and preemption(step):
-      logging.warning("Preemption announced at step %d: saving and stopping", step)
-      save(step, state)
-      preempted = True
-      break
+  device_batches = prefetch_lib.Prefetcher(
+      batches, lambda b: trainer.put_batch(b, global_batch),
+      depth=prefetch if step < schedule.stop_at else 0)
+  window_start, window_steps = time.perf_counter(), 0
+  with device_batches:
+    while step < schedule.stop_at:
+      state, step_metrics = trainer.train_step(state, next(device_batches))
+      pending.append(step_metrics)
+      step += 1
+      window_steps += 1
+      if step % schedule.log_every == 0 or step == schedule.stop_at:
+        accumulator = metrics_lib.RatioAccumulator()
+        for m in jax.device_get(pending):
+          accumulator.add(m)
+        pending.clear()
+        values = accumulator.result()
+        steps_per_s = window_steps / (time.perf_counter() - window_start)
+        values["steps_per_s"] = steps_per_s
+        if tokens_per_step:
+          values["tokens_per_s"] = steps_per_s * tokens_per_step
+        if flops_per_step:
+          values["total_flops"] = step * flops_per_step
+          values["model_tflops_per_s"] = flops_per_step * steps_per_s / 1e12
+          if peak_flops_per_device:
+            values["mfu"] = flops_per_step * steps_per_s / (peak_flops_per_device * devices)
+        log.write_scalars(step, {f"train/{k}": v for k, v in values.items()})
+        logging.info("%s", progress.line(step, schedule.total_steps, values))
+        window_start, window_steps = time.perf_counter(), 0
+      if evaluate is not None and schedule.eval_due(step):
+        last_eval = evaluate(step, state)
+        log.write_scalars(step, {f"eval/{k}": v for k, v in last_eval.items()})
+        logging.info("%seval at step %d: %s", progress.prefix, step,
+                     " | ".join(f"{k} {v:.4f}" for k, v in sorted(last_eval.items())))
+        window_start, window_steps = time.perf_counter(), 0
+      if save is not None and schedule.checkpoint_due(step):
+        save(step, state)
+      elif save is not None and preemption is not None and preemption(step):
+        logging.warning("Preemption announced at step %d: saving and stopping", step)
+        save(step, state)
+        preempted = True
+        break
   return Result(state=state, step=step, last_eval=last_eval, preempted=preempted)
 

@@ -85,7 +85,12 @@ def make_mesh(mesh_config, devices: Sequence[Any] | None = None) -> Mesh:
 
 
 def axis_rules(mesh_config) -> tuple[tuple[str, Any], ...]:
-  return tuple((str(name), axis) for name, axis in mesh_config.logical_axis_rules)
+  """The logical-axis rules of `config.mesh`; the stacked-layer axis of scanned parameters is
+  never split (configs saved before layers were scanned have no rule for it)."""
+  rules = tuple((str(name), axis) for name, axis in mesh_config.logical_axis_rules)
+  if not any(name == "layers" for name, _ in rules):
+    rules += (("layers", None),)
+  return rules
 
 
 def logical_to_shardings(logical_specs: Any, mesh: Mesh, rules) -> Any:

@@ -32,6 +32,7 @@ import orbax.checkpoint as ocp
 
 from electra_jax.training import checkpoints
 from electra_jax.models import electra
+from electra_jax.models import encoder as encoder_lib
 from electra_jax.pretrain import default_config
 from electra_jax import fileio
 from electra_jax.data import tokenizer as tokenizer_lib
@@ -151,6 +152,7 @@ def model_config_from_meta(meta: dict[str, Any], step_dir: str) -> ml_collection
   saved = dict(saved)
   if isinstance(saved.get("remat"), bool):  # Written before remat policies had names.
     saved["remat"] = electra.remat_name(saved["remat"])
+  saved.setdefault("scan_layers", False)  # Written before layers could be scanned.
   model.update({k: v for k, v in saved.items() if k in model})
   return model
 
@@ -236,7 +238,8 @@ def _restore_params(step_dir: str, parts: Sequence[str] | None) -> dict[str, Any
 def load_pretrained(path: str, parts: Sequence[str] | None = ("embeddings", "encoder")
                     ) -> Pretrained:
   """Restores the model config, the tokenizer info, the encoder info and `parts` of the
-  parameters.
+  parameters, in the unrolled layer layout whatever the checkpoint's (`model_config.scan_layers`
+  is then False).
 
   Args:
     path: a workdir, a checkpoints/ directory or a step directory (see `find_step_dir`).
@@ -264,6 +267,10 @@ def load_pretrained(path: str, parts: Sequence[str] | None = ("embeddings", "enc
       params = fold_embeddings_delta(params, delta)
   else:
     params = _restore_params(step_dir, None)
+  # The exchange layout is unrolled (`encoder/layer_N`, Hugging Face's names): fine-tuning
+  # (per-layer learning rates), conversion and scoring all read it.
+  params = encoder_lib.unstack_layers(params)
+  model_config.scan_layers = False
   tokenizer = _tokenizer_from_meta(meta, step_dir)
   step = int(meta.get("step", fileio.basename(step_dir)))
   logging.info("Loaded %s (step %d) from %s", ", ".join(params), step, step_dir)
@@ -300,6 +307,7 @@ def _write_checkpoint(directory: str, params: dict[str, Any],
         tokenizer, file=os.path.join(final_dir, TOKENIZER_DIR, name)).to_json()
   model = (model_config.to_dict() if isinstance(model_config, ml_collections.ConfigDict)
            else dict(model_config))
+  model["scan_layers"] = encoder_lib.is_scanned(params)  # The layout the arrays have.
   manager = checkpoints.Checkpointer(os.path.join(directory, "checkpoints"), keep=1,
                                      async_save=False)
   try:

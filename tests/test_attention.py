@@ -1,0 +1,136 @@
+"""Attention implementations (`model.attention`): each one available here equals a numpy
+reference (padding, two segments, forward and gradients), "auto" picks what the platform runs,
+and the fused kernels refuse attention dropout instead of silently dropping it."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from electra_jax.errors import ElectraError
+from electra_jax.models import attention
+from electra_jax.models import electra
+from tests.testing import load_config
+
+
+def reference(q, k, v, mask):
+  """softmax(q k^T / sqrt(d) with padded keys excluded) v in float64 numpy; [B, T, N, D]."""
+  q, k, v = (np.asarray(x, np.float64) for x in (q, k, v))
+  scores = np.einsum("bqnd,bknd->bnqk", q, k) / np.sqrt(q.shape[-1])
+  scores = np.where(mask[:, None, None, :] > 0, scores, -np.inf)
+  probs = np.exp(scores - scores.max(-1, keepdims=True))
+  probs /= probs.sum(-1, keepdims=True)
+  return np.einsum("bnqk,bknd->bqnd", probs, v)
+
+
+def inputs(batch=3, seq_len=128, heads=2, size=64, seed=0):
+  """Random q, k, v and a padding mask: one full row, two padded at the end (as featurized
+  pairs are; segment ids do not change attention)."""
+  rng = np.random.default_rng(seed)
+  q, k, v = (rng.normal(size=(batch, seq_len, heads, size)).astype(np.float32)
+             for _ in range(3))
+  lengths = np.array([seq_len, seq_len - 37, 9])[:batch]
+  mask = (np.arange(seq_len)[None] < lengths[:, None]).astype(np.int32)
+  return q, k, v, mask
+
+
+def run(name, q, k, v, mask):
+  fn = attention.get_attention(name)
+  return fn(q, k, v, mask, dropout_rng=None, dropout_rate=0.0, deterministic=True,
+            dtype=jnp.float32)
+
+
+@pytest.mark.parametrize("name", ["xla", "splash"])
+def test_implementations_equal_the_reference(name):
+  """"splash" runs the TPU kernel in Pallas's interpreter here."""
+  q, k, v, mask = inputs()
+  got = np.asarray(run(name, q, k, v, mask))
+  want = reference(q, k, v, mask)
+  real = mask > 0
+  np.testing.assert_allclose(got[real], want[real], atol=2e-5, rtol=2e-5)
+
+
+@pytest.mark.parametrize("name", ["splash"])
+def test_gradients_equal_the_xla_paths(name):
+  q, k, v, mask = inputs(batch=2)
+  weights = jnp.asarray(np.random.default_rng(1).normal(size=q.shape).astype(np.float32)
+                        * mask[..., None, None])  # Only real query positions count.
+
+  def loss(impl, q, k, v):
+    return jnp.sum(run(impl, q, k, v, mask) * weights)
+
+  want = jax.grad(lambda *a: loss("xla", *a), argnums=(0, 1, 2))(q, k, v)
+  got = jax.grad(lambda *a: loss(name, *a), argnums=(0, 1, 2))(q, k, v)
+  for g, w in zip(got, want):
+    np.testing.assert_allclose(np.asarray(g), np.asarray(w), atol=5e-5, rtol=5e-5)
+
+
+@pytest.mark.skipif(jax.default_backend() != "gpu", reason="cuDNN attention needs a GPU")
+def test_cudnn_equals_the_reference_on_a_gpu():
+  q, k, v, mask = inputs()
+  got = np.asarray(attention.cudnn_attention(
+      q, k, v, mask, dropout_rng=None, dropout_rate=0.0, deterministic=True,
+      dtype=jnp.bfloat16), np.float32)
+  real = mask > 0
+  np.testing.assert_allclose(got[real], reference(q, k, v, mask)[real], atol=3e-2, rtol=3e-2)
+
+
+@pytest.mark.parametrize("name, platform, dtype, dropout, seq_len, want", [
+    ("auto", "cpu", jnp.float32, 0.0, 128, "xla"),
+    ("auto", "gpu", jnp.bfloat16, 0.0, 128, "cudnn"),
+    ("auto", "gpu", jnp.float32, 0.0, 128, "xla"),  # cuDNN's flash kernel is 16-bit.
+    ("auto", "gpu", jnp.bfloat16, 0.1, 128, "xla"),  # The paper's attention dropout.
+    ("auto", "tpu", jnp.bfloat16, 0.0, 512, "splash"),
+    ("auto", "tpu", jnp.bfloat16, 0.0, 100, "xla"),
+    ("auto", "tpu", jnp.float32, 0.1, 512, "xla"),
+    ("xla", "gpu", jnp.bfloat16, 0.1, 128, "xla"),
+    ("splash", "cpu", jnp.float32, 0.0, 128, "splash"),
+    ("cudnn", "gpu", jnp.bfloat16, 0.0, 128, "cudnn"),
+])
+def test_resolve(name, platform, dtype, dropout, seq_len, want):
+  assert attention.resolve(name, dropout_rate=dropout, dtype=dtype, seq_len=seq_len,
+                           platform=platform) == want
+
+
+@pytest.mark.parametrize("name, platform, dtype, dropout, message", [
+    ("cudnn", "gpu", jnp.bfloat16, 0.1, "attention_dropout_prob=0.1; set it to 0"),
+    ("splash", "tpu", jnp.bfloat16, 0.1, "has no attention dropout"),
+    ("cudnn", "cpu", jnp.bfloat16, 0.0, "needs an NVIDIA GPU"),
+    ("cudnn", "gpu", jnp.float32, 0.0, "dtype=bfloat16"),
+    ("flash", "tpu", jnp.bfloat16, 0.0, "did you mean 'splash'"),
+])
+def test_choices_that_cannot_run_are_clear_errors(name, platform, dtype, dropout, message):
+  with pytest.raises(ElectraError, match=message):
+    attention.resolve(name, dropout_rate=dropout, dtype=dtype, seq_len=128, platform=platform)
+
+
+def test_splash_needs_a_length_multiple_of_128():
+  q, k, v, mask = inputs(seq_len=96)
+  with pytest.raises(ElectraError, match="multiple of 128"):
+    run("splash", q, k, v, mask)
+
+
+def test_fused_attention_refuses_dropout_in_training():
+  q, k, v, mask = inputs(batch=1)
+  with pytest.raises(ElectraError, match="no attention dropout"):
+    attention.splash_attention(q, k, v, mask, dropout_rng=jax.random.PRNGKey(0),
+                               dropout_rate=0.1, deterministic=False, dtype=jnp.float32)
+
+
+def test_a_model_with_splash_attention_gives_the_xla_models_logits():
+  """The discriminator's logits with attention="splash" (interpreted) equal "xla"'s."""
+  config = load_config("tiny").model
+  config.vocab_size, config.num_layers, config.max_position_embeddings = 64, 1, 128
+  rng = np.random.default_rng(0)
+  ids = rng.integers(5, 64, size=(2, 128)).astype(np.int32)
+  mask = (np.arange(128)[None] < np.array([[128], [70]])).astype(np.int32)
+  segments = (np.arange(128)[None] >= 40).astype(np.int32) * mask
+  logits = {}
+  for name in ("xla", "splash"):
+    config.attention = name
+    model = electra.build_pretrainer(config)
+    params = model.init({"params": jax.random.PRNGKey(0)}, ids, mask, segments,
+                        np.zeros((2, 3), np.int32))["params"]
+    logits[name] = np.asarray(model.apply({"params": params}, ids, mask, segments, True,
+                                          method="discriminator_logits"))
+  np.testing.assert_allclose(logits["splash"][mask > 0], logits["xla"][mask > 0], atol=2e-5)
