@@ -44,20 +44,48 @@ def test_resume_equals_uninterrupted(tmp_path, corpus_and_tokenizer):
              for f in os.listdir(os.path.join(straight, "tensorboard")))
 
 
-def test_learns_on_the_embedded_corpus(tmp_path):
+def test_a_run_resumes_in_the_layout_its_checkpoint_has(tmp_path, corpus_and_tokenizer, caplog):
+  """Started with unrolled layers, resumed under the scanned default: the run keeps the
+  checkpoint's layout (with a warning) and continues exactly as an unrolled run; fine-tuning
+  reads the scanned and the unrolled checkpoints as the same unrolled weights."""
+  from electra_jax.training import pretrained  # pylint: disable=import-outside-toplevel
+  files, model = corpus_and_tokenizer
+  unrolled = testing.fast_config(files, model)
+  unrolled.model.scan_layers = False
+  straight = str(tmp_path / "straight")
+  train.train_and_evaluate(unrolled, straight)
+  resumed = str(tmp_path / "resumed")
+  first_half = testing.fast_config(files, model)
+  first_half.model.scan_layers = False
+  first_half.train.stop_at_step = 4
+  train.train_and_evaluate(first_half, resumed)
+  scanned = testing.fast_config(files, model)
+  assert scanned.model.scan_layers  # The default.
+  with caplog.at_level("WARNING"):
+    train.train_and_evaluate(scanned, resumed)
+  assert "written with model.scan_layers=False" in caplog.text
+  expected, got = _train_losses(straight), _train_losses(resumed)
+  np.testing.assert_array_equal([got[s] for s in range(1, 9)],
+                                [expected[s] for s in range(1, 9)])
+  # A scanned run's checkpoint loads unrolled: its discriminator has layer_0.
+  scanned_dir = str(tmp_path / "scanned")
+  train.train_and_evaluate(scanned, scanned_dir)
+  weights = pretrained.load_pretrained(scanned_dir)
+  assert "layer_0" in weights.params["discriminator"]["encoder"]
+  assert weights.model_config.scan_layers is False
+  everything = pretrained.load_pretrained(scanned_dir, parts=None).params
+  assert "layer_0" in everything["generator"]["encoder"]
+
+
+def test_learns_on_the_embedded_corpus(trained_tiny):
   """The embedded default (stdlib docstrings, a tokenizer trained into the workdir) learns.
 
-  A shortened tiny run: the generator's MLM accuracy must rise far above chance and the
-  discriminator must beat the all-"original" baseline on held-out text.
+  A shortened tiny run (the `trained_tiny` fixture): the generator's MLM accuracy must rise far
+  above chance and the discriminator must beat the all-"original" baseline on held-out text.
   """
+  workdir, result = trained_tiny
   config = testing.load_config("tiny")
-  config.train.batch_size = 32
-  config.train.num_train_steps = 400
-  config.train.eval_every_steps = 400
-  config.train.checkpoint_every_steps = 400
-  config.train.log_every_steps = 100
-  result = train.train_and_evaluate(config, str(tmp_path / "run"))
-  assert os.path.isfile(tmp_path / "run" / "tokenizer" / "spm.model")
+  assert os.path.isfile(os.path.join(workdir, "tokenizer", "spm.model"))
   chance = 1.0 / config.model.vocab_size
   assert result["masked_lm_accuracy"] > 100 * chance
   assert result["disc_accuracy"] > result["all_original_accuracy"], result

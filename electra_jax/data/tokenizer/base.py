@@ -62,6 +62,16 @@ class SubwordTokenizer(abc.ABC):
     """`encode` of each text, computed in parallel."""
 
   @abc.abstractmethod
+  def encode_with_offsets(self, texts: Sequence[str]
+                          ) -> list[tuple[list[int], list[tuple[int, int]]]]:
+    """For each text: its `encode` ids and, per id, the (start, end) character offsets of the
+    input characters it stands for: `text[start:end]` is the token's own text in the input
+    (unknown characters included; the whitespace before a word is not part of its first
+    token, unless a token is nothing but whitespace). A token that stands for no input
+    character (sentencepiece's bare word-boundary piece where normalisation dropped the
+    whitespace it marks) has an empty span where it sits."""
+
+  @abc.abstractmethod
   def id_to_piece(self, i: int) -> str:
     """The vocabulary entry of one id, e.g. '▁the', '##ing' or '[SEP]'.
 
@@ -98,6 +108,14 @@ class SubwordTokenizer(abc.ABC):
     if run:
       parts.append(self._decode_run(run))
     return " ".join(p for p in parts if p)
+
+  @staticmethod
+  def _trim_leading_space(text: str, start: int, end: int) -> tuple[int, int]:
+    """(start, end) without the whitespace a span starts with, unless that is all it holds."""
+    trimmed = start
+    while trimmed < end and text[trimmed].isspace():
+      trimmed += 1
+    return (trimmed, end) if trimmed < end else (start, end)
 
   def __repr__(self) -> str:
     return f"{type(self).__name__}({self.model_file!r}, vocab_size={self.vocab_size})"

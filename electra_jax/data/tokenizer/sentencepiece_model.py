@@ -61,11 +61,35 @@ class SentencePieceTokenizer(SubwordTokenizer):
   def encode_batch(self, texts: Sequence[str]) -> list[list[int]]:
     return self._sp.Encode(list(texts), out_type=int, num_threads=os.cpu_count() or 1)
 
+  def encode_with_offsets(self, texts: Sequence[str]
+                          ) -> list[tuple[list[int], list[tuple[int, int]]]]:
+    protos = self._sp.Encode(list(texts), out_type="proto", num_threads=os.cpu_count() or 1)
+    out = []
+    for text, proto in zip(texts, protos, strict=True):
+      # sentencepiece gives byte offsets into the UTF-8 input: map them to characters.
+      char_at = _char_index_of_bytes(text)
+      ids, spans = [], []
+      for piece in proto.pieces:
+        ids.append(piece.id)
+        spans.append(self._trim_leading_space(text, char_at[piece.begin], char_at[piece.end]))
+      out.append((ids, spans))
+    return out
+
   def id_to_piece(self, i: int) -> str:
     return self._sp.IdToPiece(int(i))
 
   def _decode_run(self, ids: list[int]) -> str:
     return self._sp.DecodeIds(ids)
+
+
+def _char_index_of_bytes(text: str) -> list[int]:
+  """[number of UTF-8 bytes + 1]: the character index at each byte offset of `text` (a byte
+  inside a character maps to that character)."""
+  index = []
+  for i, char in enumerate(text):
+    index.extend([i] * len(char.encode("utf-8")))
+  index.append(len(text))
+  return index
 
 
 Tokenizer = SentencePieceTokenizer  # The name the rest of the code has long imported.

@@ -127,6 +127,12 @@ class WordPieceTokenizer(SubwordTokenizer):
     encode = getattr(self._hf, "encode_batch_fast", self._hf.encode_batch)
     return [e.ids for e in encode(list(texts), add_special_tokens=False)]
 
+  def encode_with_offsets(self, texts: Sequence[str]
+                          ) -> list[tuple[list[int], list[tuple[int, int]]]]:
+    encodings = self._hf.encode_batch(list(texts), add_special_tokens=False)
+    return [(e.ids, [self._trim_leading_space(text, start, end) for start, end in e.offsets])
+            for text, e in zip(texts, encodings, strict=True)]
+
   def id_to_piece(self, i: int) -> str:
     i = int(i)
     if not 0 <= i < len(self._tokens):

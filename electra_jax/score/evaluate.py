@@ -1,0 +1,351 @@
+"""How good the discriminator is as a scorer: calibration, zero-shot grammaticality, reranking.
+
+  python -m electra_jax.score evaluate --checkpoint=RUN --text=heldout.txt \
+      [--glue_dir=GLUE] --output_dir=DIR
+
+* Calibration: tokens of held-out sentences corrupted (a) by the run's own generator (15% of
+  the tokens masked and sampled, as in pretraining; when the checkpoint has a generator) and
+  (b) by synthetic edits (`edits`: a substituted word, a repeated word, two swapped words;
+  tokens overlapping the edit are "replaced"). For each: AUC of P(replaced) against the
+  labels, expected calibration error (10 equal-width bins, weighted by their token counts),
+  and the reliability diagram (reliability.png).
+* Zero-shot grammaticality (CoLA, when --glue_dir has CoLA/): the sentence fluency score
+  against the acceptability label, as AUC on dev and as Matthews correlation on dev at the
+  fluency threshold that maximises it on train.
+* Reranking: each held-out sentence with one variant per edit kind (swap, delete, substitute,
+  repeat): how often the original has the highest fluency (chance 1/5), and per kind how often
+  the original beats that variant (chance 1/2); and, with a generator, each sentence against
+  4 corruptions by the generator (chance 1/5).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from typing import Any, Sequence
+
+from absl import logging
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from electra_jax import fileio
+from electra_jax.errors import ElectraError
+from electra_jax.finetune import metrics as glue_metrics
+from electra_jax.models import electra
+from electra_jax.pretrain.objectives import ops
+from electra_jax.score import edits as edits_lib
+from electra_jax.score.loader import Scorer
+from electra_jax.training import metrics as metrics_lib
+from electra_jax.training import pretrained
+
+CALIBRATION_BINS = 10
+GENERATOR_ROUNDS = 4  # Generator-corrupted versions of each sentence for reranking.
+
+
+def expected_calibration_error(probs: np.ndarray, labels: np.ndarray,
+                               bins: int = CALIBRATION_BINS) -> tuple[float, list[dict]]:
+  """ECE over equal-width probability bins and the reliability diagram's points.
+
+  Returns:
+    (sum over bins of |mean label - mean probability| x share of the tokens in the bin,
+     [{"low", "high", "count", "mean_probability", "fraction_replaced"} per non-empty bin]).
+  """
+  probs = np.asarray(probs, np.float64)
+  labels = np.asarray(labels, np.float64)
+  if probs.size == 0:
+    return float("nan"), []
+  which = np.minimum((probs * bins).astype(int), bins - 1)
+  ece, points = 0.0, []
+  for b in range(bins):
+    in_bin = which == b
+    count = int(in_bin.sum())
+    if not count:
+      continue
+    mean_p, frac = float(probs[in_bin].mean()), float(labels[in_bin].mean())
+    ece += abs(frac - mean_p) * count / probs.size
+    points.append({"low": b / bins, "high": (b + 1) / bins, "count": count,
+                   "mean_probability": mean_p, "fraction_replaced": frac})
+  return float(ece), points
+
+
+def _calibration(probs: np.ndarray, labels: np.ndarray) -> dict[str, Any]:
+  ece, points = expected_calibration_error(probs, labels)
+  return {"tokens": int(probs.size), "replaced": int(labels.sum()),
+          "auc": metrics_lib.binary_auc(probs, labels), "ece": ece, "reliability": points}
+
+
+@dataclasses.dataclass
+class GeneratorSamples:
+  """Sentences corrupted by a checkpoint's own generator, as in its pretraining.
+
+  originals: per sentence, its token ids (at most the window, [CLS]/[SEP] not included);
+  corrupted[r][i], labels[r][i]: round r's corrupted ids of sentence i and int labels (1 where
+  the sample differs from the original token).
+  """
+  originals: list[list[int]]
+  corrupted: list[list[list[int]]]
+  labels: list[list[np.ndarray]]
+
+
+def generator_samples(scorer: Scorer, sentences: Sequence[str], rounds: int = 1, seed: int = 0,
+                      batch_size: int = 64) -> GeneratorSamples | None:
+  """`rounds` corruptions of every sentence by the checkpoint's own generator (its masking
+  rate and sampling temperature), or None when the checkpoint has no generator."""
+  try:
+    weights = pretrained.load_pretrained(scorer.weights.path, parts=None)
+  except ElectraError:  # A Hugging Face directory: a discriminator alone.
+    return None
+  if "generator_predictions" not in weights.params:
+    return None
+  meta = pretrained.read_meta(weights.path)
+  objective = (meta.get("config") or {}).get("objective") or {}
+  mask_prob = float(objective.get("mask_prob", 0.15))
+  temperature = float(objective.get("temperature", 1.0))
+  model = electra.build_pretrainer(weights.model_config)
+  tok = scorer.tokenizer
+  special = (tok.pad_id, tok.cls_id, tok.sep_id, tok.mask_id)
+  max_length = min(128, scorer.max_length)
+  predictions = ops.max_predictions_for(max_length, mask_prob)
+  params = jax.tree.map(jnp.asarray, weights.params)
+
+  @jax.jit
+  def corrupt(ids, mask, key):
+    mask_key, sample_key = jax.random.split(key)
+    masked = ops.mask_tokens(mask_key, ids, mask, mask_prob=mask_prob,
+                             max_predictions=predictions, mask_id=tok.mask_id,
+                             special_ids=special)
+    logits = model.apply({"params": params}, masked.masked_ids, mask, jnp.zeros_like(ids),
+                         masked.positions, True, method="generator_logits")
+    sampled = ops.gumbel_sample(sample_key, logits, temperature)
+    return ops.replace_tokens(ids, mask, masked.positions, sampled, masked.weights)
+
+  originals = [ids[:max_length - 2] for ids in tok.encode_batch(list(sentences))]
+  key = jax.random.PRNGKey(seed)
+  corrupted, labels = [], []
+  for r in range(rounds):
+    round_ids, round_labels = [], []
+    for start in range(0, len(originals), batch_size):
+      chunk = originals[start:start + batch_size]
+      ids = np.full((batch_size, max_length), tok.pad_id, np.int32)
+      mask = np.zeros_like(ids)
+      for row, tokens in enumerate(chunk):
+        ids[row, :len(tokens) + 2] = [tok.cls_id, *tokens, tok.sep_id]
+        mask[row, :len(tokens) + 2] = 1
+      new_ids, new_labels = jax.device_get(corrupt(ids, mask,
+                                                   jax.random.fold_in(key, r * 1_000_003 + start)))
+      for row, tokens in enumerate(chunk):
+        round_ids.append([int(x) for x in new_ids[row, 1:len(tokens) + 1]])
+        round_labels.append(np.asarray(new_labels[row, 1:len(tokens) + 1], np.int32))
+    corrupted.append(round_ids)
+    labels.append(round_labels)
+  return GeneratorSamples(originals, corrupted, labels)
+
+
+def generator_calibration(scorer: Scorer, samples: GeneratorSamples, **kwargs
+                          ) -> dict[str, Any]:
+  """Token calibration on the first round of generator corruptions."""
+  logits = scorer.token_logits(samples.corrupted[0], **kwargs)
+  probs = np.concatenate([1 / (1 + np.exp(-x.astype(np.float64))) for x in logits])
+  return _calibration(probs, np.concatenate(samples.labels[0]))
+
+
+def generator_reranking(scorer: Scorer, samples: GeneratorSamples, **kwargs) -> dict[str, Any]:
+  """How often a sentence outranks its generator-corrupted versions by fluency (as text:
+  every candidate, the original too, is the tokenizer's decoding of its ids)."""
+  tok = scorer.tokenizer
+  lists = [[tok.decode(original)] + [tok.decode(rnd[i]) for rnd in samples.corrupted]
+           for i, original in enumerate(samples.originals)]
+  keep = [i for i, candidates in enumerate(lists)
+          if len(set(candidates)) == len(candidates) and all(candidates)]
+  rankings = scorer.rerank([lists[i] for i in keep], **kwargs)
+  rounds = len(samples.corrupted)
+  beats = [float(r.fluency[0] > r.fluency[j]) for r in rankings for j in range(1, rounds + 1)]
+  return {"sentences": len(keep), "candidates_per_sentence": 1 + rounds,
+          "original_ranked_first": float(np.mean([r.order[0] == 0 for r in rankings]))
+          if rankings else float("nan"),
+          "chance": 1 / (1 + rounds),
+          "original_beats_a_sample": float(np.mean(beats)) if beats else float("nan")}
+
+
+def _vocabulary(sentences: Sequence[str], size: int = 5000) -> list[str]:
+  """The most frequent words of the sentences (substitutes are drawn from them)."""
+  counts: dict[str, int] = {}
+  for sentence in sentences:
+    for word in sentence.split():
+      counts[word] = counts.get(word, 0) + 1
+  return [w for w, _ in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[:size]]
+
+
+def edit_variants(sentences: Sequence[str], seed: int = 0) -> list[dict[str, edits_lib.Edit]]:
+  """Per sentence, one edit of each kind that applies (kind -> Edit), seeded."""
+  rng = np.random.default_rng(seed)
+  vocabulary = _vocabulary(sentences)
+  out = []
+  for sentence in sentences:
+    variants = {}
+    for kind in edits_lib.KINDS:
+      made = edits_lib.edit(sentence, kind, rng, vocabulary)
+      if made is not None and made.text != sentence:
+        variants[kind] = made
+    out.append(variants)
+  return out
+
+
+def edit_calibration(scorer: Scorer, variants: Sequence[dict[str, edits_lib.Edit]],
+                     **kwargs) -> dict[str, dict[str, Any]]:
+  """Token calibration on the substitute, repeat and swap variants (deletions leave no token
+  to label)."""
+  out = {}
+  for kind in ("substitute", "repeat", "swap"):
+    chosen = [v[kind] for v in variants if kind in v]
+    if not chosen:
+      continue
+    scored = scorer.text_logits([e.text for e in chosen], **kwargs)
+    probs = np.concatenate([1 / (1 + np.exp(-s.logits.astype(np.float64))) for s in scored])
+    labels = np.concatenate([edits_lib.token_labels(s.spans, e.edited)
+                             for s, e in zip(scored, chosen, strict=True)])
+    out[kind] = _calibration(probs, labels)
+  return out
+
+
+def reranking(scorer: Scorer, sentences: Sequence[str],
+              variants: Sequence[dict[str, edits_lib.Edit]], **kwargs) -> dict[str, Any]:
+  """How often an original outranks its edited variants by fluency."""
+  lists = [[s] + [v[k].text for k in edits_lib.KINDS if k in v]
+           for s, v in zip(sentences, variants, strict=True)]
+  kinds = [[k for k in edits_lib.KINDS if k in v] for v in variants]
+  keep = [i for i, candidates in enumerate(lists) if len(candidates) == 1 + len(edits_lib.KINDS)]
+  rankings = scorer.rerank([lists[i] for i in keep], **kwargs)
+  top1 = [r.order[0] == 0 for r in rankings]
+  wins = {k: [] for k in edits_lib.KINDS}
+  for i, r in zip(keep, rankings):
+    for j, kind in enumerate(kinds[i], start=1):
+      if r.fluency[0] is not None and r.fluency[j] is not None:
+        wins[kind].append(float(r.fluency[0] > r.fluency[j]))
+  return {"sentences": len(keep), "candidates_per_sentence": 1 + len(edits_lib.KINDS),
+          "original_ranked_first": float(np.mean(top1)) if top1 else float("nan"),
+          "chance": 1 / (1 + len(edits_lib.KINDS)),
+          "original_beats": {k: float(np.mean(v)) if v else float("nan")
+                             for k, v in wins.items()}}
+
+
+def _best_threshold(scores: np.ndarray, labels: np.ndarray) -> tuple[float, float]:
+  """(threshold, MCC) maximising MCC of `score > threshold` against labels."""
+  candidates = np.unique(scores)
+  best = (float(candidates[0]) - 1.0, -1.0)
+  for threshold in np.quantile(candidates, np.linspace(0, 1, min(200, candidates.size))):
+    mcc = glue_metrics.matthews_corrcoef(labels, (scores > threshold).astype(int))
+    if mcc > best[1]:
+      best = (float(threshold), float(mcc))
+  return best
+
+
+def cola(scorer: Scorer, glue_dir: str, max_examples: int = 0, **kwargs) -> dict[str, Any]:
+  """Zero-shot CoLA: fluency against acceptability (1 = acceptable)."""
+  from electra_jax.finetune import glue  # pylint: disable=import-outside-toplevel
+  task = glue.get_task("cola")
+  splits = {}
+  for split in ("train", "dev"):
+    examples = glue.read_split(task, glue_dir, split)
+    if max_examples:
+      examples = examples[:max_examples]
+    scores = scorer.score_sentences([e.text_a for e in examples], **kwargs)
+    fluency = np.array([s.fluency if s.fluency is not None else -np.inf for s in scores])
+    splits[split] = (fluency, np.array([e.label for e in examples]))
+  threshold, train_mcc = _best_threshold(*splits["train"])
+  dev_scores, dev_labels = splits["dev"]
+  return {"dev_examples": int(dev_labels.size), "train_examples": int(splits["train"][1].size),
+          "dev_auc": metrics_lib.binary_auc(dev_scores, dev_labels),
+          "threshold": threshold, "train_mcc": train_mcc,
+          "dev_mcc": glue_metrics.matthews_corrcoef(
+              dev_labels, (dev_scores > threshold).astype(int))}
+
+
+def read_sentences(path: str, limit: int) -> list[str]:
+  """Non-empty lines of a text file (at most `limit`; 0: all)."""
+  if not fileio.isfile(path):
+    raise ElectraError(f"--text={path} does not exist; pass a file of held-out sentences, one "
+                       "per line")
+  lines = [line.strip() for line in fileio.read_bytes(path).decode("utf-8").splitlines()]
+  lines = [line for line in lines if line]
+  if not lines:
+    raise ElectraError(f"--text={path} has no non-empty line to evaluate on")
+  return lines[:limit] if limit else lines
+
+
+def evaluate(scorer: Scorer, sentences: Sequence[str], output_dir: str,
+             glue_dir: str = "", seed: int = 0, cola_examples: int = 0,
+             **kwargs) -> dict[str, Any]:
+  """Runs every evaluation, writes OUTPUT_DIR/evaluation.json and reliability.png, returns
+  the results."""
+  fileio.makedirs(output_dir)
+  results: dict[str, Any] = {"checkpoint": scorer.weights.path, "sentences": len(sentences)}
+  variants = edit_variants(sentences, seed)
+  calibration = {}
+  samples = generator_samples(scorer, sentences, rounds=GENERATOR_ROUNDS, seed=seed)
+  if samples is None:
+    logging.info("No generator in %s: calibration on synthetic edits only", scorer.weights.path)
+  else:
+    calibration["generator"] = generator_calibration(scorer, samples, **kwargs)
+  calibration.update(edit_calibration(scorer, variants, **kwargs))
+  results["calibration"] = calibration
+  results["reranking"] = reranking(scorer, sentences, variants, **kwargs)
+  if samples is not None:
+    results["generator_reranking"] = generator_reranking(scorer, samples, **kwargs)
+  if glue_dir:
+    results["cola"] = cola(scorer, glue_dir, cola_examples, **kwargs)
+  fileio.write_atomic(fileio.join(output_dir, "evaluation.json"),
+                      json.dumps(results, indent=2) + "\n")
+  plot_reliability(calibration, fileio.join(output_dir, "reliability.png"))
+  return results
+
+
+def plot_reliability(calibration: dict[str, Any], path: str) -> None:
+  """The reliability diagram: fraction replaced against mean P(replaced) per bin."""
+  import io  # pylint: disable=import-outside-toplevel
+  import matplotlib  # pylint: disable=import-outside-toplevel
+  matplotlib.use("Agg")
+  import matplotlib.pyplot as plt  # pylint: disable=import-outside-toplevel
+  fig, ax = plt.subplots(figsize=(5.5, 5))
+  ax.plot([0, 1], [0, 1], color="gray", linestyle="--", label="perfect calibration")
+  for name, result in calibration.items():
+    points = result["reliability"]
+    if points:
+      ax.plot([p["mean_probability"] for p in points], [p["fraction_replaced"] for p in points],
+              marker="o", label=f"{name} (ECE {result['ece']:.3f}, AUC {result['auc']:.3f})")
+  ax.set_xlabel("mean P(replaced) in the bin")
+  ax.set_ylabel("fraction of tokens replaced")
+  ax.set_xlim(0, 1)
+  ax.set_ylim(0, 1)
+  ax.grid(alpha=0.3)
+  ax.legend(fontsize="small")
+  ax.set_title("Reliability of the discriminator's P(replaced)")
+  buffer = io.BytesIO()
+  fig.savefig(buffer, format="png", dpi=110)
+  plt.close(fig)
+  fileio.write_atomic(path, buffer.getvalue())
+
+
+def summary(results: dict[str, Any]) -> str:
+  """A few lines for the terminal: calibration, reranking, CoLA."""
+  lines = [f"{results['sentences']} held-out sentences from {results['checkpoint']}"]
+  for name, c in results["calibration"].items():
+    lines.append(f"calibration {name}: {c['tokens']} tokens ({c['replaced']} replaced), "
+                 f"AUC {c['auc']:.3f}, ECE {c['ece']:.3f}")
+  r = results["reranking"]
+  lines.append(f"reranking: original first in {100 * r['original_ranked_first']:.1f}% of "
+               f"{r['sentences']} lists of {r['candidates_per_sentence']} (chance "
+               f"{100 * r['chance']:.1f}%); beats " + ", ".join(
+                   f"{k} {100 * v:.1f}%" for k, v in r["original_beats"].items()))
+  if "generator_reranking" in results:
+    g = results["generator_reranking"]
+    lines.append(f"reranking against the generator's corruptions: original first in "
+                 f"{100 * g['original_ranked_first']:.1f}% of {g['sentences']} lists of "
+                 f"{g['candidates_per_sentence']} (chance {100 * g['chance']:.1f}%), beats a "
+                 f"sample {100 * g['original_beats_a_sample']:.1f}%")
+  if "cola" in results:
+    c = results["cola"]
+    lines.append(f"CoLA dev (zero-shot fluency): AUC {c['dev_auc']:.3f}, MCC {c['dev_mcc']:.3f} "
+                 f"at the train-chosen threshold {c['threshold']:.4f}")
+  return "\n".join(lines)
