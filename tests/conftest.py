@@ -27,6 +27,23 @@ jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
 import pytest  # pylint: disable=g-import-not-at-top,g-bad-import-order
 
 
+# Modules whose tests are independent of each other and slow: pytest-xdist spreads their tests
+# over the workers one by one. Every other module's tests stay together on one worker, so a
+# module-scoped fixture (a trained checkpoint, a multi-device report) is built once.
+_SPREAD_MODULES = {"tests.test_ablations", "tests.test_cli", "tests.test_experiments",
+                   "tests.test_train"}
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(items):
+  """Adds an xdist_group per module (before pytest-xdist reads the groups), except for the
+  modules above and tests that name their own group."""
+  for item in items:
+    module = getattr(item.module, "__name__", "")
+    if module not in _SPREAD_MODULES and not item.get_closest_marker("xdist_group"):
+      item.add_marker(pytest.mark.xdist_group(module))
+
+
 @pytest.fixture(scope="session")
 def corpus_and_tokenizer(tmp_path_factory):
   """(comma-separated text files, sentencepiece model path): three shards of the embedded

@@ -34,11 +34,11 @@ MESHES = {
     # Two "slices" (DCN) of 4 devices, each fsdp=2 x data=2.
     "dcn": {"data": -1, "fsdp": 2, "tensor": 1, "dcn_data": 2},
 }
-WATCHED = {  # Parameters whose sharding the test checks.
-    "ffn_in": ("discriminator", "encoder", "layer_0", "intermediate", "dense", "kernel"),
-    "query": ("discriminator", "encoder", "layer_0", "attention", "self", "query", "kernel"),
+WATCHED = {  # Parameters whose sharding the test checks (scanned layers: one stacked "layers").
+    "ffn_in": ("discriminator", "encoder", "layers", "intermediate", "dense", "kernel"),
+    "query": ("discriminator", "encoder", "layers", "attention", "self", "query", "kernel"),
     "word_embeddings": ("embeddings", "word_embeddings", "embedding"),
-    "layer_norm": ("discriminator", "encoder", "layer_0", "output", "LayerNorm", "scale"),
+    "layer_norm": ("discriminator", "encoder", "layers", "output", "LayerNorm", "scale"),
 }
 
 

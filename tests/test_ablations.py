@@ -14,6 +14,7 @@ import pytest
 from electra_jax import convert
 from electra_jax.errors import ElectraError
 from electra_jax.finetune import runner as finetune
+from electra_jax.models import encoder
 from electra_jax.pretrain import default_config
 from electra_jax.pretrain import loop as pretrain_loop
 from electra_jax.pretrain import objectives
@@ -294,7 +295,8 @@ def test_generator_sizes_work_with_every_sharing_mode(fraction, sharing):
   config.model.hidden_size = config.model.embedding_size = 128
   config.model.intermediate_size = 256
   objective = objectives.build_objective(config, SPECIAL)
-  params = nn.meta.unbox(jax.eval_shape(objective.init_params, jax.random.PRNGKey(0))[0])
+  params = encoder.unstack_layers(
+      nn.meta.unbox(jax.eval_shape(objective.init_params, jax.random.PRNGKey(0))[0]))
   assert params["generator"]["encoder"]["layer_0"]["attention"]["self"]["query"][
       "kernel"].shape == (int(128 * fraction),) * 2
 

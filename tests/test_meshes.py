@@ -36,25 +36,26 @@ def test_every_mesh_gives_the_single_device_losses(report, mesh):
 def test_parameters_and_optimizer_state_are_sharded_by_the_rules(report):
   specs = report["specs"]
   for mesh in ("data8", "fsdp8", "mixed"):
-    # [hidden, mlp] kernels: hidden over fsdp, mlp over tensor; Adam's moments likewise.
-    assert specs[mesh]["ffn_in"] == ["fsdp", "tensor"]
-    assert specs[mesh]["adam_mu_ffn_in"] == ["fsdp", "tensor"]
-    assert specs[mesh]["query"] == ["fsdp", "tensor"]  # [hidden, heads]
+    # Scanned layers: a leading, unsplit [layers] axis. [hidden, mlp] kernels: hidden over
+    # fsdp, mlp over tensor; Adam's moments likewise.
+    assert specs[mesh]["ffn_in"] == [None, "fsdp", "tensor"]
+    assert specs[mesh]["adam_mu_ffn_in"] == [None, "fsdp", "tensor"]
+    assert specs[mesh]["query"] == [None, "fsdp", "tensor"]  # [layers, hidden, heads]
     assert specs[mesh]["word_embeddings"] == [None, "fsdp"]  # The vocabulary stays whole.
-    assert specs[mesh]["layer_norm"] == ["fsdp"]
-  # What each device holds of the [128, 256] FFN kernel.
-  assert specs["data8"]["shard_shape_ffn_in"] == [128, 256]  # Replicated.
-  assert specs["fsdp8"]["shard_shape_ffn_in"] == [16, 256]  # 1/8 of the rows.
-  assert specs["mixed"]["shard_shape_ffn_in"] == [64, 128]  # fsdp=2 rows x tensor=2 columns.
+    assert specs[mesh]["layer_norm"] == [None, "fsdp"]
+  # What each device holds of the [1 layer, 128, 256] FFN kernel.
+  assert specs["data8"]["shard_shape_ffn_in"] == [1, 128, 256]  # Replicated.
+  assert specs["fsdp8"]["shard_shape_ffn_in"] == [1, 16, 256]  # 1/8 of the rows.
+  assert specs["mixed"]["shard_shape_ffn_in"] == [1, 64, 128]  # fsdp=2 rows x tensor=2 columns.
   # DCN degrees multiply the ICI ones: 2 slices x (data 2, fsdp 2).
   assert specs["dcn"]["mesh"] == {"data": 4, "fsdp": 2, "tensor": 1}
-  assert specs["dcn"]["shard_shape_ffn_in"] == [64, 256]
+  assert specs["dcn"]["shard_shape_ffn_in"] == [1, 64, 256]
 
 
 @pytest.mark.parametrize("mesh", ["fsdp8", "mixed"])
 def test_checkpoint_from_one_mesh_resumes_on_another(report, mesh):
   resumed = report["resumed"][mesh]
-  assert resumed["step"] == 2 and resumed["ffn_in_spec"] == ["fsdp", "tensor"]
+  assert resumed["step"] == 2 and resumed["ffn_in_spec"] == [None, "fsdp", "tensor"]
   np.testing.assert_allclose(resumed["loss"], report["losses"]["data8"][2], rtol=2e-6)
 
 

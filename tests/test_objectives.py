@@ -12,6 +12,7 @@ import pytest
 from scipy import stats
 
 from electra_jax.errors import ElectraError
+from electra_jax.models import encoder
 from electra_jax.pretrain import objectives
 from tests.testing import load_config, path_str
 
@@ -24,7 +25,8 @@ FIRST_WORD = 5  # Ordinary token ids are >= FIRST_WORD.
 
 
 def flat(tree):
-  """{"a/b/c": np.ndarray} for every leaf."""
+  """{"a/b/c": np.ndarray} for every leaf, scanned layers unrolled (layer_0, layer_1, ...)."""
+  tree = encoder.unstack_layers(tree)
   return {path_str(p): np.asarray(v) for p, v in jax.tree_util.tree_leaves_with_path(tree)}
 
 

@@ -38,3 +38,21 @@ def test_bfloat16_training_stays_within_tolerance_of_float32():
   np.testing.assert_allclose(bf16, f32, rtol=STEP_RTOL)
   assert abs(bf16[-10:].mean() - f32[-10:].mean()) < END_RTOL * f32[-10:].mean()
   assert not np.array_equal(bf16, f32)  # bfloat16 arithmetic really happened.
+
+
+def test_bfloat16_step_computes_in_bfloat16_and_never_scatters_in_it():
+  """The lowered bfloat16 step (`python -m electra_jax.benchmark --hlo_audit`): the Transformer's
+  matrix products take bfloat16 operands, and no gradient is a bfloat16 scatter-add (what made
+  the first bfloat16 step 3.5x slower than float32 on an H100: docs/PERFORMANCE.md)."""
+  from electra_jax.benchmark import hlo  # pylint: disable=import-outside-toplevel
+  config = testing.fast_config()
+  config.model.dtype = "bfloat16"
+  result = hlo.audit(config)
+  dots = result["dot_general"]
+  assert dots.get("bf16,bf16->bf16", 0) > 3 * sum(n for k, n in dots.items()
+                                                  if k != "bf16,bf16->bf16"), dots
+  assert result["scatter"] and result["bf16_scatters"] == 0, result["scatter"]
+  float32 = hlo.audit(testing.fast_config())
+  assert "bf16,bf16->bf16" not in float32["dot_general"]
+  text = 'x = "stablehlo.scatter"(%a, %b, %c) ({\n}) : (...) -> tensor<2x128xbf16>'
+  assert hlo.audit_text(text)["bf16_scatters"] == 1  # The pattern the audit counts.

@@ -21,6 +21,9 @@ from electra_jax.score import windows
 from tests import testing
 from tests.test_wordpiece import bert_layout_vocab
 
+# The tests that share the trained tiny model run on one pytest-xdist worker, which trains it once.
+pytestmark = pytest.mark.xdist_group("trained_tiny")
+
 GLUE_DIR = os.path.join(testing.REPO, "..", "shared", "data", "glue")
 TRICKY = ["  Leading spaces and\ttabs.", "Unknown ☃ characters: İstanbul, naïve café — ok",
           "a", "The the quick brown fox jumps over the lazy dog.", "x" * 3 + " ¿¡ 𝔘𝔫𝔦𝔠𝔬𝔡𝔢 !"]
@@ -169,6 +172,27 @@ def test_evaluate_writes_its_report(scorer, trained_tiny, tmp_path):
   assert "reranking: original first" in evaluate.summary(results)
 
 
+def test_evaluation_defaults_to_the_runs_own_held_out_documents(scorer):
+  """Without --text, evaluate scores the sentences of the documents the run held out: none of
+  them is in a training document, and a shards run asks for a file instead."""
+  from electra_jax.data import documents as documents_lib  # pylint: disable=import-outside-toplevel
+  from electra_jax.data import pipeline  # pylint: disable=import-outside-toplevel
+  chosen = evaluate.run_held_out_sentences(scorer, limit=50, seed=1)
+  assert len(chosen) == 50 and all(4 <= len(s.split()) <= 60 for s in chosen)
+  config = testing.load_config("tiny")
+  docs = corpus.EmbeddedCorpus(group_by_module=True).documents()
+  train, held_out = documents_lib.split_documents(list(docs), config.data.eval_fraction,
+                                                  config.seed)
+  train_sentences = set(documents_lib.sentences(train))
+  held_out_sentences = set(documents_lib.sentences(held_out))
+  assert set(chosen) <= held_out_sentences
+  assert not set(chosen) & (train_sentences - held_out_sentences)
+  config.data.source = "shards"
+  config.data.shards_dir = "/data/shards"
+  with pytest.raises(ElectraError, match="pass held-out sentences as a text file"):
+    pipeline.held_out_sentences(config.data, config.seed)
+
+
 def test_expected_calibration_error_by_hand():
   probs = np.array([0.05, 0.05, 0.95, 0.95, 0.55])
   labels = np.array([0, 1, 1, 1, 0])
@@ -246,3 +270,19 @@ def test_cli_keeps_input_order_and_reports_what_it_cannot_score(trained_tiny, tm
   proc = _cli("tokens", "--checkpoint=/nonexistent")
   assert proc.returncode == 1 and proc.stderr.strip().splitlines()[-1].startswith("error: ")
   assert "Traceback" not in proc.stderr
+
+
+def test_throughput_benchmark_scores_like_transformers(trained_tiny):
+  """python -m electra_jax.benchmark.score --compare=hf: both frameworks score the same token
+  ids; their probabilities agree and the counts are the texts'."""
+  from electra_jax.benchmark import score as score_benchmark  # pylint: disable=import-outside-toplevel
+  texts = sentences(40, seed=7)
+  result = score_benchmark.run_score_benchmark(trained_tiny[0], texts, sentences=0,
+                                               batch_size=16, repeats=1, compare_hf=True)
+  assert result["texts"] == 40 and result["jax_sentences_per_s"] > 0
+  assert result["hf_sentences_per_s"] > 0
+  assert result["speedup"] == pytest.approx(result["hf_s"] / result["jax_s"])
+  assert result["max_abs_probability_difference"] < 1e-4, result
+  assert "speedup=" in score_benchmark.report(result)
+  with pytest.raises(ElectraError, match="batch_size"):
+    score_benchmark.run_score_benchmark(trained_tiny[0], texts, batch_size=0)

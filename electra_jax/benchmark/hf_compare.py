@@ -27,7 +27,7 @@ from electra_jax.errors import ElectraError
 from electra_jax.pretrain.objectives import corruption
 
 
-def _import_torch():
+def import_torch():
   try:
     import torch  # pylint: disable=import-outside-toplevel
     import transformers  # pylint: disable=import-outside-toplevel
@@ -39,7 +39,7 @@ def _import_torch():
 
 def build(config: ml_collections.ConfigDict, device: str, pad_id: int):
   """(generator, discriminator, optimizer, parameters) in PyTorch for `config.model`."""
-  torch, transformers = _import_torch()
+  torch, transformers = import_torch()
   disc_json, gen_json = hf_mapping.model_config_to_hf_configs(config.model, pad_token_id=pad_id)
   disc = transformers.ElectraForPreTraining(transformers.ElectraConfig(**disc_json)).to(device)
   gen = transformers.ElectraForMaskedLM(transformers.ElectraConfig(**gen_json)).to(device)
@@ -60,7 +60,7 @@ def build(config: ml_collections.ConfigDict, device: str, pad_id: int):
 def step_times(config: ml_collections.ConfigDict, batch: Mapping[str, np.ndarray],
                special: Any, steps: int, warmup: int) -> dict[str, Any]:
   """Median seconds of the PyTorch step on `batch` (and the threads / device it used)."""
-  torch, _ = _import_torch()
+  torch, _ = import_torch()
   device = "cuda" if torch.cuda.is_available() else "cpu"
   if device == "cpu":
     torch.set_num_threads(os.cpu_count() or 1)

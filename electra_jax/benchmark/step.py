@@ -59,6 +59,9 @@ def define_flags() -> None:
   flags.DEFINE_enum("compare", "", ["", "hf"],
                     "hf: also time the same step in Hugging Face transformers (PyTorch) on the "
                     "same batch and print both (electra_jax/benchmark/hf_compare.py).")
+  flags.DEFINE_bool("hlo_audit", False,
+                    "Lower the step without running it and print which dtypes its matrix "
+                    "products, scatters and converts use (electra_jax/benchmark/hlo.py).")
   flags.mark_flags_as_required(["config"])
 
 # Synthetic data uses the special ids of electra-jax's sentencepiece models.
@@ -216,6 +219,10 @@ def main(argv):
              f"compiled_temp_gib={m['compiled_temp_gib']:.3f} "
              f"per_device_total_gib={m['compiled_total_gib']:.3f}"
              if "compiled_total_gib" in m else ""))
+    return
+  if FLAGS.hlo_audit:
+    from electra_jax.benchmark import hlo  # pylint: disable=import-outside-toplevel
+    print(hlo.report(hlo.audit(FLAGS.config)), flush=True)
     return
   if FLAGS.compare and FLAGS.memory_only:
     raise ElectraError("--compare times steps; it cannot go with --memory_only")

@@ -304,6 +304,23 @@ def prepare_tokenizer(data_config: Any, workdir: str, vocab_size: int, seed: int
                           docs.tokenizer_documents)
 
 
+def held_out_sentences(data_config: Any, seed: int) -> list[str]:
+  """The sentences of the documents a run with this `config.data` and `config.seed` held out
+  for evaluation (source=text or tfds; the same split as pretraining made). A shards run's
+  held-out text is stored tokenized only: that is an ElectraError asking for a text file."""
+  if data_config.source == "shards":
+    raise ElectraError(
+        f"the run read shards ({data_config.shards_dir}), whose held-out text is stored as "
+        "token ids only; pass held-out sentences as a text file (--text=FILE, one per line)")
+  if data_config.source not in SOURCES:
+    raise ElectraError(f"data.source={data_config.source!r} is not a source; use one of "
+                       f"{', '.join(repr(s) for s in SOURCES)}")
+  options = text_files.TextOptions.from_config(data_config)
+  docs = (_tfds_documents if data_config.source == "tfds" else _text_documents)(
+      data_config, seed, options)
+  return [s for s in documents_lib.sentences(docs.eval) if s.strip()]
+
+
 def build_pretraining_data(data_config: Any, workdir: str, vocab_size: int, seed: int,
                            eval_cap: int = 1 << 16) -> PretrainingData:
   """Prepares the configured source, tokenizer and examples (see the module docstring).

@@ -179,7 +179,10 @@ def masked_lm_logits(embeddings: enc.Embeddings, transformer: enc.Transformer,
   embedded = embeddings(input_ids, segment_ids, deterministic)
   hidden = transformer(embedded, input_mask, deterministic)  # [B, T, H]
   if positions is not None:
-    hidden = jnp.take_along_axis(hidden, positions[..., None], axis=1)  # [B, P, H]
+    # Gathered in float32: the gradient of a gather is a scatter-add, which GPUs serialise
+    # with atomics in 16 bits (docs/PERFORMANCE.md, "bfloat16").
+    hidden = jnp.take_along_axis(hidden.astype(jnp.float32), positions[..., None],
+                                 axis=1).astype(hidden.dtype)  # [B, P, H]
   return head(hidden, embeddings), hidden
 
 

@@ -329,7 +329,13 @@ def stack_layers(tree: Any) -> Any:
 
 def unstack_layers(tree: Any) -> Any:
   """The scanned layout -> the unrolled one: every `{layers: t}` (leaves with a leading axis
-  of L) becomes `{layer_0: t[0], ..., layer_{L-1}: t[L-1]}`."""
+  of L) becomes `{layer_0: t[0], ..., layer_{L-1}: t[L-1]}`. Abstract leaves
+  (`jax.ShapeDtypeStruct`, from `jax.eval_shape`) lose their leading axis likewise."""
+  def take(x, i):
+    if isinstance(x, jax.ShapeDtypeStruct):
+      return jax.ShapeDtypeStruct(x.shape[1:], x.dtype)
+    return x[i]
+
   def unstack(node):
     if not (isinstance(node, dict) and set(node) == {"layers"}):
       return node
@@ -337,7 +343,7 @@ def unstack_layers(tree: Any) -> Any:
     if not leaves or getattr(leaves[0], "ndim", 0) < 1:
       return node
     count = leaves[0].shape[0]
-    return {f"layer_{i}": jax.tree.map(lambda x, i=i: x[i], node["layers"])
+    return {f"layer_{i}": jax.tree.map(lambda x, i=i: take(x, i), node["layers"])
             for i in range(count)}
   return _map_dicts(tree, unstack)
 

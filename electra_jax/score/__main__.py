@@ -4,8 +4,8 @@
       [--format=jsonl|pretty] [--threshold=0.5] [--batch_size=64] [--max_length=0]
   python -m electra_jax.score sentences --checkpoint=RUN [--input=...] [--output=...]
   python -m electra_jax.score rerank --checkpoint=RUN [--input=...] [--output=...]
-  python -m electra_jax.score evaluate --checkpoint=RUN --text=HELDOUT.txt \\
-      [--glue_dir=GLUE] --output_dir=DIR [--max_sentences=2000]
+  python -m electra_jax.score evaluate --checkpoint=RUN --output_dir=DIR \\
+      [--text=HELDOUT.txt] [--glue_dir=GLUE] [--max_sentences=2000] [--seed=0]
 
 --checkpoint: a pretraining workdir (any objective with a replaced-token head), a
 checkpoints/<step>/ directory, a `convert from-hf` output, or a Hugging Face
@@ -57,7 +57,8 @@ def _define_flags() -> None:
   flags.DEFINE_integer("max_length", 0, "Positions per window ([CLS] and [SEP] included); 0: "
                        "the model's max_position_embeddings. Longer texts use windows.")
   flags.DEFINE_enum("dtype", "float32", ["float32", "bfloat16"], "Compute dtype.")
-  flags.DEFINE_string("text", None, "evaluate: held-out sentences, one per line.")
+  flags.DEFINE_string("text", None, "evaluate: held-out sentences, one per line; by default "
+                      "the sentences of the documents the pretraining run held out.")
   flags.DEFINE_string("glue_dir", "", "evaluate: a GLUE root with CoLA/ for zero-shot "
                       "grammaticality; empty skips it.")
   flags.DEFINE_string("output_dir", None, "evaluate: where evaluation.json and "
@@ -155,10 +156,13 @@ def main(argv: list[str]) -> None:
   scorer = load_scorer(FLAGS.checkpoint, dtype=FLAGS.dtype)
   if command == "evaluate":
     from electra_jax.score import evaluate  # pylint: disable=import-outside-toplevel
-    if not FLAGS.text or not FLAGS.output_dir:
-      raise ElectraError("evaluate needs --text=HELDOUT.txt (sentences, one per line) and "
-                         "--output_dir=DIR")
-    sentences = evaluate.read_sentences(FLAGS.text, FLAGS.max_sentences)
+    if not FLAGS.output_dir:
+      raise ElectraError("evaluate needs --output_dir=DIR (for evaluation.json and "
+                         "reliability.png)")
+    if FLAGS.text:
+      sentences = evaluate.read_sentences(FLAGS.text, FLAGS.max_sentences)
+    else:
+      sentences = evaluate.run_held_out_sentences(scorer, FLAGS.max_sentences, FLAGS.seed)
     results = evaluate.evaluate(scorer, sentences, FLAGS.output_dir, glue_dir=FLAGS.glue_dir,
                                 seed=FLAGS.seed, batch_size=FLAGS.batch_size)
     print(evaluate.summary(results), flush=True)

@@ -262,16 +262,43 @@ def cola(scorer: Scorer, glue_dir: str, max_examples: int = 0, **kwargs) -> dict
               dev_labels, (dev_scores > threshold).astype(int))}
 
 
-def read_sentences(path: str, limit: int) -> list[str]:
-  """Non-empty lines of a text file (at most `limit`; 0: all)."""
+def read_sentences(path: str, limit: int, flag: str = "--text") -> list[str]:
+  """Non-empty lines of a text file (at most `limit`; 0: all); `flag` names it in errors."""
   if not fileio.isfile(path):
-    raise ElectraError(f"--text={path} does not exist; pass a file of held-out sentences, one "
-                       "per line")
+    raise ElectraError(f"{flag}={path} does not exist; pass a file of sentences, one per line")
   lines = [line.strip() for line in fileio.read_bytes(path).decode("utf-8").splitlines()]
   lines = [line for line in lines if line]
   if not lines:
-    raise ElectraError(f"--text={path} has no non-empty line to evaluate on")
+    raise ElectraError(f"{flag}={path} has no non-empty line")
   return lines[:limit] if limit else lines
+
+
+def run_held_out_sentences(scorer: Scorer, limit: int, seed: int = 0) -> list[str]:
+  """Sentences of 4 to 60 words from the text the checkpoint's pretraining run held out (its
+  recorded data config and seed make the same split), shuffled by `seed`, at most `limit`."""
+  from electra_jax.data import pipeline  # pylint: disable=import-outside-toplevel
+  from electra_jax.pretrain import default_config  # pylint: disable=import-outside-toplevel
+  try:
+    meta = pretrained.read_meta(scorer.weights.path)
+  except ElectraError as e:
+    raise ElectraError(f"{scorer.weights.path} records no pretraining data (a Hugging Face "
+                       "directory?); pass held-out sentences with --text=FILE") from e
+  saved = meta.get("config") or {}
+  if not saved.get("data"):
+    raise ElectraError(f"{scorer.weights.path} records no pretraining data config; pass "
+                       "held-out sentences with --text=FILE")
+  data = default_config.get_config().data
+  data.update({k: v for k, v in saved["data"].items() if k in data})
+  sentences = [s for s in pipeline.held_out_sentences(data, int(saved.get("seed", 0)))
+               if 4 <= len(s.split()) <= 60]
+  if not sentences:
+    raise ElectraError("the run's held-out text has no sentence of 4 to 60 words; pass "
+                       "--text=FILE")
+  order = np.random.default_rng(seed).permutation(len(sentences))
+  chosen = [sentences[i] for i in order]
+  logging.info("%d held-out sentences of the run's own split (%s)", len(sentences),
+               data.train_files or data.tfds_name or "the embedded corpus")
+  return chosen[:limit] if limit else chosen
 
 
 def evaluate(scorer: Scorer, sentences: Sequence[str], output_dir: str,
