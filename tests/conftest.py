@@ -1,4 +1,4 @@
-"""Test session setup: CPU only, one device.
+"""Test session setup: CPU only, one device per test process (pytest-xdist: one per core).
 
 Tests that need several devices run a child process with 8 simulated CPU devices (see
 tests/test_multidevice.py): on a 2-core machine, collectives across 8 simulated devices inside
@@ -27,23 +27,6 @@ jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
 import pytest  # pylint: disable=g-import-not-at-top,g-bad-import-order
 
 
-# Modules whose tests are independent of each other and slow: pytest-xdist spreads their tests
-# over the workers one by one. Every other module's tests stay together on one worker, so a
-# module-scoped fixture (a trained checkpoint, a multi-device report) is built once.
-_SPREAD_MODULES = {"tests.test_ablations", "tests.test_cli", "tests.test_experiments",
-                   "tests.test_train"}
-
-
-@pytest.hookimpl(tryfirst=True)
-def pytest_collection_modifyitems(items):
-  """Adds an xdist_group per module (before pytest-xdist reads the groups), except for the
-  modules above and tests that name their own group."""
-  for item in items:
-    module = getattr(item.module, "__name__", "")
-    if module not in _SPREAD_MODULES and not item.get_closest_marker("xdist_group"):
-      item.add_marker(pytest.mark.xdist_group(module))
-
-
 @pytest.fixture(scope="session")
 def corpus_and_tokenizer(tmp_path_factory):
   """(comma-separated text files, sentencepiece model path): three shards of the embedded
@@ -63,9 +46,20 @@ def trained_tiny(tmp_path_factory):
   the discriminator already detects replaced tokens (held-out AUC 0.84) but still spreads its ~15%
   prior over any sentence, so an uncorrupted sentence scores no better than a corrupted one
   (README, "Scoring text with the discriminator")."""
+  import json  # pylint: disable=import-outside-toplevel
+  import filelock  # pylint: disable=import-outside-toplevel
   from electra_jax.pretrain import loop  # pylint: disable=import-outside-toplevel
   from tests import testing  # pylint: disable=import-outside-toplevel
-  config = testing.load_config("tiny")
-  config.train.log_every_steps = 250
-  workdir = str(tmp_path_factory.mktemp("trained_tiny") / "run")
-  return workdir, loop.train_and_evaluate(config, workdir)
+  # Under pytest-xdist every worker has this session fixture: the first to get here trains into
+  # the temporary directory the workers share, the others wait for it and read its result.
+  shared = tmp_path_factory.getbasetemp()
+  if os.environ.get("PYTEST_XDIST_WORKER"):
+    shared = shared.parent  # This run's directory above the workers' own.
+  workdir, result_file = str(shared / "trained_tiny" / "run"), shared / "trained_tiny.json"
+  with filelock.FileLock(str(shared / "trained_tiny.lock")):
+    if not result_file.exists():
+      config = testing.load_config("tiny")
+      config.train.log_every_steps = 250
+      result = loop.train_and_evaluate(config, workdir)
+      result_file.write_text(json.dumps({k: float(v) for k, v in result.items()}))
+    return workdir, json.loads(result_file.read_text())

@@ -21,9 +21,6 @@ from electra_jax.score import windows
 from tests import testing
 from tests.test_wordpiece import bert_layout_vocab
 
-# The tests that share the trained tiny model run on one pytest-xdist worker, which trains it once.
-pytestmark = pytest.mark.xdist_group("trained_tiny")
-
 GLUE_DIR = os.path.join(testing.REPO, "..", "shared", "data", "glue")
 TRICKY = ["  Leading spaces and\ttabs.", "Unknown ☃ characters: İstanbul, naïve café — ok",
           "a", "The the quick brown fox jumps over the lazy dog.", "x" * 3 + " ¿¡ 𝔘𝔫𝔦𝔠𝔬𝔡𝔢 !"]
