@@ -113,7 +113,7 @@ def step_times(config: ml_collections.ConfigDict, batch: Mapping[str, np.ndarray
   times = []
   for _ in range(steps):
     start = time.perf_counter()
-    loss = float(one_step())
+    loss = float(one_step().detach())
     synchronize()
     times.append(time.perf_counter() - start)
   return {"step_s": statistics.median(times), "device": device,
