@@ -37,6 +37,16 @@ def import_torch():
   return torch, transformers
 
 
+def torch_device():
+  """(torch, transformers, device): a CUDA GPU when PyTorch sees one, else the CPU with a thread
+  per core."""
+  torch, transformers = import_torch()
+  device = "cuda" if torch.cuda.is_available() else "cpu"
+  if device == "cpu":
+    torch.set_num_threads(os.cpu_count() or 1)
+  return torch, transformers, device
+
+
 def build(config: ml_collections.ConfigDict, device: str, pad_id: int):
   """(generator, discriminator, optimizer, parameters) in PyTorch for `config.model`."""
   torch, transformers = import_torch()
@@ -60,10 +70,7 @@ def build(config: ml_collections.ConfigDict, device: str, pad_id: int):
 def step_times(config: ml_collections.ConfigDict, batch: Mapping[str, np.ndarray],
                special: Any, steps: int, warmup: int) -> dict[str, Any]:
   """Median seconds of the PyTorch step on `batch` (and the threads / device it used)."""
-  torch, _ = import_torch()
-  device = "cuda" if torch.cuda.is_available() else "cpu"
-  if device == "cpu":
-    torch.set_num_threads(os.cpu_count() or 1)
+  torch, _, device = torch_device()
   gen, disc, optimizer, params = build(config, device, special.pad)
   gen.train()
   disc.train()

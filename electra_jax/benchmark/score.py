@@ -30,6 +30,7 @@ from electra_jax import cli
 from electra_jax.errors import ElectraError
 from electra_jax.score import evaluate
 from electra_jax.score import load_scorer
+from electra_jax.score import loader
 from electra_jax.score.loader import Scorer
 
 
@@ -48,10 +49,7 @@ def _hf_probabilities(scorer: Scorer, token_lists: Sequence[Sequence[int]], batc
   """(median seconds, per-text P(replaced), details) of transformers' ElectraForPreTraining."""
   from electra_jax.benchmark import hf_compare  # pylint: disable=import-outside-toplevel
   from electra_jax.convert import files  # pylint: disable=import-outside-toplevel
-  torch, transformers = hf_compare.import_torch()
-  device = "cuda" if torch.cuda.is_available() else "cpu"
-  if device == "cpu":
-    torch.set_num_threads(os.cpu_count() or 1)
+  torch, transformers, device = hf_compare.torch_device()
   tok = scorer.tokenizer
   with tempfile.TemporaryDirectory() as tmp:
     written = files.to_hf(scorer.weights.path, os.path.join(tmp, "hf"))
@@ -108,7 +106,7 @@ def run_score_benchmark(checkpoint: str, texts: Sequence[str] | None = None,
             "jax_sentences_per_s": len(texts) / seconds, "jax_tokens_per_s": real_tokens / seconds}
   if compare_hf:
     hf_seconds, hf_probs, details = _hf_probabilities(scorer, token_lists, batch_size, repeats)
-    ours = np.concatenate([1 / (1 + np.exp(-x.astype(np.float64))) for x in logits])
+    ours = np.concatenate([loader.probabilities(x) for x in logits])
     theirs = np.concatenate(hf_probs).astype(np.float64)
     result.update({"hf_s": hf_seconds, "hf_sentences_per_s": len(texts) / hf_seconds,
                    "hf_tokens_per_s": real_tokens / hf_seconds, "speedup": hf_seconds / seconds,

@@ -35,6 +35,7 @@ from electra_jax.finetune import metrics as glue_metrics
 from electra_jax.models import electra
 from electra_jax.pretrain.objectives import ops
 from electra_jax.score import edits as edits_lib
+from electra_jax.score import loader
 from electra_jax.score.loader import Scorer
 from electra_jax.training import metrics as metrics_lib
 from electra_jax.training import pretrained
@@ -146,7 +147,7 @@ def generator_calibration(scorer: Scorer, samples: GeneratorSamples, **kwargs
                           ) -> dict[str, Any]:
   """Token calibration on the first round of generator corruptions."""
   logits = scorer.token_logits(samples.corrupted[0], **kwargs)
-  probs = np.concatenate([1 / (1 + np.exp(-x.astype(np.float64))) for x in logits])
+  probs = np.concatenate([loader.probabilities(x) for x in logits])
   return _calibration(probs, np.concatenate(samples.labels[0]))
 
 
@@ -202,7 +203,7 @@ def edit_calibration(scorer: Scorer, variants: Sequence[dict[str, edits_lib.Edit
     if not chosen:
       continue
     scored = scorer.text_logits([e.text for e in chosen], **kwargs)
-    probs = np.concatenate([1 / (1 + np.exp(-s.logits.astype(np.float64))) for s in scored])
+    probs = np.concatenate([loader.probabilities(s.logits) for s in scored])
     labels = np.concatenate([edits_lib.token_labels(s.spans, e.edited)
                              for s, e in zip(scored, chosen, strict=True)])
     out[kind] = _calibration(probs, labels)

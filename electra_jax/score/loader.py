@@ -123,7 +123,7 @@ class Scorer:
     span) and the probability that it was replaced. `kwargs`: see `text_logits`."""
     out = []
     for scored in self.text_logits(texts, **kwargs):
-      probs = _sigmoid(scored.logits)
+      probs = probabilities(scored.logits).astype(np.float32)
       out.append([TokenScore(token=self.tokenizer.id_to_piece(i), text=scored.text[a:b],
                              start=a, end=b, p_replaced=float(p))
                   for i, (a, b), p in zip(scored.ids, scored.spans, probs, strict=True)])
@@ -144,7 +144,7 @@ class Scorer:
                                  num_tokens=0, windows=0))
         continue
       log_original = -np.logaddexp(0.0, scored.logits.astype(np.float64))  # log sigmoid(-z).
-      probs = _sigmoid(scored.logits)
+      probs = probabilities(scored.logits).astype(np.float32)
       out.append(SentenceScore(fluency=float(log_original.mean()),
                                max_p_replaced=float(probs.max()),
                                num_suspicious=int((probs > threshold).sum()), num_tokens=n,
@@ -233,8 +233,9 @@ class Ranking:
   fluency: list[float | None]
 
 
-def _sigmoid(logits: np.ndarray) -> np.ndarray:
-  return (1.0 / (1.0 + np.exp(-logits.astype(np.float64)))).astype(np.float32)
+def probabilities(logits: np.ndarray) -> np.ndarray:
+  """P(replaced) = sigmoid(logits), in float64."""
+  return 1.0 / (1.0 + np.exp(-np.asarray(logits, np.float64)))
 
 
 def load_scorer(path: str, dtype: str = "float32") -> Scorer:
