@@ -148,6 +148,9 @@ def test_changed_variant_config_is_refused(tmp_path):
   with open(path, "w") as f:
     json.dump(report.variant_record(electra), f)
   spec.check_unchanged(electra, path)  # The same config continues.
+  # Settings that change how a run executes, not what it computes, may differ.
+  config.pretrain_overrides += " train.prefetch_batches=5 model.scan_layers=False"
+  spec.check_unchanged(spec.resolve(config)[0], path)
   config.pretrain_overrides += " train.learning_rate=1e-4"
   changed = spec.resolve(config)[0]
   with pytest.raises(ElectraError, match="train.learning_rate: 0.002 -> 0.0001"):

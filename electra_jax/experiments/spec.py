@@ -29,10 +29,12 @@ import re
 import shlex
 from typing import Any
 
+from absl import logging
 import ml_collections
 
 from electra_jax import fileio
 from electra_jax.errors import ElectraError
+from electra_jax.training import config_changes
 
 BUDGETS = ("flops", "steps")  # config.budget choices.
 # The repository root (for configs/<name>.py when the package runs from a checkout).
@@ -272,7 +274,9 @@ def resolve(config: ml_collections.ConfigDict) -> list[Variant]:
 
 def check_unchanged(variant: Variant, recorded_path: str) -> None:
   """Refuses to continue a variant whose recorded config differs from the one resolved now
-  (a changed experiment would mix two recipes in one directory).
+  (a changed experiment would mix two recipes in one directory). Fields that change only how
+  a run executes (`config_changes.EXECUTION_ONLY`: the mesh, logging intervals, the layer
+  layout, the compilation cache) may differ; they are logged.
 
   Raises:
     ElectraError: naming the variant, the first differing fields and the way out.
@@ -281,19 +285,13 @@ def check_unchanged(variant: Variant, recorded_path: str) -> None:
   if not fileio.exists(recorded_path):
     return
   recorded = json.loads(fileio.read_bytes(recorded_path).decode("utf-8"))["config"]
-  now = json.loads(variant.config.to_json_best_effort())
-  differences = []
-
-  def compare(prefix, a, b):
-    for key in sorted(set(a) | set(b)):
-      x, y = a.get(key), b.get(key)
-      if isinstance(x, dict) and isinstance(y, dict):
-        compare(f"{prefix}{key}.", x, y)
-      elif x != y:
-        differences.append(f"{prefix}{key}: {x!r} -> {y!r}")
-  compare("", recorded, now)
+  execution, differences = config_changes.split(config_changes.diff(recorded, variant.config),
+                                                config_changes.EXECUTION_ONLY)
   if differences:
     raise ElectraError(
-        f"variant {variant.name!r} was started with another config ({'; '.join(differences[:4])}"
-        f"{'; ...' if len(differences) > 4 else ''}); use a new --workdir, or delete "
+        f"variant {variant.name!r} was started with another config "
+        f"({config_changes.describe(differences, 4)}); use a new --workdir, or delete "
         f"{fileio.dirname(recorded_path)} to rerun this variant")
+  if execution:
+    logging.info("Variant %s continues with execution settings changed (results unaffected): %s",
+                 variant.name, config_changes.describe(execution))

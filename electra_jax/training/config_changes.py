@@ -1,0 +1,104 @@
+"""What changed between the config a run was started with and the one it is restarted with.
+
+A workdir holds one run. Restarting it with another config either changes nothing about what
+is computed (how often it logs, the mesh, the compilation cache), extends it (more steps), or
+silently mixes two recipes in one run (another batch size, corpus, model or objective). This
+module names the changes and sorts them; the pretraining loop and the experiment runner decide
+what to do with each kind.
+
+Fields are dotted config paths ("train.batch_size"); a pattern ending in "." covers a subtree.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from typing import Any, Iterable
+
+import ml_collections
+
+# Fields that change how a run executes or reports, never what it computes: any run may be
+# restarted with other values. `model.scan_layers` belongs here because a resumed run keeps the
+# layout of its checkpoint (and the two layouts compute the same function; tests pin it).
+EXECUTION_ONLY = (
+    "mesh.",
+    "model.scan_layers",
+    "train.log_every_steps",
+    "train.eval_every_steps",
+    "train.eval_batches",
+    "train.checkpoint_every_steps",
+    "train.keep_checkpoints",
+    "train.prefetch_batches",
+    "train.compilation_cache_dir",
+    "train.peak_tflops",
+)
+
+# Fields a pretraining run may be resumed with changed: the execution-only ones, and the length
+# of the run (more steps stretch the learning-rate decay from the restored step on).
+RESUME_SAFE = EXECUTION_ONLY + (
+    "train.num_train_steps",
+    "train.stop_at_step",
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class Change:
+  """One config field whose value differs: `before` (recorded) and `after` (now)."""
+  field: str
+  before: Any
+  after: Any
+
+  def __str__(self) -> str:
+    return f"{self.field}: {self.before!r} -> {self.after!r}"
+
+
+def as_dict(config: ml_collections.ConfigDict | dict[str, Any]) -> dict[str, Any]:
+  """A config as plain JSON values, the way checkpoints and workdirs record it."""
+  if isinstance(config, dict):
+    return config
+  return json.loads(config.to_json_best_effort())
+
+
+def diff(recorded: ml_collections.ConfigDict | dict[str, Any],
+         now: ml_collections.ConfigDict | dict[str, Any]) -> list[Change]:
+  """The leaf fields whose values differ, in field order. A field missing on one side (a config
+  written before the field existed) counts as None there."""
+  changes: list[Change] = []
+
+  def visit(prefix: str, a: dict[str, Any], b: dict[str, Any]) -> None:
+    for key in sorted(set(a) | set(b)):
+      x, y = a.get(key), b.get(key)
+      if isinstance(x, dict) and isinstance(y, dict):
+        visit(f"{prefix}{key}.", x, y)
+      elif _normalised(x) != _normalised(y):
+        changes.append(Change(f"{prefix}{key}", x, y))
+
+  visit("", as_dict(recorded), as_dict(now))
+  return changes
+
+
+def matches(field: str, patterns: Iterable[str]) -> bool:
+  """Whether `field` is one of `patterns` or inside a subtree pattern ("mesh.")."""
+  return any(field == p or (p.endswith(".") and field.startswith(p)) for p in patterns)
+
+
+def split(changes: list[Change], allowed: Iterable[str]) -> tuple[list[Change], list[Change]]:
+  """(allowed changes, the others)."""
+  allowed = tuple(allowed)
+  ok = [c for c in changes if matches(c.field, allowed)]
+  return ok, [c for c in changes if not matches(c.field, allowed)]
+
+
+def describe(changes: list[Change], limit: int = 6) -> str:
+  """The first `limit` changes on one line."""
+  text = "; ".join(str(c) for c in changes[:limit])
+  return text + (f"; and {len(changes) - limit} more" if len(changes) > limit else "")
+
+
+def _normalised(value: Any) -> Any:
+  # JSON turns tuples into lists; a recorded [a, b] equals a current (a, b).
+  if isinstance(value, tuple):
+    return [_normalised(v) for v in value]
+  if isinstance(value, list):
+    return [_normalised(v) for v in value]
+  return value
