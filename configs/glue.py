@@ -1,4 +1,4 @@
-"""GLUE fine-tuning of a pretrained encoder with the original ELECTRA recipe.
+r"""GLUE fine-tuning of a pretrained encoder with the original ELECTRA recipe.
 
   python -m electra_jax.finetune --config=configs/glue.py --workdir=runs/glue_small \
       --config.init_checkpoint=runs/small --config.data_dir=/data/glue --config.task=sst2,cola

@@ -2,14 +2,24 @@
 
 from __future__ import annotations
 
+import os
 import re
 import sys
+import traceback
 from typing import Callable, Sequence
+
+# TensorFlow (imported by clu for TensorBoard files and by tfds for reading) prints C++ start-up
+# notices unless told not to; its errors still show. It does no model math here, so its oneDNN
+# kernels (whose notice is the loudest) are off too.
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "0")
 
 from absl import app
 from absl import flags
 from absl import logging
 
+from electra_jax import errors
+from electra_jax import logs
 from electra_jax.errors import ElectraError
 
 
@@ -34,6 +44,14 @@ def parse_flags(argv: list[str]) -> list[str]:
   ml_collections reports an unknown field as a KeyError/AttributeError from inside the parser;
   this names the offending argument and where the valid fields are documented.
   """
+  for arg in argv[1:]:
+    if arg.startswith("--config="):
+      path = arg.split("=", 1)[1].split(":")[0]
+      if not os.path.isfile(path):
+        shipped = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                               "configs")
+        sys.exit(f"error: the config file {path} does not exist; pass one of the shipped "
+                 f"configs ({shipped}) or your own copy of one")
   try:
     return flags.FLAGS(argv)
   except flags.Error as e:
@@ -52,11 +70,31 @@ def parse_flags(argv: list[str]) -> list[str]:
 
 
 def run(main: Callable[[list[str]], None]) -> None:
-  """`app.run(main)`, with ElectraError turned into `error: <message>` and exit status 1."""
+  """`app.run(main)` with one line per user-facing problem and documented exit statuses:
+
+  0 done; 1 an error (`error: <message>`: an ElectraError, or a file the OS refused);
+  75 stopped by SIGTERM/SIGINT after saving (rerun the command to resume). Tracebacks are
+  shown only with --verbosity=1 or higher (programming errors always keep theirs).
+  """
   def guarded(argv):
+    logs.quiet_console()
     try:
       main(argv)
-    except ElectraError as e:
+    except errors.Interrupted as e:
       logging.flush()
-      sys.exit(f"error: {e}")
+      print(f"stopped: {e}", file=sys.stderr, flush=True)
+      sys.exit(errors.EXIT_INTERRUPTED)
+    except ElectraError as e:
+      _exit_with(f"error: {e}")
+    except OSError as e:  # A path the user gave that the OS refused.
+      where = f" {e.filename}" if e.filename else ""
+      _exit_with(f"error: {e.strerror or e}:{where}; check the path and its permissions")
   app.run(guarded, flags_parser=parse_flags)
+
+
+def _exit_with(message: str) -> None:
+  logging.flush()
+  if logs.verbosity() >= 1:
+    traceback.print_exc()
+  print(message, file=sys.stderr, flush=True)
+  sys.exit(errors.EXIT_ERROR)

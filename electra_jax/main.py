@@ -1,9 +1,11 @@
-"""Pretrain ELECTRA.
+r"""Pretrain ELECTRA.
 
   python -m electra_jax.main --config=configs/small.py --workdir=runs/small \
       [--config.train.learning_rate=1e-4 ...]
 
 Runs (or resumes, from the newest checkpoint in --workdir) pretraining as the config says.
+Exit status: 0 done, 1 an error (one line; --verbosity=1 adds the traceback), 75 stopped by
+SIGTERM/SIGINT after saving a checkpoint (run the same command to resume).
 """
 
 from absl import app
@@ -17,6 +19,9 @@ config_flags.DEFINE_config_file(
     "config", None, "Config file (e.g. configs/small.py); override fields with --config.a.b=v.",
     lock_config=True)
 flags.DEFINE_string("workdir", None, "Directory for checkpoints, TensorBoard logs, tokenizer.")
+flags.DEFINE_bool("allow_config_change", False,
+                  "Resume a workdir although the config changed in ways that break resumption "
+                  "(batch size, data, model, ...); the changes are logged.")
 flags.mark_flags_as_required(["config", "workdir"])
 
 
@@ -26,7 +31,8 @@ def main(argv):
   from electra_jax.training import parallel  # pylint: disable=import-outside-toplevel
   from electra_jax.pretrain import loop as train  # pylint: disable=import-outside-toplevel
   parallel.initialize_distributed()  # Several hosts / processes: join them first.
-  train.train_and_evaluate(FLAGS.config, FLAGS.workdir)
+  train.train_and_evaluate(FLAGS.config, FLAGS.workdir,
+                           allow_config_change=FLAGS.allow_config_change)
 
 
 if __name__ == "__main__":

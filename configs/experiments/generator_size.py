@@ -1,4 +1,4 @@
-"""The paper's Figure 3 (left): GLUE against the generator's size, for one discriminator.
+r"""The paper's Figure 3 (left): GLUE against the generator's size, for one discriminator.
 
   python -m electra_jax.experiments --config=configs/experiments/generator_size.py[:SCALE] \
       --workdir=runs/generator_size --config.finetune.data_dir=GLUE_DIR

@@ -1,4 +1,4 @@
-"""Two variants (ELECTRA and BERT's masked LM) for a few steps, fine-tuned on a slice of RTE
+r"""Two variants (ELECTRA and BERT's masked LM) for a few steps, fine-tuned on a slice of RTE
 with one seed: checks that the whole experiment path works (the tests run it) in a few
 minutes on a CPU. Its scores mean nothing.
 

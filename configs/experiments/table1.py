@@ -1,4 +1,4 @@
-"""The paper's Table 1 question: ELECTRA against BERT's masked LM at equal pretraining FLOPs.
+r"""The paper's Table 1 question: ELECTRA against BERT's masked LM at equal pretraining FLOPs.
 
   python -m electra_jax.experiments --config=configs/experiments/table1.py[:SCALE] \
       --workdir=runs/table1 --config.finetune.data_dir=GLUE_DIR \

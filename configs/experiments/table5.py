@@ -1,4 +1,4 @@
-"""The paper's Table 5: where ELECTRA's gain comes from, at equal pretraining FLOPs.
+r"""The paper's Table 5: where ELECTRA's gain comes from, at equal pretraining FLOPs.
 
   python -m electra_jax.experiments --config=configs/experiments/table5.py[:SCALE] \
       --workdir=runs/table5 --config.finetune.data_dir=GLUE_DIR [--config.data_overrides=...]

@@ -1,4 +1,4 @@
-"""The paper's weight-sharing study (section 3.2): generator and discriminator of the same
+r"""The paper's weight-sharing study (section 3.2): generator and discriminator of the same
 size sharing nothing, the embeddings, or all weights (paper: GLUE 83.6, 84.3, 84.4), plus
 DeBERTa-v3's gradient-disentangled embedding sharing (GDES).
 

@@ -1,8 +1,8 @@
-"""Measures the input pipeline on this machine: text -> shards, and shards -> device batches.
+r"""Measures the input pipeline on this machine: text -> shards, and shards -> device batches.
 
-  python -m electra_jax.benchmark.data [--input='books/*.txt' --text_cleanup=gutenberg \\
-      --document_boundary=file] [--tokenizer_model=spm.model | --vocab_size=8000] \\
-      [--num_shards=8] [--processes=0] [--max_seq_length=128] [--batch_size=128] \\
+  python -m electra_jax.benchmark.data [--input='books/*.txt' --text_cleanup=gutenberg \
+      --document_boundary=file] [--tokenizer_model=spm.model | --vocab_size=8000] \
+      [--num_shards=8] [--processes=0] [--max_seq_length=128] [--batch_size=128] \
       [--shuffle_buffer=10000] [--seconds=10] [--workdir=DIR]
 
 Without --input it uses the embedded standard-library corpus, written to the work directory.

@@ -1,7 +1,7 @@
-"""`python -m electra_jax.benchmark.score`: the scorer's throughput, optionally next to Hugging
+r"""`python -m electra_jax.benchmark.score`: the scorer's throughput, optionally next to Hugging
 Face's PyTorch `ElectraForPreTraining` on the same texts and batch size.
 
-  python -m electra_jax.benchmark.score --checkpoint=RUN [--input=FILE] [--sentences=2000] \\
+  python -m electra_jax.benchmark.score --checkpoint=RUN [--input=FILE] [--sentences=2000] \
       [--batch_size=64] [--repeats=3] [--compare=hf]
 
 Texts: the lines of --input, or the sentences of the documents the checkpoint's pretraining run

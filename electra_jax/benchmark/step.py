@@ -1,4 +1,4 @@
-"""Times the real ELECTRA train step on synthetic batches.
+r"""Times the real ELECTRA train step on synthetic batches.
 
   python -m electra_jax.benchmark --config=configs/small.py --config.train.batch_size=32 \
       [--steps=10] [--warmup=2] [--peak_tflops=989] [--compare=hf]

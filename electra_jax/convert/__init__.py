@@ -1,7 +1,7 @@
-"""Converts ELECTRA weights between Hugging Face `transformers` and electra-jax checkpoints.
+r"""Converts ELECTRA weights between Hugging Face `transformers` and electra-jax checkpoints.
 
-  python -m electra_jax.convert from-hf --hf_dir=DISC_DIR [--generator_dir=GEN_DIR] \\
-      [--vocab_file=vocab.txt] [--generator_embeddings=auto|discriminator|untied] \\
+  python -m electra_jax.convert from-hf --hf_dir=DISC_DIR [--generator_dir=GEN_DIR] \
+      [--vocab_file=vocab.txt] [--generator_embeddings=auto|discriminator|untied] \
       --output=CKPT_DIR [--overwrite]
   python -m electra_jax.convert to-hf --checkpoint=WORKDIR_OR_CKPT --output=DIR [--overwrite]
 

@@ -1,10 +1,10 @@
-"""Offline preprocessing: text files or a tfds dataset -> tokenized example shards.
+r"""Offline preprocessing: text files or a tfds dataset -> tokenized example shards.
 
-  python -m electra_jax.data.build --input='books/*.txt' --tokenizer_model=DIR/spm.model \\
-      --output=shards/ --num_shards=64 [--processes=N] [--max_seq_length=128] \\
+  python -m electra_jax.data.build --input='books/*.txt' --tokenizer_model=DIR/spm.model \
+      --output=shards/ --num_shards=64 [--processes=N] [--max_seq_length=128] \
       [--eval_fraction=0.01] [--text_cleanup=gutenberg] [--document_boundary=file] [--overwrite]
 
-  python -m electra_jax.data.build --tfds_name=wikipedia/20230601.en --tfds_split=train \\
+  python -m electra_jax.data.build --tfds_name=wikipedia/20230601.en --tfds_split=train \
       --tokenizer_model=vocab.txt --output=shards/ --num_shards=256
 
 Each shard is an independent job (its input files, or its even part of the tfds split, and

@@ -1,6 +1,6 @@
-"""`python -m electra_jax.experiments`: compute-matched pretraining comparisons (see `runner`).
+r"""`python -m electra_jax.experiments`: compute-matched pretraining comparisons (see `runner`).
 
-  python -m electra_jax.experiments --config=configs/experiments/table1.py --workdir=DIR \\
+  python -m electra_jax.experiments --config=configs/experiments/table1.py --workdir=DIR \
       --config.finetune.data_dir=GLUE_DIR [--config.reference_steps=N ...]
 """
 

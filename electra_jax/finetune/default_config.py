@@ -1,4 +1,4 @@
-"""Every GLUE fine-tuning setting, with the original ELECTRA recipe (configs/glue.py uses it).
+r"""Every GLUE fine-tuning setting, with the original ELECTRA recipe (configs/glue.py uses it).
 
   python -m electra_jax.finetune --config=configs/glue.py --workdir=runs/glue_small \
       --config.init_checkpoint=runs/small --config.data_dir=/data/glue --config.task=sst2,cola
@@ -78,6 +78,9 @@ def get_config():
   # Steps between checkpoints of a running seed (resumed after a crash, deleted when the seed
   # is done); 0: checkpoint only when a preemption is announced.
   config.checkpoint_every_steps = 0
+  # A step whose loss or gradients are not finite is never applied; "stop": end the seed with
+  # an error naming the step; "skip": go on without it (counted as train/nonfinite_steps).
+  config.nonfinite_policy = "stop"
   config.write_test_predictions = True  # Write GLUE submission files for the test splits.
 
   # Mesh and logical-axis rules, exactly as in pretraining (see electra_jax/pretrain/default_config.py).

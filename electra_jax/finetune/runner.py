@@ -1,4 +1,4 @@
-"""GLUE fine-tuning and evaluation of a pretrained encoder (ELECTRA's discriminator).
+r"""GLUE fine-tuning and evaluation of a pretrained encoder (ELECTRA's discriminator).
 
   python -m electra_jax.finetune --config=configs/glue.py --workdir=DIR \
       --config.init_checkpoint=PRETRAIN_WORKDIR --config.data_dir=GLUE_DIR --config.task=sst2,cola
@@ -42,6 +42,7 @@ import optax
 from electra_jax import fileio
 from electra_jax.data import tokenizer as tokenizer_lib
 from electra_jax.errors import ElectraError
+from electra_jax.errors import Interrupted
 from electra_jax.finetune import glue
 from electra_jax.finetune import heads as classifier
 from electra_jax.finetune import metrics as glue_metrics
@@ -53,6 +54,7 @@ from electra_jax.training import metrics as metrics_lib
 from electra_jax.training import optimizer as optim
 from electra_jax.training import parallel
 from electra_jax.training import pretrained as pretrained_lib
+from electra_jax.training import ranges
 from electra_jax.training import trainer as trainer_lib
 from electra_jax.training.state import TrainState
 
@@ -94,6 +96,21 @@ def resolve_hyperparameters(config: ml_collections.ConfigDict, task: glue.Task,
   return Hyperparameters(float(lr), float(decay), float(epochs), size)
 
 
+# Fields with a range (electra_jax.training.ranges).
+FINETUNE_RANGES = (
+    ("max_train_examples", "[0, inf)"),
+    ("max_eval_examples", "[0, inf)"),
+    ("weight_decay", "[0, inf)"),
+    ("adam_b1", "[0, 1)"),
+    ("adam_b2", "[0, 1)"),
+    ("adam_eps", "(0, inf)"),
+    ("max_grad_norm", "[0, inf)"),
+    ("head_dropout", "[0, 1)"),
+    ("hidden_dropout_prob", "[0, 1)"),
+    ("attention_dropout_prob", "[0, 1)"),
+)
+
+
 def validate(config: ml_collections.ConfigDict) -> None:
   """Raises ElectraError for a config that cannot work, naming the field and the fix."""
   checks = [
@@ -120,10 +137,19 @@ def validate(config: ml_collections.ConfigDict) -> None:
        f"head_init={config.head_init!r}; choose one of {', '.join(classifier.HEAD_INITS)}"),
       (config.checkpoint_every_steps >= 0,
        f"checkpoint_every_steps={config.checkpoint_every_steps} must be >= 0"),
+      (config.nonfinite_policy in loop.NONFINITE_POLICIES,
+       f"nonfinite_policy={config.nonfinite_policy!r}; choose one of "
+       f"{', '.join(loop.NONFINITE_POLICIES)}"),
   ]
   for ok, message in checks:
     if not ok:
       raise ElectraError(message)
+  for field, default in (("learning_rate", "(0, inf)"), ("layerwise_lr_decay", "(0, 1]"),
+                         ("num_epochs", "(0, inf)")):
+    if config[field] != -1 and not ranges.in_interval(float(config[field]), default):
+      raise ElectraError(f"{field}={config[field]} is out of range: it must be -1 (the size's "
+                         f"default) or in {default} (--config.{field})")
+  ranges.check_ranges(config, FINETUNE_RANGES)
   attention.resolve(config.attention, dropout_rate=config.attention_dropout_prob,
                     dtype=electra.DTYPES[config.dtype], seq_len=config.max_seq_length)
 
@@ -448,7 +474,7 @@ def finetune_seed(config: ml_collections.ConfigDict, task: glue.Task, data: Task
   start_step = int(jax.device_get(state.step))
   log = metrics_lib.MetricsLog(
       fileio.join(workdir, "tensorboard", task.name, f"seed_{seed}"),
-      fileio.join(seed_dir, "metrics.jsonl"), is_chief)
+      fileio.join(seed_dir, "metrics.jsonl"), is_chief, start_step=start_step)
   logging.info("%s seed %d: %d steps (%.3g epochs of %d examples, batch %d), lr %.2e, "
                "layer decay %.2f (%s recipe)", task.name, seed, num_steps, hyper.num_epochs,
                n_train, config.batch_size, hyper.learning_rate, hyper.layer_decay, hyper.size)
@@ -473,15 +499,18 @@ def finetune_seed(config: ml_collections.ConfigDict, task: glue.Task, data: Task
                                log_every=config.log_every_steps,
                                checkpoint_every=config.checkpoint_every_steps),
         log=log, progress=loop.Progress(prefix=f"{task.name} seed {seed} "),
-        save=save, preemption=checkpoints.reached_preemption)
+        save=save, preemption=checkpoints.reached_preemption,
+        nonfinite_policy=config.nonfinite_policy)
   finally:
     if ckpt is not None:
       ckpt.wait()
       ckpt.close()
   if result.preempted:
     log.close()
-    raise Preempted(f"{task.name} seed {seed} was preempted at step {result.step}; it resumes "
-                    "from its checkpoint when the same command is run again")
+    why = f"stopped by {result.signal}" if result.signal else "preempted"
+    raise Preempted(f"{task.name} seed {seed} was {why} at step {result.step} and saved its "
+                    f"checkpoint in {ckpt_dir}; it resumes from there when the same command is "
+                    "run again")
   state = result.state
   train_seconds = time.perf_counter() - start
   metrics = {}
@@ -511,11 +540,14 @@ def finetune_seed(config: ml_collections.ConfigDict, task: glue.Task, data: Task
   logging.info("%s seed %d: %s (%.0f s)", task.name, seed,
                " | ".join(f"{k} {100 * v:.2f}" for k, v in sorted(metrics.items())),
                train_seconds)
+  if result.signal:  # It came during the last step: the seed is done, the job stops here.
+    raise Preempted(f"stopped by {result.signal} after {task.name} seed {seed} finished; the "
+                    "remaining seeds and tasks run when the same command is run again")
   return result
 
 
-class Preempted(ElectraError):
-  """Fine-tuning stopped at a preemption after saving; rerunning resumes it."""
+class Preempted(Interrupted):
+  """Fine-tuning stopped at a preemption or a signal after saving; rerunning resumes it."""
 
 
 def primary_score(task: glue.Task, metrics: dict[str, float]) -> float:

@@ -130,6 +130,10 @@ def get_config() -> ml_collections.ConfigDict:
   # the warmup); True is optax's / the Adam paper's.
   train.adam_bias_correction = False
   train.max_grad_norm = 1.0  # Clip gradients to this global norm; 0 disables clipping.
+  # A step whose loss or gradients are not finite is never applied (nor checkpointed). "stop":
+  # end the run with an error naming the step and the newest checkpoint; "skip": go on without
+  # that step (counted as train/nonfinite_steps).
+  train.nonfinite_policy = "stop"
   train.log_every_steps = 100  # Steps between metric writes and progress lines.
   train.eval_every_steps = 10_000  # Steps between evaluations on held-out data; 0: never.
   train.eval_batches = 20  # Batches per evaluation.

@@ -20,11 +20,15 @@ import ml_collections
 import numpy as np
 
 from electra_jax import fileio
+from electra_jax import logs
+from electra_jax import workdirs
 from electra_jax.errors import ElectraError
+from electra_jax.errors import Interrupted
 from electra_jax.pretrain import objectives
 from electra_jax.pretrain import validation
 from electra_jax.training import checkpoints
 from electra_jax.training import compilation_cache
+from electra_jax.training import config_changes
 from electra_jax.training import hardware
 from electra_jax.training import loop
 from electra_jax.training import metrics as metrics_lib
@@ -139,10 +143,20 @@ def evaluate(setup: Setup, state: TrainState, eval_batches: list[dict[str, np.nd
   return result
 
 
-def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> dict[str, float]:
-  """Pretrains per `config` in `workdir`, resuming from its latest checkpoint if any.
+def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str,
+                       allow_config_change: bool = False) -> dict[str, float]:
+  """Pretrains per `config` in `workdir`, resuming from its newest restorable checkpoint.
+
+  A resumed run must keep the config it was started with, except for the fields of
+  `config_changes.RESUME_SAFE` (more steps, logging, the mesh); `allow_config_change` lets any
+  change through (logged). A newest checkpoint that cannot be restored is moved aside to
+  WORKDIR/bad_checkpoints and the next older one is used.
 
   Returns the last evaluation's metrics (empty if evaluation is off).
+  Raises:
+    Interrupted: SIGTERM/SIGINT stopped the run after saving a checkpoint.
+    NonFiniteLoss: a step's loss was not finite (train.nonfinite_policy="stop").
+    ElectraError: any other problem with the config, the data or the workdir.
   """
   from electra_jax.data import pipeline  # pylint: disable=import-outside-toplevel
   validation.validate(config)
@@ -153,35 +167,46 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> dict[
                                parallel.axis_rules(config.mesh))
   peak = hardware.peak_flops_per_device(config.train.peak_tflops)
   workdir = fileio.absolute(workdir)
-  fileio.makedirs(workdir)
+  workdirs.prepare(workdir)
+  with workdirs.lock(workdir, enabled=jax.process_index() == 0), \
+      logs.to_file(fileio.join(workdir, "log.txt")):
+    return _train_in(config, workdir, peak, allow_config_change)
+
+
+def _train_in(config: ml_collections.ConfigDict, workdir: str, peak: float,
+              allow_config_change: bool) -> dict[str, float]:
+  """`train_and_evaluate` in a prepared, locked workdir."""
   compilation_cache.enable(config.train.compilation_cache_dir, workdir)
+  ckpt = checkpoints.Checkpointer(fileio.join(workdir, "checkpoints"),
+                                  keep=config.train.keep_checkpoints)
+  try:
+    return _train_with(ckpt, config, workdir, peak, allow_config_change)
+  finally:
+    ckpt.close()  # Also when the data or the config fails: orbax's threads must stop first.
+
+
+def _train_with(ckpt: checkpoints.Checkpointer, config: ml_collections.ConfigDict,
+                workdir: str, peak: float, allow_config_change: bool) -> dict[str, float]:
+  """`train_and_evaluate` with the workdir's open checkpoints."""
+  from electra_jax.data import pipeline  # pylint: disable=import-outside-toplevel
   is_chief = jax.process_index() == 0
+  # A config that cannot resume this workdir fails before the (slower) data preparation.
+  _resume_config(ckpt, config, allow_config_change)
   data = pipeline.build_pretraining_data(config.data, workdir, config.model.vocab_size,
                                          config.seed)
   counts = None
   if objectives.needs_unigram_counts(config):
     counts = _unigram_counts(data, workdir, config.model.vocab_size)
-  ckpt = checkpoints.Checkpointer(fileio.join(workdir, "checkpoints"),
-                                  keep=config.train.keep_checkpoints)
-  latest = ckpt.latest_step()
-  if latest is not None:
-    config = _with_checkpoint_layout(config, ckpt.read_meta(latest))
-  setup = build_setup(config, objectives.SpecialIds.of(data.tokenizer), unigram_counts=counts)
+  setup, state, data_position, config = _restore_or_start(
+      ckpt, config, objectives.SpecialIds.of(data.tokenizer), counts, allow_config_change)
   trainer = setup.trainer
-  if latest is None:
-    state = trainer.new_state(config.seed)
-    data_position = 0
-    logging.info("Starting from scratch in %s", workdir)
-  else:
-    state, meta = ckpt.restore(latest, trainer.abstract_state())
-    data_position = int(meta["data_position"])
-    logging.info("Resuming from step %d (data position %d)", latest, data_position)
   if is_chief:
     fileio.write_atomic(fileio.join(workdir, "config.json"), config.to_json_best_effort(indent=2))
 
-  log = metrics_lib.MetricsLog(fileio.join(workdir, "tensorboard"),
-                               fileio.join(workdir, "metrics.jsonl"), is_chief)
   start_step = int(jax.device_get(state.step))
+  log = metrics_lib.MetricsLog(fileio.join(workdir, "tensorboard"),
+                               fileio.join(workdir, "metrics.jsonl"), is_chief,
+                               start_step=start_step)
   total = config.train.num_train_steps
   stop_at = min(total, config.train.stop_at_step) if config.train.stop_at_step > 0 else total
   if start_step == 0:
@@ -205,6 +230,7 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> dict[
     # One batch per step: the data position follows the step (the prefetcher reads ahead).
     position = data_position + step - start_step
     ckpt.save(step, state, {"step": step, "data_position": position,
+                            "data_examples": position * config.train.batch_size,
                             "config": json.loads(config.to_json_best_effort()),
                             "tokenizer": tokenizer_info,
                             "encoder": setup.objective.encoder_info()})
@@ -225,13 +251,118 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> dict[
         flops_per_step=flops_per_step, peak_flops_per_device=peak,
         evaluate=lambda step, state: evaluate(setup, state, eval_batches, config.seed),
         save=save, preemption=checkpoints.reached_preemption,
-        prefetch=config.train.prefetch_batches)
+        prefetch=config.train.prefetch_batches, nonfinite_policy=config.train.nonfinite_policy)
   finally:
     # Even when training fails, let checkpoints already started finish writing.
     ckpt.wait()
-    ckpt.close()
     log.close()
+  if result.preempted:
+    saved = fileio.join(workdir, "checkpoints", str(result.step))
+    why = f"stopped by {result.signal}" if result.signal else "preempted"
+    logging.warning("%s at step %d; checkpoint saved in %s", why.capitalize(), result.step, saved)
+    raise Interrupted(f"{why} at step {result.step}; the checkpoint {saved} is saved. Run the "
+                      "same command again to resume from it")
+  if result.signal:
+    logging.warning("%s arrived at the last step; the run is complete", result.signal)
   return result.last_eval
+
+
+def _resume_config(ckpt: checkpoints.Checkpointer, config: ml_collections.ConfigDict,
+                   allow_config_change: bool) -> tuple[int | None, ml_collections.ConfigDict]:
+  """(the newest checkpoint step whose meta reads, or None; the config to resume it with).
+
+  The config is checked against the checkpoint's: changes outside
+  `config_changes.RESUME_SAFE` are refused (unless `allow_config_change`), the others logged;
+  the checkpoint's parameter layout is kept.
+
+  Raises:
+    ElectraError: the config changed in a way that breaks resumption.
+  """
+  for step in reversed(ckpt.all_steps()):
+    try:
+      meta = ckpt.read_meta(step)
+    except checkpoints.CheckpointUnreadable:
+      continue  # `_restore_or_start` deals with it.
+    recorded = meta.get("config")
+    if recorded:
+      _check_resumable(config_changes.diff(recorded, config), step, allow_config_change)
+    return step, _with_checkpoint_layout(config, meta)
+  return None, config
+
+
+def _restore_or_start(ckpt: checkpoints.Checkpointer, config: ml_collections.ConfigDict,
+                      special_ids: objectives.SpecialIds, counts: np.ndarray | None,
+                      allow_config_change: bool):
+  """(setup, state, data position, config) from the newest checkpoint that restores, or a new
+  state when there is none.
+
+  Newer checkpoints that cannot be restored are moved aside (`Checkpointer.set_aside`) once an
+  older one has restored; if none restores, nothing is moved and the run stops.
+
+  Raises:
+    ElectraError: checkpoints exist but none restores, or the config cannot resume them.
+  """
+  failures: list[tuple[int, str]] = []
+  setup = None
+  for step in reversed(ckpt.all_steps()):
+    try:
+      meta = ckpt.read_meta(step)
+      recorded = meta.get("config")
+      if recorded:
+        _check_resumable(config_changes.diff(recorded, config), step, allow_config_change,
+                         quiet=True)
+      step_config = _with_checkpoint_layout(config, meta)
+      if setup is None or setup.config.model.scan_layers != step_config.model.scan_layers:
+        setup = build_setup(step_config, special_ids, unigram_counts=counts)
+      state, meta = ckpt.restore(step, setup.trainer.abstract_state())
+    except checkpoints.CheckpointUnreadable as e:
+      failures.append((step, str(e)))
+      continue
+    for bad_step, reason in failures:
+      ckpt.set_aside(bad_step, reason)
+    data_position = _data_position(meta, step_config.train.batch_size)
+    logging.info("Resuming from step %d (data position %d)", step, data_position)
+    return setup, state, data_position, step_config
+  if failures:
+    raise ElectraError(
+        f"none of the {len(failures)} checkpoint(s) in {ckpt.directory} can be restored; the "
+        f"newest: {failures[0][1]}")
+  setup = build_setup(config, special_ids, unigram_counts=counts)
+  logging.info("Starting from scratch")
+  return setup, setup.trainer.new_state(config.seed), 0, config
+
+
+def _check_resumable(changes: list[config_changes.Change], step: int,
+                     allow_config_change: bool, quiet: bool = False) -> None:
+  """Logs the safe changes (unless `quiet`); refuses the others unless `allow_config_change`."""
+  safe, breaking = config_changes.split(changes, config_changes.RESUME_SAFE)
+  safe = [c for c in safe if c.field != "model.scan_layers"]  # Kept from the checkpoint.
+  if breaking and not allow_config_change:
+    raise ElectraError(
+        f"this workdir's checkpoint (step {step}) was written with another config: "
+        f"{config_changes.describe(breaking)}. Resuming would mix two runs; restore those "
+        "values, use a new --workdir, or pass --allow_config_change to resume anyway")
+  if quiet:
+    return
+  if breaking:
+    logging.warning("Resuming step %d with a changed config (--allow_config_change): %s", step,
+                    config_changes.describe(breaking, 20))
+  if safe:
+    logging.info("Resuming step %d with changed settings: %s", step,
+                 config_changes.describe(safe, 20))
+
+
+def _data_position(meta: dict[str, Any], batch_size: int) -> int:
+  """The batches already read, from the checkpoint's examples read (its batch count for
+  checkpoints written before examples were recorded)."""
+  if "data_examples" not in meta:
+    return int(meta["data_position"])
+  examples = int(meta["data_examples"])
+  if examples % batch_size:
+    logging.warning("The checkpoint read %d examples, not a multiple of train.batch_size=%d: "
+                    "resuming at example %d", examples, batch_size,
+                    examples // batch_size * batch_size)
+  return examples // batch_size
 
 
 def _with_checkpoint_layout(config: ml_collections.ConfigDict, meta: dict[str, Any]

@@ -11,6 +11,7 @@ from electra_jax.models import encoder
 from electra_jax.models import layers
 from electra_jax.pretrain.objectives.corruption import GENERATORS, MASKING_SAMPLERS
 from electra_jax.pretrain.objectives.electra import ALGORITHMS
+from electra_jax.training import ranges
 
 
 def _require(condition: bool, message: str) -> None:
@@ -96,3 +97,44 @@ def validate(config: ml_collections.ConfigDict) -> None:
            f"train.prefetch_batches={t.get('prefetch_batches')} must be >= 0 (0: no prefetch)")
   _require(0.0 <= d.eval_fraction < 1.0,
            f"data.eval_fraction={d.eval_fraction} must be in [0, 1)")
+  _check_ranges(config)
+
+
+# (field, interval): every numeric field whose meaning has a range, in interval notation
+# ("(0, inf)"). A value outside it trains something other than what the field says (a negative
+# learning rate climbs the loss), so it fails before any data work.
+RANGES = (
+    ("model.hidden_dropout_prob", "[0, 1)"),
+    ("model.attention_dropout_prob", "[0, 1)"),
+    ("model.initializer_range", "(0, inf)"),
+    ("model.layer_norm_eps", "(0, inf)"),
+    ("model.generator_hidden_size", "(0, 1]"),
+    ("model.generator_layers", "(0, 1]"),
+    ("model.embedding_size", "[1, inf)"),
+    ("model.num_layers", "[1, inf)"),
+    ("model.num_heads", "[1, inf)"),
+    ("model.intermediate_size", "[1, inf)"),
+    ("model.type_vocab_size", "[1, inf)"),
+    ("objective.gen_weight", "[0, inf)"),
+    ("objective.disc_weight", "[0, inf)"),
+    ("data.single_segment_prob", "[0, 1]"),
+    ("data.short_seq_prob", "[0, 1]"),
+    ("data.max_line_chars", "[1, inf)"),
+    ("data.shuffle_buffer", "[1, inf)"),
+    ("train.learning_rate", "[0, inf)"),  # 0: no updates (the untrained baseline).
+    ("train.weight_decay", "[0, inf)"),
+    ("train.adam_b1", "[0, 1)"),
+    ("train.adam_b2", "[0, 1)"),
+    ("train.adam_eps", "(0, inf)"),
+    ("train.max_grad_norm", "[0, inf)"),
+    ("train.keep_checkpoints", "[1, inf)"),
+    ("train.generator_steps", "[0, inf)"),
+    ("train.peak_tflops", "[0, inf)"),
+)
+
+
+def _check_ranges(config: ml_collections.ConfigDict) -> None:
+  ranges.check_ranges(config, RANGES)
+  policy = config.train.get("nonfinite_policy", "stop")
+  _require(policy in ("stop", "skip"),
+           f"train.nonfinite_policy={policy!r}; choose one of stop, skip")

@@ -1,10 +1,10 @@
-"""`python -m electra_jax.score`: the discriminator as a scorer of text, from the command line.
+r"""`python -m electra_jax.score`: the discriminator as a scorer of text, from the command line.
 
-  python -m electra_jax.score tokens --checkpoint=RUN [--input=FILE|-] [--output=FILE|-] \\
+  python -m electra_jax.score tokens --checkpoint=RUN [--input=FILE|-] [--output=FILE|-] \
       [--format=jsonl|pretty] [--threshold=0.5] [--batch_size=64] [--max_length=0]
   python -m electra_jax.score sentences --checkpoint=RUN [--input=...] [--output=...]
   python -m electra_jax.score rerank --checkpoint=RUN [--input=...] [--output=...]
-  python -m electra_jax.score evaluate --checkpoint=RUN --output_dir=DIR \\
+  python -m electra_jax.score evaluate --checkpoint=RUN --output_dir=DIR \
       [--text=HELDOUT.txt] [--glue_dir=GLUE] [--max_sentences=2000] [--seed=0]
 
 --checkpoint: a pretraining workdir (any objective with a replaced-token head), a

@@ -1,4 +1,4 @@
-"""How good the discriminator is as a scorer: calibration, zero-shot grammaticality, reranking.
+r"""How good the discriminator is as a scorer: calibration, zero-shot grammaticality, reranking.
 
   python -m electra_jax.score evaluate --checkpoint=RUN --text=heldout.txt \
       [--glue_dir=GLUE] --output_dir=DIR

@@ -9,6 +9,7 @@ checkpoint that a restart would pick up.
 from __future__ import annotations
 
 import os
+import time
 from typing import Any
 
 from absl import logging
@@ -16,7 +17,14 @@ from jax.experimental import multihost_utils
 import orbax.checkpoint as ocp
 from orbax.checkpoint import checkpoint_managers
 
+from electra_jax import fileio
 from electra_jax.errors import ElectraError
+
+SET_ASIDE_DIR = "bad_checkpoints"  # Beside the checkpoint directory: checkpoints set aside.
+
+
+class CheckpointUnreadable(ElectraError):
+  """A step directory that cannot be restored (corrupt, truncated, or of another model)."""
 
 
 def reached_preemption(step: int) -> bool:
@@ -74,7 +82,7 @@ class Checkpointer:
           state=ocp.args.StandardRestore(abstract_state), meta=ocp.args.JsonRestore()))
     except Exception as e:  # pylint: disable=broad-except
       path = os.path.join(self.directory, str(step))
-      raise ElectraError(
+      raise CheckpointUnreadable(
           f"the checkpoint at {path} could not be restored ({type(e).__name__}: "
           f"{str(e).splitlines()[0] if str(e) else ''}). It is corrupt, incomplete, or was "
           "written with a different model config. Delete that step directory to resume from an "
@@ -89,11 +97,30 @@ class Checkpointer:
           meta=ocp.args.JsonRestore()))
     except Exception as e:  # pylint: disable=broad-except
       path = os.path.join(self.directory, str(step))
-      raise ElectraError(
+      raise CheckpointUnreadable(
           f"the checkpoint at {path} has no readable meta item ({type(e).__name__}); it is "
           "corrupt or incomplete. Delete that step directory to resume from an older "
           "checkpoint, or start over with a new --workdir") from e
     return dict(restored["meta"])
+
+  def all_steps(self) -> list[int]:
+    """The steps of the complete checkpoints, oldest first."""
+    return sorted(self._manager.all_steps())
+
+  def set_aside(self, step: int, reason: str) -> str:
+    """Moves the step directory out of the way (never deletes it) into
+    `<directory>/../bad_checkpoints/<step>-<time>`, so that `latest_step` no longer sees it;
+    returns where it went."""
+    source = fileio.join(self.directory, str(step))
+    target_dir = fileio.join(fileio.dirname(self.directory.rstrip("/")), SET_ASIDE_DIR)
+    fileio.makedirs(target_dir)
+    target = fileio.join(target_dir, f"{step}-{time.strftime('%Y%m%d-%H%M%S')}")
+    fileio.rename(source, target)
+    fileio.write_atomic(fileio.join(target, "WHY.txt"), reason + "\n")
+    self._manager.reload()
+    logging.warning("Checkpoint step %d cannot be restored; moved it to %s (%s)", step, target,
+                    reason)
+    return target
 
   def wait(self) -> None:
     """Blocks until pending async saves are on disk."""
@@ -104,4 +131,8 @@ class Checkpointer:
     return reached_preemption(step)
 
   def close(self) -> None:
+    # The manager cleans up temporary directories in a background thread that only `save`
+    # waits for; a job that stops before its first save (bad data, an interrupt) must wait for
+    # it too, or the thread fails at interpreter shutdown.
+    getattr(self._manager, "_maybe_await_cleanup_tmp_directory", lambda: None)()
     self._manager.close()

@@ -43,10 +43,13 @@ RESUME_SAFE = EXECUTION_ONLY + (
 
 @dataclasses.dataclass(frozen=True)
 class Change:
-  """One config field whose value differs: `before` (recorded) and `after` (now)."""
+  """One config field whose value differs: `before` (recorded) and `after` (now). `one_sided`:
+  the field exists in only one of the two configs (a field added or removed by a newer
+  electra-jax, which the run could not have set)."""
   field: str
   before: Any
   after: Any
+  one_sided: bool = False
 
   def __str__(self) -> str:
     return f"{self.field}: {self.before!r} -> {self.after!r}"
@@ -71,7 +74,7 @@ def diff(recorded: ml_collections.ConfigDict | dict[str, Any],
       if isinstance(x, dict) and isinstance(y, dict):
         visit(f"{prefix}{key}.", x, y)
       elif _normalised(x) != _normalised(y):
-        changes.append(Change(f"{prefix}{key}", x, y))
+        changes.append(Change(f"{prefix}{key}", x, y, one_sided=(key not in a or key not in b)))
 
   visit("", as_dict(recorded), as_dict(now))
   return changes
@@ -83,10 +86,12 @@ def matches(field: str, patterns: Iterable[str]) -> bool:
 
 
 def split(changes: list[Change], allowed: Iterable[str]) -> tuple[list[Change], list[Change]]:
-  """(allowed changes, the others)."""
+  """(allowed changes, the others). Fields present on one side only are allowed: a config
+  recorded by an older electra-jax lacks the fields added since, whose defaults keep the old
+  behaviour."""
   allowed = tuple(allowed)
-  ok = [c for c in changes if matches(c.field, allowed)]
-  return ok, [c for c in changes if not matches(c.field, allowed)]
+  ok = [c for c in changes if c.one_sided or matches(c.field, allowed)]
+  return ok, [c for c in changes if not (c.one_sided or matches(c.field, allowed))]
 
 
 def describe(changes: list[Change], limit: int = 6) -> str:

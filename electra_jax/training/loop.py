@@ -17,10 +17,15 @@ from typing import Any, Callable, Iterator, Mapping
 from absl import logging
 import jax
 
+from electra_jax.errors import NonFiniteLoss
+from electra_jax.training import interrupt
 from electra_jax.training import metrics as metrics_lib
 from electra_jax.training import prefetch as prefetch_lib
 from electra_jax.training.state import TrainState
+from electra_jax.training.trainer import NONFINITE
 from electra_jax.training.trainer import Trainer
+
+NONFINITE_POLICIES = ("stop", "skip")
 
 
 def format_duration(seconds: float) -> str:
@@ -77,7 +82,9 @@ class Result:
   state: TrainState
   step: int
   last_eval: dict[str, float]
-  preempted: bool
+  preempted: bool  # Stopped early: a preemption or a signal, after saving.
+  signal: str | None = None  # The signal that stopped it ("SIGTERM"), if one did.
+  nonfinite_steps: int = 0  # Steps skipped for a non-finite loss (nonfinite_policy="skip").
 
 
 def run(*, trainer: Trainer, state: TrainState, batches: Iterator[Mapping[str, Any]],
@@ -86,7 +93,8 @@ def run(*, trainer: Trainer, state: TrainState, batches: Iterator[Mapping[str, A
         peak_flops_per_device: float = 0.0,
         evaluate: Callable[[int, TrainState], dict[str, float]] | None = None,
         save: Callable[[int, TrainState], None] | None = None,
-        preemption: Callable[[int], bool] | None = None, prefetch: int = 2) -> Result:
+        preemption: Callable[[int], bool] | None = None, prefetch: int = 2,
+        nonfinite_policy: str = "stop", stop_on_signals: bool = True) -> Result:
   """Runs steps start_step+1 .. schedule.stop_at.
 
   The host never waits on the devices between log steps: the next `prefetch` batches are
@@ -102,30 +110,66 @@ def run(*, trainer: Trainer, state: TrainState, batches: Iterator[Mapping[str, A
     evaluate: (step, state) -> metrics, called when `schedule.eval_due`; written as eval/<name>.
     save: (step, state) -> None, called when `schedule.checkpoint_due` and on preemption.
     preemption: step -> True when the platform announced a preemption: save and stop.
+    nonfinite_policy: what a step with a non-finite loss or gradient norm (which the train step
+      never applies) does: "stop" raises `NonFiniteLoss` at the next log or checkpoint step,
+      before anything is saved; "skip" counts it (`train/nonfinite_steps`) and goes on.
+    stop_on_signals: on SIGTERM/SIGINT, finish the step, save and return (`Result.signal`);
+      see `electra_jax.training.interrupt`.
   Returns:
     the final state, the step reached, the last evaluation and whether it stopped early.
+  Raises:
+    NonFiniteLoss: nonfinite_policy="stop" and a step's loss was not finite.
   """
+  if nonfinite_policy not in NONFINITE_POLICIES:
+    raise ValueError(f"nonfinite_policy={nonfinite_policy!r}; one of {NONFINITE_POLICIES}")
   pending: list = []
   last_eval: dict[str, float] = {}
   devices = jax.device_count()
   step = start_step
   preempted = False
+  last_saved = start_step if start_step > 0 else None
+  skipped = 0
   device_batches = prefetch_lib.Prefetcher(
       batches, lambda b: trainer.put_batch(b, global_batch),
       depth=prefetch if step < schedule.stop_at else 0)
   window_start, window_steps = time.perf_counter(), 0
-  with device_batches:
+
+  def check_finite(window: list, last_step: int) -> int:
+    """The number of non-finite steps among the `window` metrics (steps ..last_step)."""
+    flags = [float(m[NONFINITE][0]) for m in window]
+    if not any(flags):
+      return 0
+    first = last_step - len(window) + 1 + next(i for i, f in enumerate(flags) if f)
+    if nonfinite_policy == "stop":
+      raise NonFiniteLoss(
+          f"the loss was not finite at step {first} (the parameters were not updated by that "
+          "step or any later one)"
+          + (f"; the newest checkpoint, step {last_saved}, was written before it"
+             if last_saved is not None else "; no checkpoint was written")
+          + ". Lower train.learning_rate (or raise train.warmup_steps), or set "
+          "train.nonfinite_policy=skip to skip such steps")
+    count = int(sum(flags))
+    logging.warning("%s%d step(s) with a non-finite loss skipped between steps %d and %d "
+                    "(train.nonfinite_policy=skip)", progress.prefix, count, first, last_step)
+    return count
+
+  stop = interrupt.GracefulStop(enabled=stop_on_signals and jax.process_count() == 1)
+  with stop, device_batches:
     while step < schedule.stop_at:
       state, step_metrics = trainer.train_step(state, next(device_batches))
       pending.append(step_metrics)
       step += 1
       window_steps += 1
       if step % schedule.log_every == 0 or step == schedule.stop_at:
-        accumulator = metrics_lib.RatioAccumulator()
-        for m in jax.device_get(pending):
-          accumulator.add(m)
+        window = jax.device_get(pending)
         pending.clear()
+        skipped += check_finite(window, step)
+        accumulator = metrics_lib.RatioAccumulator()
+        for m in window:
+          accumulator.add({k: v for k, v in m.items() if k != NONFINITE})
         values = accumulator.result()
+        if skipped:
+          values[NONFINITE] = float(skipped)
         steps_per_s = window_steps / (time.perf_counter() - window_start)
         values["steps_per_s"] = steps_per_s
         if tokens_per_step:
@@ -138,6 +182,10 @@ def run(*, trainer: Trainer, state: TrainState, batches: Iterator[Mapping[str, A
         log.write_scalars(step, {f"train/{k}": v for k, v in values.items()})
         logging.info("%s", progress.line(step, schedule.total_steps, values))
         window_start, window_steps = time.perf_counter(), 0
+      elif pending and nonfinite_policy == "stop" and (
+          stop.requested or (save is not None and schedule.checkpoint_due(step))):
+        # About to save between log steps: never save past a non-finite step.
+        check_finite(jax.device_get([{NONFINITE: m[NONFINITE]} for m in pending]), step)
       if evaluate is not None and schedule.eval_due(step):
         last_eval = evaluate(step, state)
         log.write_scalars(step, {f"eval/{k}": v for k, v in last_eval.items()})
@@ -146,10 +194,18 @@ def run(*, trainer: Trainer, state: TrainState, batches: Iterator[Mapping[str, A
         window_start, window_steps = time.perf_counter(), 0
       if save is not None and schedule.checkpoint_due(step):
         save(step, state)
-      elif save is not None and preemption is not None and preemption(step):
-        logging.warning("Preemption announced at step %d: saving and stopping", step)
-        save(step, state)
+        last_saved = step
+      if stop.requested and step < schedule.stop_at:
+        if save is not None and last_saved != step:
+          save(step, state)
+          last_saved = step
         preempted = True
         break
-  return Result(state=state, step=step, last_eval=last_eval, preempted=preempted)
-
+      if save is not None and preemption is not None and preemption(step):
+        logging.warning("Preemption announced at step %d: saving and stopping", step)
+        if last_saved != step:
+          save(step, state)
+        preempted = True
+        break
+  return Result(state=state, step=step, last_eval=last_eval, preempted=preempted,
+                signal=stop.requested, nonfinite_steps=skipped)

@@ -8,6 +8,9 @@ averages over many steps or hosts are exact: sum both parts, then divide (`Ratio
 from __future__ import annotations
 
 import json
+import os
+import socket
+import time
 from typing import Any, Mapping
 
 from absl import logging
@@ -71,14 +74,15 @@ def binary_auc(scores: np.ndarray, labels: np.ndarray) -> float:
   return float((rank_sum - num_pos * (num_pos + 1) / 2.0) / (num_pos * num_neg))
 
 
-class _LoggingOnlyWriter:
-  """The subset of clu's MetricWriter that the loops use, writing to the log only."""
+class _NoTensorBoardWriter:
+  """The subset of clu's MetricWriter that the loops use, writing nothing (the jobs log their
+  own progress lines, and metrics.jsonl has every value)."""
 
   def write_scalars(self, step: int, scalars: Mapping[str, float]) -> None:
-    logging.info("[%d] %s", step, ", ".join(f"{k}={float(v):.6g}" for k, v in scalars.items()))
+    pass
 
   def write_hparams(self, hparams: Mapping[str, object]) -> None:
-    logging.info("[hparams] %s", ", ".join(f"{k}={v}" for k, v in hparams.items()))
+    pass
 
   def flush(self) -> None:
     pass
@@ -88,7 +92,7 @@ class _LoggingOnlyWriter:
 
 
 def create_writer(logdir: str, is_chief: bool):
-  """clu's default writer: TensorBoard event files in `logdir` (chief only) plus the log.
+  """TensorBoard event files in `logdir` (chief only), through clu.
 
   clu writes TensorBoard files through TensorFlow, which `setup.py` installs. On a machine
   where TensorFlow cannot be imported (e.g. a GPU image that ships JAX without it), this warns
@@ -99,13 +103,12 @@ def create_writer(logdir: str, is_chief: bool):
   except ImportError as e:
     logging.warning("TensorBoard event files are off: %s (install tensorflow-cpu for them); "
                     "metrics still go to the log and metrics.jsonl", e)
-    return _LoggingOnlyWriter()
-  # clu's default writer (logging + TensorBoard, asynchronous), built here so that the logdir
-  # reaches TensorFlow as a plain string: tf.io.gfile handles every URL TensorFlow knows,
-  # while clu's own path class knows fewer schemes.
-  writers = [metric_writers.LoggingWriter()]
-  if is_chief:
-    writers.append(metric_writers.SummaryWriter(logdir))
+    return _NoTensorBoardWriter()
+  # TensorBoard files, asynchronous, built here so that the logdir reaches TensorFlow as a plain
+  # string: tf.io.gfile handles every URL TensorFlow knows, while clu's own path class knows
+  # fewer schemes. No clu LoggingWriter: the jobs log their own progress line, and a second
+  # copy of every metric on the console is noise (metrics.jsonl has them all).
+  writers = [metric_writers.SummaryWriter(logdir)] if is_chief else []
   return metric_writers.AsyncMultiWriter(writers)
 
 
@@ -118,12 +121,20 @@ class MetricsLog:
   whole (atomically) at every write.
   """
 
-  def __init__(self, tensorboard_dir: str, jsonl_path: str, is_chief: bool):
-    self._writer = create_writer(tensorboard_dir, is_chief)
+  def __init__(self, tensorboard_dir: str, jsonl_path: str, is_chief: bool,
+               start_step: int | None = None):
+    """`start_step`: the step the job starts (or resumes) from. Records of later steps, which a
+    stopped run wrote after its last checkpoint, are dropped from the JSON-lines file and
+    hidden in TensorBoard, so that every step appears once."""
     self._path = jsonl_path
     self._jsonl = None
     self._lines: list[str] = []
     self._remote = is_chief and fileio.is_remote(jsonl_path)
+    if is_chief and start_step is not None:
+      if fileio.exists(jsonl_path):
+        _drop_records_after(jsonl_path, start_step)
+      mark_restart(tensorboard_dir, start_step)
+    self._writer = create_writer(tensorboard_dir, is_chief)
     if self._remote:
       if fileio.exists(jsonl_path):
         self._lines = fileio.read_bytes(jsonl_path).decode("utf-8").splitlines(keepends=True)
@@ -149,6 +160,50 @@ class MetricsLog:
     self._writer.close()
     if self._jsonl is not None:
       self._jsonl.close()
+
+
+def _drop_records_after(path: str, step: int) -> None:
+  """Rewrites the JSON-lines file `path` (atomically) without the records after `step`."""
+  lines = fileio.read_bytes(path).decode("utf-8").splitlines(keepends=True)
+  kept = []
+  for line in lines:
+    try:
+      if json.loads(line).get("step", 0) > step:
+        continue
+    except ValueError:
+      continue  # A line cut short by a kill.
+    kept.append(line if line.endswith("\n") else line + "\n")
+  if len(kept) != len(lines):
+    logging.info("Dropped %d metric record(s) after step %d from %s (written after the last "
+                 "checkpoint of a stopped run)", len(lines) - len(kept), step, path)
+    fileio.write_atomic(path, "".join(kept))
+
+
+def mark_restart(logdir: str, step: int) -> None:
+  """Writes a TensorBoard "session start" event at `step` + 1 into its own event file.
+
+  TensorBoard treats every start after the first as a restart and discards the events of
+  steps >= that step read before it, so the curves of a resumed run do not double back over the
+  steps a stopped run logged after its last checkpoint. The file is named one second earlier
+  than the writer's own file, so that TensorBoard reads it first.
+  """
+  try:
+    from tensorboard.compat.proto import event_pb2  # pylint: disable=import-outside-toplevel
+    from tensorboard.summary.writer import record_writer  # pylint: disable=import-outside-toplevel
+  except ImportError:
+    return  # No TensorBoard, no event files to mend.
+  fileio.makedirs(logdir)
+  now = time.time()
+  name = (f"events.out.tfevents.{int(now) - 1:010d}.{socket.gethostname()}."
+          f"restart-{step}-{os.getpid()}")
+  with fileio.open_file(fileio.join(logdir, name), "wb") as f:
+    writer = record_writer.RecordWriter(f)
+    writer.write(event_pb2.Event(wall_time=now, file_version="brain.Event:2")
+                 .SerializeToString())
+    writer.write(event_pb2.Event(
+        wall_time=now, step=step + 1,
+        session_log=event_pb2.SessionLog(status=event_pb2.SessionLog.START))
+        .SerializeToString())
 
 
 def read_metrics(path: str) -> list[dict[str, float]]:

@@ -18,7 +18,9 @@ directly in its shards, and two jitted steps with explicit in/out shardings:
   eval_step(state, batch, rng) -> (metrics, outputs)           dropout off, outputs replicated
 
 Metrics are `{name: (numerator, denominator)}` pairs (see `electra_jax.training.metrics`); the
-train step adds `learning_rate` and `grad_norm`. Batches are dicts of host numpy arrays whose
+train step adds `learning_rate`, `grad_norm` and `nonfinite_steps` (1 for a step whose loss or
+gradients were not finite: such a step leaves the parameters and optimizer state unchanged and
+its other metrics out of the averages). Batches are dicts of host numpy arrays whose
 first axis is the batch; `Trainer.put_batch` makes them global arrays sharded over the batch
 axes of the mesh.
 """
@@ -40,6 +42,8 @@ from electra_jax.training.metrics import ratio
 from electra_jax.training.state import TrainState
 
 Metrics = dict[str, tuple[jax.Array, jax.Array]]
+# The train step's metric counting steps whose loss or gradients were not finite (not updated).
+NONFINITE = "nonfinite_steps"
 LossFn = Callable[[Any, Mapping[str, jax.Array], jax.Array, bool, jax.Array],
                   tuple[jax.Array, Metrics, dict[str, jax.Array]]]
 StepHook = Callable[[Any, jax.Array], Any]
@@ -125,14 +129,26 @@ def make_train_step(loss_fn: LossFn, tx: optax.GradientTransformation,
       value, step_metrics, _ = loss_fn(params, batch, rng, False, state.step)
       return value, step_metrics
 
-    (_, step_metrics), grads = jax.value_and_grad(loss, has_aux=True)(params)
+    (value, step_metrics), grads = jax.value_and_grad(loss, has_aux=True)(params)
     updates, opt_state = tx.update(grads, state.opt_state, params)
     if filter_updates is not None:
       updates = filter_updates(updates, state.step)
-    params = optax.apply_updates(params, updates)
+    new_params = optax.apply_updates(params, updates)
+    grad_norm = optax.global_norm(grads)
+    # A step whose loss or gradients are not finite leaves the parameters and the optimizer
+    # state as they were (the step counter still advances, so the data position stays right);
+    # the loop reports it (train.nonfinite_policy). Its metrics are left out of the averages.
+    finite = jnp.isfinite(value) & jnp.isfinite(grad_norm)
+    keep = lambda new, old: jnp.where(finite, new, old)
+    new_params = jax.tree.map(keep, new_params, state.params)
+    opt_state = jax.tree.map(keep, opt_state, state.opt_state)
+    weight = finite.astype(jnp.float32)
+    step_metrics = {name: (jnp.where(finite, num, 0.0), den * weight)
+                    for name, (num, den) in step_metrics.items()}
     step_metrics["learning_rate"] = ratio(schedule(state.step), 1.0)
-    step_metrics["grad_norm"] = ratio(optax.global_norm(grads), 1.0)
-    new_state = state.replace(step=state.step + 1, params=params, opt_state=opt_state)
+    step_metrics["grad_norm"] = ratio(jnp.where(finite, grad_norm, 0.0), weight)
+    step_metrics[NONFINITE] = ratio(1.0 - weight, 1.0)
+    new_state = state.replace(step=state.step + 1, params=new_params, opt_state=opt_state)
     return new_state, step_metrics
   return train_step
 

@@ -1,4 +1,4 @@
-"""Subword tokenizers: sentencepiece and WordPiece, trained here or loaded, with one interface.
+r"""Subword tokenizers: sentencepiece and WordPiece, trained here or loaded, with one interface.
 
 Modules: `base` (the interface, special tokens), `sentencepiece_model`, `wordpiece`,
 `training` (training on text files), `loading` (`load_tokenizer`), `__main__` (the command).
@@ -26,8 +26,8 @@ boundaries or masks: in sentencepiece they are *control* symbols, and BERT's pre
 
 As a command, trains a tokenizer once for several pretraining runs:
 
-  python -m electra_jax.data.tokenizer train --input='books/*.txt' --vocab_size=30522 \\
-      --output=DIR [--type=sentencepiece|wordpiece] [--nolowercase] [--input_sentence_size=N] \\
+  python -m electra_jax.data.tokenizer train --input='books/*.txt' --vocab_size=30522 \
+      --output=DIR [--type=sentencepiece|wordpiece] [--nolowercase] [--input_sentence_size=N] \
       [--overwrite]
 
 It reads text in the pretraining format (one sentence per line, a blank line between
