@@ -1,29 +1,13 @@
 """`python -m electra_jax.main`: a real run, and one clear error (exit 1) for each bad input."""
 
 import os
-import subprocess
-import sys
 
 import pytest
 
 from tests import testing
 
-# The fast test model (see testing.fast_config) as command-line overrides of configs/tiny.py.
-FAST = ["--config.model.hidden_size=64", "--config.model.embedding_size=32",
-        "--config.model.num_layers=1", "--config.model.intermediate_size=128",
-        "--config.model.max_position_embeddings=64", "--config.data.max_seq_length=32",
-        "--config.train.batch_size=8", "--config.train.num_train_steps=2",
-        "--config.train.warmup_steps=1", "--config.train.log_every_steps=1",
-        "--config.train.eval_every_steps=2", "--config.train.eval_batches=1"]
-
-
-def run_main(workdir, *overrides, config="configs/tiny.py", devices=1):
-  env = dict(os.environ, JAX_PLATFORMS="cpu", TF_CPP_MIN_LOG_LEVEL="3",
-             XLA_FLAGS=f"--xla_force_host_platform_device_count={devices}")
-  return subprocess.run(
-      [sys.executable, "-m", "electra_jax.main", f"--config={config}", f"--workdir={workdir}",
-       *overrides], cwd=testing.REPO, env=env, capture_output=True, text=True, timeout=600,
-      check=False)
+FAST = testing.FAST_FLAGS
+run_main = testing.run_main
 
 
 def test_run_then_corrupt_checkpoint_is_reported(tmp_path, corpus_and_tokenizer):

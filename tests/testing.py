@@ -2,6 +2,8 @@
 
 import importlib.util
 import os
+import subprocess
+import sys
 
 import ml_collections
 
@@ -44,3 +46,30 @@ def fast_config(train_files: str = "", tokenizer_model: str = "",
   config.train.eval_batches = 2
   config.train.checkpoint_every_steps = 4
   return config
+
+
+# fast_config as command-line overrides of configs/tiny.py (2 steps, a log line per step).
+FAST_FLAGS = ["--config.model.hidden_size=64", "--config.model.embedding_size=32",
+              "--config.model.num_layers=1", "--config.model.intermediate_size=128",
+              "--config.model.max_position_embeddings=64", "--config.data.max_seq_length=32",
+              "--config.train.batch_size=8", "--config.train.num_train_steps=2",
+              "--config.train.warmup_steps=1", "--config.train.log_every_steps=1",
+              "--config.train.eval_every_steps=2", "--config.train.eval_batches=1"]
+
+
+def main_command(workdir, *overrides, config="configs/tiny.py", module="electra_jax.main"):
+  """The argv of `python -m <module> --config=... --workdir=... <overrides>`."""
+  return [sys.executable, "-m", module, f"--config={config}", f"--workdir={workdir}",
+          *[str(o) for o in overrides]]
+
+
+def main_env(devices: int = 1) -> dict[str, str]:
+  return dict(os.environ, JAX_PLATFORMS="cpu", TF_CPP_MIN_LOG_LEVEL="3",
+              XLA_FLAGS=f"--xla_force_host_platform_device_count={devices}")
+
+
+def run_main(workdir, *overrides, config="configs/tiny.py", devices=1, timeout=600):
+  """Runs `python -m electra_jax.main` to completion; the CompletedProcess (text output)."""
+  return subprocess.run(main_command(workdir, *overrides, config=config), cwd=REPO,
+                        env=main_env(devices), capture_output=True, text=True,
+                        timeout=timeout, check=False)
