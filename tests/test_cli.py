@@ -47,12 +47,33 @@ def test_run_then_corrupt_checkpoint_is_reported(tmp_path, corpus_and_tokenizer)
      "error: data.max_seq_length=256 exceeds model.max_position_embeddings=64"),
     (["--config.data.train_files=/nonexistent/dir/*.txt"],
      "error: no files match --config.data.train_files"),
+    (["--config.model.dtype=float16"], "error: model.dtype='float16'; choose one of bfloat16"),
+    (["--config=configs/nope.py"], "error: the config file configs/nope.py does not exist"),
+    (["--workdir=/proc/no/such/dir"], "error: cannot create --workdir /proc/no/such/dir"),
+    (["--config.train.learning_rate=-1"],
+     "error: train.learning_rate=-1.0 is out of range: it must be in [0, inf)"),
+    (["--config.train.adam_b2=1.5"], "error: train.adam_b2=1.5 is out of range"),
+    (["--config.model.hidden_dropout_prob=1.0"],
+     "error: model.hidden_dropout_prob=1.0 is out of range"),
+    (["--config.train.nonfinite_policy=ignore"],
+     "error: train.nonfinite_policy='ignore'; choose one of stop, skip"),
+    (["--config.objective.name=bert"], "error: "),
 ])
 def test_bad_input_is_one_clear_error(tmp_path, overrides, message):
-  proc = run_main(tmp_path / "run", *FAST, *overrides)
+  workdir = tmp_path / "run"
+  given = [o for o in overrides if o.startswith("--workdir=") or o.startswith("--config=")]
+  overrides = [o for o in overrides if o not in given]
+  config = next((g.split("=", 1)[1] for g in given if g.startswith("--config=")),
+                "configs/tiny.py")
+  workdir = next((g.split("=", 1)[1] for g in given if g.startswith("--workdir=")), workdir)
+  proc = run_main(workdir, *FAST, *overrides, config=config)
   assert proc.returncode == 1
-  assert message in proc.stderr
+  lines = proc.stderr.strip().splitlines()
+  assert lines[-1].startswith(message), lines[-1]
   assert "Traceback" not in proc.stderr
+  if message.startswith("error: ") and len(message) > 10 and given == [] and "=" in message:
+    # A config value: refused before any data work (no tokenizer, no corpus read).
+    assert not os.path.exists(os.path.join(workdir, "tokenizer"))
 
 
 def test_empty_corpus_is_one_clear_error(tmp_path):

@@ -2,6 +2,7 @@
 or stop clearly, and a resumed run equals the uninterrupted one bit for bit."""
 
 import glob
+import sys
 import json
 import os
 import random
@@ -238,3 +239,56 @@ def test_the_first_run_is_quiet_and_the_full_log_is_in_the_workdir(tmp_path,
   log = (workdir / "log.txt").read_text()
   assert "checkpoint_manager" in log  # Orbax's lines, kept for debugging.
   assert sum("| ETA " in line for line in log.splitlines()) == 3
+
+
+def _build_command(tokenizer_model, output, *extra):
+  return [sys.executable, "-m", "electra_jax.data.build",
+          f"--tokenizer_model={tokenizer_model}", f"--output={output}", *extra]
+
+
+def test_kill_9_during_data_build_leaves_no_shard_and_training_refuses(
+    tmp_path, corpus_and_tokenizer):
+  files, model = corpus_and_tokenizer
+  inputs = ",".join([files] * 4)  # The same three files four times: long enough to kill.
+  output = tmp_path / "shards"
+  proc = subprocess.Popen(
+      _build_command(model, output, f"--input={inputs}", "--num_shards=12", "--processes=2",
+                     "--max_seq_length=32"),
+      cwd=testing.REPO, env=testing.main_env(), stdout=subprocess.PIPE,
+      stderr=subprocess.PIPE, text=True)
+  first = proc.stdout.readline()  # "[1/12] ..." once the first shard is done.
+  assert first.startswith("[1/12]"), first + proc.stderr.read()[-2000:]
+  workers = [int(p) for p in subprocess.run(["pgrep", "-P", str(proc.pid)], capture_output=True,
+                                            text=True, check=False).stdout.split()]
+  proc.kill()
+  proc.communicate()
+  time.sleep(2.0)  # The workers notice that their parent is gone.
+  assert workers and not [p for p in workers if os.path.exists(f"/proc/{p}")
+                          and "Z" not in open(f"/proc/{p}/stat").read().split()[2]]
+  names = os.listdir(output)
+  assert "manifest.json" not in names
+  # Complete shards only under final names; unfinished ones are hidden temporaries.
+  assert all(n.endswith(".arrayrecord") or n.startswith(".tmp-") or n in ("tokenizer",)
+             for n in names), names
+  proc = testing.run_main(tmp_path / "run", *testing.FAST_FLAGS, "--config.data.source=shards",
+                          f"--config.data.shards_dir={output}", "--config.model.vocab_size=512")
+  assert proc.returncode == 1 and "Traceback" not in proc.stderr
+  assert "manifest.json" in proc.stderr.strip().splitlines()[-1]
+
+
+def test_sigterm_during_data_build_stops_cleanly(tmp_path, corpus_and_tokenizer):
+  files, model = corpus_and_tokenizer
+  output = tmp_path / "shards"
+  proc = subprocess.Popen(
+      _build_command(model, output, f"--input={','.join([files] * 4)}", "--num_shards=12",
+                     "--processes=1", "--max_seq_length=32"),
+      cwd=testing.REPO, env=testing.main_env(), stdout=subprocess.PIPE,
+      stderr=subprocess.PIPE, text=True)
+  assert proc.stdout.readline().startswith("[1/12]")
+  proc.send_signal(signal.SIGTERM)
+  _, stderr = proc.communicate(timeout=120)
+  assert proc.returncode == 75, stderr[-2000:]
+  last = stderr.strip().splitlines()[-1]
+  assert last.startswith("stopped: stopped by SIGTERM after ") and "--overwrite" in last
+  names = os.listdir(output)
+  assert "manifest.json" not in names and not [n for n in names if n.startswith(".tmp-")]

@@ -25,9 +25,12 @@ Train with `--config.data.source=shards --config.data.shards_dir=DIR`; see
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import multiprocessing
 import os
+import signal
+import threading
 import time
 from collections.abc import Iterator, Sequence
 from typing import Any
@@ -43,6 +46,7 @@ from electra_jax.data import text_files
 from electra_jax.data import tokenizer as tokenizer_lib
 from electra_jax.data import unigram
 from electra_jax.errors import ElectraError
+from electra_jax.errors import Interrupted
 
 DOCUMENTS_PER_CHUNK = 256  # documents tokenized in one batch
 ARRAY_RECORD_OPTIONS = "group_size:256"  # records per compressed chunk (random-access unit)
@@ -221,6 +225,48 @@ def _build_shard_job(args: tuple[BuildSpec, int]) -> dict[str, Any]:
   return build_shard(*args)
 
 
+def _worker_init(parent_pid: int) -> None:
+  """A pool worker: Ctrl-C is the parent's to handle (it stops the pool), and the worker ends
+  when the parent is gone (a `kill -9` of the build) instead of running on unseen."""
+  signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+  def watch():
+    while os.getppid() == parent_pid:
+      time.sleep(0.5)
+    os._exit(1)  # pylint: disable=protected-access
+
+  threading.Thread(target=watch, daemon=True).start()
+
+
+@contextlib.contextmanager
+def _stop_on_signals():
+  """SIGTERM and SIGINT raise `Interrupted` in the main thread while the block runs (the
+  shards in progress are abandoned: their temporary files are removed, no manifest is written)."""
+  if threading.current_thread() is not threading.main_thread():
+    yield
+    return
+
+  def handler(signum, frame):  # pylint: disable=unused-argument
+    raise Interrupted(f"stopped by {signal.Signals(signum).name}")
+
+  previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGTERM, signal.SIGINT)}
+  try:
+    yield
+  finally:
+    for sig, old in previous.items():
+      signal.signal(sig, old)
+
+
+def _remove_temporaries(output: str) -> None:
+  """Removes the hidden temporary files of unfinished shards (local output only)."""
+  if fileio.is_remote(output) or not os.path.isdir(output):
+    return
+  for name in os.listdir(output):
+    if name.startswith(".tmp-"):
+      with contextlib.suppress(OSError):
+        os.remove(os.path.join(output, name))
+
+
 def _clear_output(output: str, overwrite: bool) -> None:
   """Makes `output` an empty-of-shards directory; refuses to clobber without --overwrite."""
   if fileio.exists(output) and not fileio.isdir(output):
@@ -282,7 +328,11 @@ def build(*, output: str, num_shards: int, tokenizer_model: str, input_patterns:
   if not tokenizer_model:
     raise ElectraError("--tokenizer_model is required: a sentencepiece .model or a WordPiece "
                        "vocab.txt (train one with python -m electra_jax.data.tokenizer train)")
-  tokenizer = tokenizer_lib.load_tokenizer(tokenizer_model, tokenizer_type, lowercase)
+  try:
+    tokenizer = tokenizer_lib.load_tokenizer(tokenizer_model, tokenizer_type, lowercase)
+  except ElectraError as e:  # Its messages name the training flag; this command has its own.
+    raise ElectraError(str(e).replace("--config.data.tokenizer_model", "--tokenizer_model")
+                       .replace("--config.data.tokenizer_type", "--tokenizer_type")) from e
 
   units_per_shard = None
   if input_patterns:
@@ -316,20 +366,28 @@ def build(*, output: str, num_shards: int, tokenizer_model: str, input_patterns:
     mapped = map(_build_shard_job, jobs)
     pool = None
   else:
-    pool = multiprocessing.get_context("spawn").Pool(processes)
+    pool = multiprocessing.get_context("spawn").Pool(processes, initializer=_worker_init,
+                                                     initargs=(os.getpid(),))
     mapped = pool.imap_unordered(_build_shard_job, jobs)
   try:
-    for result in mapped:
-      results.append(result)
-      if progress:
-        info = result["infos"]["train"]
-        print(f"[{len(results)}/{num_shards}] {info.file}: {info.examples:,} examples, "
-              f"{info.tokens:,} tokens, {info.documents:,} documents "
-              f"({time.perf_counter() - start:.1f}s)", flush=True)
+    with _stop_on_signals():
+      for result in mapped:
+        results.append(result)
+        if progress:
+          info = result["infos"]["train"]
+          print(f"[{len(results)}/{num_shards}] {info.file}: {info.examples:,} examples, "
+                f"{info.tokens:,} tokens, {info.documents:,} documents "
+                f"({time.perf_counter() - start:.1f}s)", flush=True)
+  except Interrupted as e:
+    raise Interrupted(
+        f"{e} after {len(results)} of {num_shards} shard(s); {output} has no "
+        f"{shards_lib.MANIFEST}, so training refuses it. Run the same command with "
+        "--overwrite to build it again") from None
   finally:
     if pool is not None:
       pool.terminate()
       pool.join()
+    _remove_temporaries(output)
 
   results.sort(key=lambda r: r["shard"])
   stats = text_files.TextStats()
