@@ -287,8 +287,26 @@ def test_split_documents():
   assert documents_lib.split_documents(documents, 0.1, seed=4)[1] != evaluation
   assert len(documents_lib.split_documents(documents, 0.001, seed=0)[1]) == 1
   assert documents_lib.split_documents(documents, 0.0, seed=0) == (documents, [])
-  with pytest.raises(ElectraError, match="leaves no training documents"):
+  with pytest.raises(ElectraError, match="leaves no training text"):
     documents_lib.split_documents([["only one"]], 0.5, seed=0)
+
+
+def test_few_long_documents_are_held_out_in_pieces(caplog):
+  """Two files without blank lines are two documents: holding out 8% of them would hold out
+  a whole file (half the text, another domain). Pieces of each are held out instead, and the
+  held-out share of the text stays near eval_fraction."""
+  book_a = [f"a sentence {i} of the first book, about as long as the others" for i in range(900)]
+  book_b = [f"b sentence {i} from the second book, another domain" for i in range(1100)]
+  caplog.set_level("INFO")
+  for seed in range(5):
+    train, held_out = documents_lib.split_documents([book_a, book_b], 0.08, seed=seed)
+    chars = lambda docs: sum(len(s) for d in docs for s in d)
+    share = chars(held_out) / (chars(train) + chars(held_out))
+    assert 0.06 <= share <= 0.10, share
+    # Both books are in training; the held-out text is not also trained on.
+    assert {s[0] for d in train for s in d} == {"a", "b"}
+    assert not set(documents_lib.sentences(train)) & set(documents_lib.sentences(held_out))
+  assert "pieces of the 2 document(s)" in caplog.text and "of the text" in caplog.text
 
 
 # ---------------------------------------------------------------------------------------------

@@ -177,6 +177,49 @@ def expand_patterns(patterns: str | Sequence[str], flag: str = "input files") ->
   return sorted(files)
 
 
+SNIFF_BYTES = 65_536  # How much of a file `check_is_text` looks at.
+
+
+def check_is_text(head: bytes, path: str) -> None:
+  """Refuses a file whose first bytes show it is not UTF-8 text: a UTF-16/32 byte-order mark,
+  NUL bytes (UTF-16 without a mark, or binary), a compressed archive, or mostly undecodable
+  bytes. Such files would otherwise become a few "valid" lines of garbage training data.
+
+  Raises:
+    ElectraError: naming the file, what it looks like and how to convert it.
+  """
+  head = head[:SNIFF_BYTES]
+  convert = f"convert it to UTF-8 (e.g. iconv -f {{}} -t UTF-8 {path} > {path}.utf8.txt)"
+  if head.startswith((b"\xff\xfe\x00\x00", b"\x00\x00\xfe\xff")):
+    raise ElectraError(f"{path} is UTF-32 text (byte-order mark); "
+                       + convert.format("UTF-32"))
+  if head.startswith((b"\xff\xfe", b"\xfe\xff")):
+    raise ElectraError(f"{path} is UTF-16 text (byte-order mark); " + convert.format("UTF-16"))
+  for magic, kind in ((b"\x1f\x8b", "gzip-compressed"), (b"PK\x03\x04", "a zip archive"),
+                      (b"BZh", "bzip2-compressed"), (b"\xfd7zXZ", "xz-compressed"),
+                      (b"\x28\xb5\x2f\xfd", "zstd-compressed")):
+    if head.startswith(magic):
+      raise ElectraError(f"{path} is {kind}, not text; decompress it first")
+  if not head:
+    return
+  nuls = head.count(0)
+  if nuls:
+    odd_nuls = head[1::2].count(0)
+    even_nuls = head[0::2].count(0)
+    if nuls > len(head) // 4 and max(odd_nuls, even_nuls) > 0.9 * nuls:
+      raise ElectraError(f"{path} looks like UTF-16 text without a byte-order mark (a zero "
+                         "byte beside every character); " + convert.format("UTF-16"))
+    raise ElectraError(f"{path} is binary, not text ({nuls} zero bytes in its first "
+                       f"{len(head):,}); give UTF-8 text files")
+  decoded = head.decode("utf-8", errors="replace")
+  # A multi-byte character cut by the sniff window is not a sign of binary data.
+  bad = decoded[:-4].count("\ufffd")
+  if bad > max(8, 0.05 * len(decoded)):
+    raise ElectraError(f"{path} is mostly not UTF-8 ({bad} undecodable bytes in its first "
+                       f"{len(head):,}): binary data or another encoding; if it is text in "
+                       "another encoding, " + convert.format("LATIN1"))
+
+
 def _decode(data: bytes, path: str, stats: TextStats) -> str:
   """UTF-8 text of a file's bytes; lines that are not valid UTF-8 are skipped and counted."""
   try:
@@ -233,6 +276,7 @@ def read_documents(path: str, options: TextOptions | None = None,
   options = options or TextOptions()
   stats = stats if stats is not None else TextStats()
   data = fileio.read_bytes(path)
+  check_is_text(data, path)
   stats.files += 1
   stats.bytes += len(data)
   text = _decode(data, path, stats)
@@ -274,6 +318,8 @@ def byte_range_documents(path: str, start: int, end: int, options: TextOptions |
   stats.files += 1
   stats.bytes += end - start
   with fileio.open_file(path, "rb") as f:
+    check_is_text(f.read(SNIFF_BYTES), path)
+    f.seek(0)
     position = 0
     if start > 0:
       f.seek(start - 1)

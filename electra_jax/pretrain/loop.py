@@ -138,7 +138,9 @@ def evaluate(setup: Setup, state: TrainState, eval_batches: list[dict[str, np.nd
         state, setup.trainer.put_batch(batch), jax.random.fold_in(base, i))
     accumulator.add(jax.device_get(step_metrics))
     outputs.append(jax.device_get(batch_outputs))
-  result = accumulator.result()
+  # A ratio with nothing to count (precision when no token was predicted replaced) is left out
+  # rather than shown as nan.
+  result = accumulator.result(skip_empty=True)
   result.update(setup.objective.eval_extras(result, outputs))
   return result
 

@@ -45,10 +45,10 @@ class Progress:
     steps_per_s = values.get("steps_per_s", 0.0)
     eta = (total - step) / steps_per_s if steps_per_s > 0 else float("nan")
     parts = [f"{self.prefix}step {step}/{total} ({100.0 * step / total:.1f}%)",
-             f"loss {values['loss']:.4f}"]
+             f"loss {values.get('loss', float('nan')):.4f}"]
     parts += [f"{label} {values[name]:.4f}" for label, name in self.fields.items()
               if name in values]
-    parts.append(f"lr {values['learning_rate']:.2e}")
+    parts.append(f"lr {values.get('learning_rate', float('nan')):.2e}")
     parts.append(f"{steps_per_s:.2f} steps/s")
     if "tokens_per_s" in values:
       parts.append(f"{values['tokens_per_s']:,.0f} tokens/s")
@@ -167,7 +167,7 @@ def run(*, trainer: Trainer, state: TrainState, batches: Iterator[Mapping[str, A
         accumulator = metrics_lib.RatioAccumulator()
         for m in window:
           accumulator.add({k: v for k, v in m.items() if k != NONFINITE})
-        values = accumulator.result()
+        values = accumulator.result(skip_empty=True)
         if skipped:
           values[NONFINITE] = float(skipped)
         steps_per_s = window_steps / (time.perf_counter() - window_start)

@@ -40,9 +40,12 @@ class RatioAccumulator:
       pair = np.array([float(numerator), float(denominator)], np.float64)
       self._sums[name] = self._sums.get(name, 0.0) + pair
 
-  def result(self) -> dict[str, float]:
-    """Each metric's sum of numerators over sum of denominators (nan when the latter is 0)."""
-    return {name: (s[0] / s[1] if s[1] > 0 else float("nan")) for name, s in self._sums.items()}
+  def result(self, skip_empty: bool = False) -> dict[str, float]:
+    """Each metric's sum of numerators over sum of denominators: nan when the latter is 0, or,
+    with `skip_empty`, left out (e.g. precision when nothing was predicted positive, which a
+    log line should not show as "nan")."""
+    return {name: (s[0] / s[1] if s[1] > 0 else float("nan")) for name, s in self._sums.items()
+            if s[1] > 0 or not skip_empty}
 
   def __bool__(self) -> bool:
     return bool(self._sums)
