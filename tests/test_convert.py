@@ -18,6 +18,7 @@ import pytest
 from electra_jax import convert
 from electra_jax.pretrain import default_config
 from electra_jax.training import pretrained
+from electra_jax.data import tokenizer as tokenizer_lib
 from electra_jax.errors import ElectraError
 from electra_jax.models import electra
 from tests.testing import REPO
@@ -413,9 +414,10 @@ def test_sentencepiece_export(corpus_and_tokenizer, tmp_path, caplog):
   with caplog.at_level("WARNING"):
     dirs = convert.to_hf(str(tmp_path / "ckpt"), str(tmp_path / "hf"))
   assert list(dirs) == ["discriminator"]  # No generator in the checkpoint.
-  assert sorted(os.listdir(dirs["discriminator"])) == [
-      "config.json", "model.safetensors", os.path.basename(spm_model)]
-  assert "ElectraTokenizer needs a WordPiece vocab.txt" in caplog.text
+  assert sorted(os.listdir(dirs["discriminator"])) == sorted([
+      "config.json", "model.safetensors", os.path.basename(spm_model), "tokenizer.json",
+      "tokenizer_config.json"])
+  assert "AutoTokenizer" not in caplog.text  # No warning that the tokenizer cannot load.
   _, loading = transformers.ElectraForPreTraining.from_pretrained(
       dirs["discriminator"], output_loading_info=True)
   assert not loading["missing_keys"] and not loading["unexpected_keys"]
@@ -492,3 +494,34 @@ def test_cli_error(tmp_path):
   errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
   assert errors == ["error: to-hf needs --checkpoint, e.g. python -m electra_jax.convert to-hf "
                     "--checkpoint=runs/small --output=hf/small"]
+
+
+@pytest.mark.parametrize("kind", ["sentencepiece", "wordpiece"])
+def test_exported_tokenizer_tokenizes_like_electra_jax(corpus_and_tokenizer, tmp_path, kind):
+  """AutoTokenizer on an export gives electra-jax's ids, [CLS] and [SEP] included, for real
+  text (single sentences and pairs): not a tokenizer that maps every word to [UNK]."""
+  files, spm_model = corpus_and_tokenizer
+  if kind == "sentencepiece":
+    model_file = spm_model
+  else:
+    model_file = tokenizer_lib.train_wordpiece(files.split(","), str(tmp_path / "vocab.txt"),
+                                               vocab_size=1000)
+  ours = tokenizer_lib.load_tokenizer(model_file)
+  model_config = small_model_config()
+  model_config.vocab_size = ours.vocab_size
+  params = {k: v for k, v in random_params(model_config, seed=3).items()
+            if not k.startswith("generator")}
+  info = pretrained.TokenizerInfo(file=model_file, kind=kind, lowercase=True)
+  pretrained.save_pretrained(str(tmp_path / "ckpt"), params, model_config, info)
+  dirs = convert.to_hf(str(tmp_path / "ckpt"), str(tmp_path / "hf"))
+  hf = transformers.AutoTokenizer.from_pretrained(dirs["discriminator"])
+  lines = [line.strip() for path in files.split(",") for line in open(path, encoding="utf-8")
+           if line.strip()][:600]
+  lines += ["hello world, the list", "  Extra   spaces\there ", "Caf\u00e9 \uff21\uff22 \u00bd",
+            "MiXeD CaSe and digits 12345"]
+  for text in lines:
+    assert hf(text)["input_ids"] == [ours.cls_id, *ours.encode(text), ours.sep_id], text
+  pair = hf(lines[0], lines[1])
+  first, second = ours.encode(lines[0]), ours.encode(lines[1])
+  assert pair["input_ids"] == [ours.cls_id, *first, ours.sep_id, *second, ours.sep_id]
+  assert pair["token_type_ids"] == [0] * (len(first) + 2) + [1] * (len(second) + 1)

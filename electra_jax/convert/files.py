@@ -19,6 +19,7 @@ from electra_jax.training import pretrained
 from electra_jax.data import tokenizer as tokenizer_lib
 from electra_jax.errors import ElectraError
 from electra_jax.convert import hf_mapping
+from electra_jax.convert import hf_tokenizer
 from electra_jax.models import electra
 from electra_jax.models.masked_lm import ENCODER as MASKED_LM_ENCODER
 # The in-memory mapping lives in hf_mapping; its public functions are part of this module's API.
@@ -256,10 +257,13 @@ def _write_tokenizer(info: pretrained.TokenizerInfo | None,
                  **{f"{name}_token": token for name, token in special.items()}},
                 os.path.join(directory, TOKENIZER_CONFIG_FILE))
     return [VOCAB_FILE, TOKENIZER_CONFIG_FILE]
+  # sentencepiece: a tokenizer.json that transformers' AutoTokenizer loads and that gives the
+  # same ids (electra_jax.convert.hf_tokenizer), and the .model itself for sentencepiece users.
   name = os.path.basename(info.file)
   with open(info.file, "rb") as src, open(os.path.join(directory, name), "wb") as dst:
     shutil.copyfileobj(src, dst)
-  return [name]
+  return [name, *hf_tokenizer.write_sentencepiece(info.file, directory, max_length,
+                                                  info.lowercase)]
 
 
 MASKED_LM = "masked_lm"  # to-hf's directory for an MLM objective's encoder.
@@ -325,12 +329,6 @@ def convert_to_hf(checkpoint: str, output_dir: str, overwrite: bool = False) -> 
           f"the tokenizer {loaded.tokenizer.file} has {tokenizer.vocab_size} tokens but the "
           f"model only {rows} embedding rows; the checkpoint's tokenizer is not the one it was "
           "trained with: fix the tokenizer recorded for the run")
-    if loaded.tokenizer.kind != tokenizer_lib.WORDPIECE:
-      logging.warning(
-          "The tokenizer %s is a sentencepiece model: it is copied next to the weights, but "
-          "transformers' ElectraTokenizer needs a WordPiece vocab.txt, so AutoTokenizer cannot "
-          "load it; tokenize with sentencepiece (or electra_jax.data.tokenizer) instead.",
-          loaded.tokenizer.file)
   if masked_lm:
     models = {MASKED_LM: hf_mapping.masked_lm_params_to_hf(loaded.params, loaded.model_config,
                                                           pad_token_id=pad_id)}
@@ -382,8 +380,9 @@ def to_hf(checkpoint: str, output_dir: str, overwrite: bool = False) -> dict[str
   (mlm, replace_mlm, all_tokens_mlm), OUTPUT/masked_lm/ (`ElectraForMaskedLM` of the
   fine-tuned encoder; its generator is not exported). Each gets config.json,
   model.safetensors and the tokenizer: vocab.txt + tokenizer_config.json for a WordPiece
-  vocabulary (loadable with `ElectraTokenizer` / `AutoTokenizer`), or a copy of the
-  sentencepiece .model (which transformers' ElectraTokenizer cannot read; a warning says so).
+  vocabulary (loadable with `ElectraTokenizer` / `AutoTokenizer`), or, for a sentencepiece
+  model, tokenizer.json + tokenizer_config.json (a fast tokenizer `AutoTokenizer` loads, with
+  the same ids as electra-jax) and a copy of the .model.
   Everything is written to a temporary directory next to OUTPUT and renamed into place, so
   OUTPUT is complete or untouched.
 
