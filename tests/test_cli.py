@@ -1,6 +1,8 @@
 """`python -m electra_jax.main`: a real run, and one clear error (exit 1) for each bad input."""
 
 import os
+import subprocess
+import sys
 
 import pytest
 
@@ -91,3 +93,30 @@ def test_batch_not_divisible_by_devices_is_one_clear_error(tmp_path):
   last = proc.stderr.strip().splitlines()[-1]
   assert last == ("error: train.batch_size=6 is not divisible by the 4 batch shards of the mesh "
                   "{'data': 4, 'fsdp': 1, 'tensor': 1}; use a batch size that is a multiple of 4")
+
+
+@pytest.mark.parametrize("module", ["electra_jax.main", "electra_jax.finetune",
+                                    "electra_jax.benchmark", "electra_jax.data.build"])
+def test_help_shows_each_command_line_on_its_own_line(module):
+  """A `\\` at the end of a usage line stays a line break in --help (raw docstrings)."""
+  proc = subprocess.run([sys.executable, "-m", module, "--help"], cwd=testing.REPO,
+                        env=testing.main_env(), capture_output=True, text=True, timeout=300,
+                        check=False)
+  usage = proc.stdout.split("flags:")[0]
+  lines = [line for line in usage.splitlines() if "python -m" in line]
+  assert lines and all(line.rstrip().endswith("\\") or "--" in line for line in lines), usage
+  assert not [line for line in usage.splitlines() if line.count("python -m") > 1], usage
+  assert any(line.rstrip().endswith("\\") for line in usage.splitlines()), usage
+
+
+def test_data_build_names_its_own_tokenizer_flag(tmp_path):
+  text = tmp_path / "a.txt"
+  text.write_text("one sentence.\n")
+  proc = subprocess.run(
+      [sys.executable, "-m", "electra_jax.data.build", f"--input={text}",
+       f"--tokenizer_model={tmp_path / 'missing.model'}", f"--output={tmp_path / 'out'}",
+       "--num_shards=1"], cwd=testing.REPO, env=testing.main_env(), capture_output=True,
+      text=True, timeout=300, check=False)
+  last = proc.stderr.strip().splitlines()[-1]
+  assert proc.returncode == 1 and "--tokenizer_model" in last, last
+  assert "--config.data" not in last
