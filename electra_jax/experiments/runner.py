@@ -34,6 +34,8 @@ import jax
 import ml_collections
 
 from electra_jax import fileio
+from electra_jax import logs
+from electra_jax import workdirs
 from electra_jax.data import pipeline
 from electra_jax.errors import ElectraError
 from electra_jax.experiments import report
@@ -151,7 +153,14 @@ def run(config: ml_collections.ConfigDict, workdir: str) -> dict[str, Any]:
   variants = spec.resolve(config)
   check_finetune(config)
   workdir = fileio.absolute(workdir)
-  fileio.makedirs(workdir)
+  workdirs.prepare(workdir)
+  with workdirs.lock(workdir, enabled=jax.process_index() == 0), \
+      logs.to_file(fileio.join(workdir, "log.txt")):
+    return _run_in(config, workdir, variants)
+
+
+def _run_in(config: ml_collections.ConfigDict, workdir: str, variants: list) -> dict[str, Any]:
+  """`run` in a prepared, locked workdir."""
   # One compilation cache for every run of the experiment (variants share shapes).
   compilation_cache.enable(variants[0].config.train.compilation_cache_dir, workdir)
   _write_json(fileio.join(workdir, "experiment.json"),

@@ -40,6 +40,8 @@ import numpy as np
 import optax
 
 from electra_jax import fileio
+from electra_jax import logs
+from electra_jax import workdirs
 from electra_jax.data import tokenizer as tokenizer_lib
 from electra_jax.errors import ElectraError
 from electra_jax.errors import Interrupted
@@ -511,7 +513,7 @@ def finetune_seed(config: ml_collections.ConfigDict, task: glue.Task, data: Task
     raise Preempted(f"{task.name} seed {seed} was {why} at step {result.step} and saved its "
                     f"checkpoint in {ckpt_dir}; it resumes from there when the same command is "
                     "run again")
-  state = result.state
+  state, stopped_by = result.state, result.signal
   train_seconds = time.perf_counter() - start
   metrics = {}
   for split, split_data in data.evals.items():
@@ -540,8 +542,8 @@ def finetune_seed(config: ml_collections.ConfigDict, task: glue.Task, data: Task
   logging.info("%s seed %d: %s (%.0f s)", task.name, seed,
                " | ".join(f"{k} {100 * v:.2f}" for k, v in sorted(metrics.items())),
                train_seconds)
-  if result.signal:  # It came during the last step: the seed is done, the job stops here.
-    raise Preempted(f"stopped by {result.signal} after {task.name} seed {seed} finished; the "
+  if stopped_by:  # It came during the last step: the seed is done, the job stops here.
+    raise Preempted(f"stopped by {stopped_by} after {task.name} seed {seed} finished; the "
                     "remaining seeds and tasks run when the same command is run again")
   return result
 
@@ -583,9 +585,17 @@ def results_table(summary: dict[str, dict[str, Any]]) -> str:
 def run(config: ml_collections.ConfigDict, workdir: str) -> dict[str, Any]:
   """Fine-tunes every configured task and seed; returns the summary written to results.json."""
   validate(config)
-  tasks = task_names(config)
+  task_names(config)  # An unknown task fails before anything is written.
   workdir = fileio.absolute(workdir)
-  fileio.makedirs(workdir)
+  workdirs.prepare(workdir)
+  with workdirs.lock(workdir, enabled=jax.process_index() == 0), \
+      logs.to_file(fileio.join(workdir, "log.txt")):
+    return _run_in(config, workdir)
+
+
+def _run_in(config: ml_collections.ConfigDict, workdir: str) -> dict[str, Any]:
+  """`run` in a prepared, locked workdir."""
+  tasks = task_names(config)
   is_chief = jax.process_index() == 0
   if is_chief:
     fileio.write_atomic(fileio.join(workdir, "config.json"),
