@@ -120,3 +120,26 @@ def test_data_build_names_its_own_tokenizer_flag(tmp_path):
   last = proc.stderr.strip().splitlines()[-1]
   assert proc.returncode == 1 and "--tokenizer_model" in last, last
   assert "--config.data" not in last
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["electra_jax.finetune", "--config=configs/glue.py", "--workdir={tmp}/ft",
+      "--config.init_checkpoint={tmp}/nope", "--config.data_dir={tmp}"],
+     "error: checkpoint {tmp}/nope does not exist"),
+    (["electra_jax.finetune", "--config=configs/glue.py", "--workdir={tmp}/ft",
+      "--config.init_checkpoint={tmp}", "--config.data_dir={tmp}", "--config.learning_rate=-3"],
+     "error: learning_rate=-3.0 is out of range"),
+    (["electra_jax.convert", "to-hf", "--checkpoint={tmp}/nope", "--output={tmp}/hf"],
+     "error: checkpoint {tmp}/nope does not exist"),
+    (["electra_jax.score", "sentences", "--checkpoint={tmp}/nope", "--text={tmp}/x.txt"],
+     "error: checkpoint {tmp}/nope does not exist"),
+    (["electra_jax.experiments", "--config=configs/experiments/smoke.py", "--workdir={tmp}/e",
+      "--config.finetune.data_dir={tmp}/no_glue"], "error: "),
+])
+def test_other_commands_give_one_line_errors(tmp_path, argv, message):
+  argv = [a.format(tmp=tmp_path) for a in argv]
+  proc = subprocess.run([sys.executable, "-m", *argv], cwd=testing.REPO, env=testing.main_env(),
+                        capture_output=True, text=True, timeout=300, check=False)
+  assert proc.returncode == 1
+  assert proc.stderr.strip().splitlines()[-1].startswith(message.format(tmp=tmp_path))
+  assert "Traceback" not in proc.stderr
