@@ -373,6 +373,11 @@ def build_pretraining_data(data_config: Any, workdir: str, vocab_size: int, seed
         "point --config.data.train_files at more text")
   _log_split("train", train_docs, train)
   _log_split("eval", eval_docs, evaluation)
+  if eval_docs and not data_config.eval_files:
+    held = int(evaluation["input_mask"].sum())
+    share = held / max(1, held + int(train["input_mask"].sum()))
+    logging.info("Held-out share of the tokens: %.2f%% (data.eval_fraction=%g)", 100 * share,
+                 data_config.eval_fraction)
   logging.info("Data ready in %.1fs", time.time() - start)
   return PretrainingData(tokenizer=tokenizer, train=train, eval=evaluation,
                          source=docs.tokenizer_text.name)
