@@ -373,7 +373,8 @@ def build_pretraining_data(data_config: Any, workdir: str, vocab_size: int, seed
         "point --config.data.train_files at more text")
   _log_split("train", train_docs, train)
   _log_split("eval", eval_docs, evaluation)
-  if eval_docs and not data_config.eval_files:
+  if eval_docs and not data_config.eval_files and not (
+      data_config.source == "tfds" and data_config.tfds_eval_split):
     held = int(evaluation["input_mask"].sum())
     share = held / max(1, held + int(train["input_mask"].sum()))
     logging.info("Held-out share of the tokens: %.2f%% (data.eval_fraction=%g)", 100 * share,
