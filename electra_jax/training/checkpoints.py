@@ -85,8 +85,7 @@ class Checkpointer:
       raise CheckpointUnreadable(
           f"the checkpoint at {path} could not be restored ({type(e).__name__}: "
           f"{str(e).splitlines()[0] if str(e) else ''}). It is corrupt, incomplete, or was "
-          "written with a different model config. Delete that step directory to resume from an "
-          "older checkpoint, or start over with a new --workdir") from e
+          "written with a different model config; start over with a new --workdir") from e
     logging.info("Restored checkpoint step %d from %s", step, self.directory)
     return restored["state"], dict(restored["meta"])
 
@@ -99,8 +98,7 @@ class Checkpointer:
       path = os.path.join(self.directory, str(step))
       raise CheckpointUnreadable(
           f"the checkpoint at {path} has no readable meta item ({type(e).__name__}); it is "
-          "corrupt or incomplete. Delete that step directory to resume from an older "
-          "checkpoint, or start over with a new --workdir") from e
+          "corrupt or incomplete; start over with a new --workdir") from e
     return dict(restored["meta"])
 
   def all_steps(self) -> list[int]:
