@@ -1,7 +1,10 @@
 """The shared training core and the objective interface: parameter groups, frozen groups in a
 real step, analytic FLOPs against XLA's count, MFU, and the scorer's loader."""
 
+import itertools
+
 import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
 
@@ -254,3 +257,80 @@ def test_a_checkpoint_written_before_the_training_core_restores_and_continues(tm
   weights = pretrained.load_pretrained(old)
   assert set(weights.params) == {"embeddings", "discriminator"}
   assert weights.encoder_network == "discriminator" and weights.model_config.remat == "none"
+
+
+def _toy_trainer():
+  """A linear model on the shared core: loss = mean((x @ w)^2), SGD."""
+  import optax  # pylint: disable=import-outside-toplevel
+  from electra_jax.pretrain import default_config  # pylint: disable=import-outside-toplevel
+  from electra_jax.training import trainer as trainer_lib  # pylint: disable=import-outside-toplevel
+  from electra_jax.training.metrics import ratio  # pylint: disable=import-outside-toplevel
+
+  def init_params(key):
+    return {"w": jax.random.normal(key, (3, 2))}, key
+
+  def loss_fn(params, batch, rng, deterministic, step):  # pylint: disable=unused-argument
+    value = jnp.mean((batch["x"] @ params["w"]) ** 2)
+    return value, {"loss": ratio(value, 1.0)}, {}
+
+  return trainer_lib.build_trainer(
+      init_params=init_params, loss_fn=loss_fn,
+      make_optimizer=lambda _: (optax.sgd(0.1), optax.constant_schedule(0.1)),
+      mesh_config=default_config.get_config().mesh, batch_ranks={"x": 2},
+      batch_sizes={"batch": 4})
+
+
+class _Log:
+  def __init__(self):
+    self.rows = []
+
+  def write_scalars(self, step, scalars):
+    self.rows.append((step, dict(scalars)))
+
+
+def _toy_batches(nan_at=(), signal_at=None):
+  import os, signal  # pylint: disable=import-outside-toplevel,multiple-imports
+  for i in itertools.count(1):
+    x = np.full((4, 3), 0.5, np.float32)
+    if i in nan_at:
+      x[0, 0] = np.nan
+    if i == signal_at:
+      os.kill(os.getpid(), signal.SIGTERM)  # Arrives while step i is being prepared.
+    yield {"x": x}
+
+
+def _run_toy(trainer, batches, saved, **kwargs):
+  from electra_jax.training import loop as loop_lib  # pylint: disable=import-outside-toplevel
+  return loop_lib.run(
+      trainer=trainer, state=trainer.new_state(0), batches=batches, global_batch=4,
+      start_step=0, schedule=loop_lib.Schedule(total_steps=10, stop_at=10, log_every=5,
+                                               checkpoint_every=100),
+      log=_Log(), progress=loop_lib.Progress(),
+      save=lambda step, state: saved.append((step, jax.device_get(state.params["w"]))),
+      prefetch=0, **kwargs)
+
+
+def test_a_signal_finishes_the_step_saves_and_stops():
+  trainer, saved = _toy_trainer(), []
+  result = _run_toy(trainer, _toy_batches(signal_at=4), saved)
+  assert result.preempted and result.signal == "SIGTERM" and result.step == 4
+  assert [step for step, _ in saved] == [4]
+  import signal  # pylint: disable=import-outside-toplevel
+  assert signal.getsignal(signal.SIGTERM) is not None  # The previous handler is back.
+
+
+def test_a_non_finite_step_is_not_applied_and_stops_or_is_skipped():
+  from electra_jax.errors import NonFiniteLoss  # pylint: disable=import-outside-toplevel
+  trainer, saved = _toy_trainer(), []
+  with pytest.raises(NonFiniteLoss, match="not finite at step 3 .*no checkpoint was written"):
+    _run_toy(trainer, _toy_batches(nan_at={3}), saved)
+  assert saved == []
+  result = _run_toy(trainer, _toy_batches(nan_at={3, 7}), saved, nonfinite_policy="skip")
+  assert result.nonfinite_steps == 2 and result.step == 10
+  w = np.asarray(jax.device_get(result.state.params["w"]))
+  assert np.isfinite(w).all()
+  # The two bad steps changed nothing: the weights are those of eight good updates.
+  state = trainer.new_state(0)
+  for batch in itertools.islice(_toy_batches(), 8):
+    state, _ = trainer.train_step(state, trainer.put_batch(batch, 4))
+  np.testing.assert_allclose(w, np.asarray(jax.device_get(state.params["w"])), rtol=1e-6)
