@@ -79,6 +79,10 @@ def test_sigterm_saves_at_the_signal_step_and_the_resume_loses_nothing(
                "--config.train.checkpoint_every_steps=100000")
   proc = _start(workdir, args)
   _wait_for_step(proc, workdir, 5)
+  # A second run in the same workdir refuses, naming the first.
+  second = testing.run_main(workdir, *args)
+  assert second.returncode == 1 and "Traceback" not in second.stderr
+  assert f"is in use by another run (process {proc.pid} on" in second.stderr.splitlines()[-1]
   proc.send_signal(signal.SIGTERM)
   _, stderr = proc.communicate(timeout=300)
   assert proc.returncode == 75, stderr[-3000:]
