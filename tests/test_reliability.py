@@ -101,21 +101,25 @@ def test_sigterm_saves_at_the_signal_step_and_the_resume_loses_nothing(
 
 
 def test_kill_9_at_three_random_points_resumes_bit_for_bit(tmp_path, corpus_and_tokenizer):
-  total = 40
+  total = 120
   args = _args(corpus_and_tokenizer, f"--config.train.num_train_steps={total}",
-               "--config.train.checkpoint_every_steps=4")
+               "--config.train.checkpoint_every_steps=7")
   reference = tmp_path / "uninterrupted"
   proc = testing.run_main(reference, *args)
   assert proc.returncode == 0, proc.stderr[-3000:]
 
   workdir = tmp_path / "killed"
   rng = random.Random(0)
-  points = sorted(rng.sample(range(3, total - 2), 3))
-  for point in points:
+  killed_at = []
+  for point in sorted(rng.sample(range(5, 90), 3)):
+    # Past anything an earlier process logged, so that this process is the one killed mid-run.
+    point = max(point, _last_logged_step(workdir) + 3)
     proc = _start(workdir, args)
     _wait_for_step(proc, workdir, point)
     proc.kill()  # SIGKILL: no handler runs, the lock stays behind.
     proc.communicate()
+    killed_at.append(_last_logged_step(workdir))
+  assert max(killed_at) < total, killed_at  # Every kill landed before the end.
   proc = testing.run_main(workdir, *args)
   assert proc.returncode == 0, proc.stderr[-3000:]
   assert "Taking over the lock of process" in proc.stderr
