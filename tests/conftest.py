@@ -26,6 +26,18 @@ jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
 
 import pytest  # pylint: disable=g-import-not-at-top,g-bad-import-order
 
+# The longest files first (pytest-xdist hands out whole files, in collection order, to free
+# workers): the trained tiny model and the multi-device runs start at once, while the short
+# files fill the other worker, instead of a long file starting last and running alone.
+_LONGEST_FIRST = ("test_score.py", "test_meshes.py", "test_ablations.py", "test_reliability.py",
+                  "test_multidevice.py", "test_multiprocess.py", "test_experiments.py",
+                  "test_finetune.py", "test_cli.py", "test_models.py")
+
+
+def pytest_collection_modifyitems(items):
+  rank = {name: i for i, name in enumerate(_LONGEST_FIRST)}
+  items.sort(key=lambda item: rank.get(os.path.basename(str(item.fspath)), len(rank)))
+
 
 @pytest.fixture(scope="session")
 def corpus_and_tokenizer(tmp_path_factory):
