@@ -34,7 +34,7 @@ def prepare(workdir: str) -> None:
   """
   try:
     fileio.makedirs(workdir)
-  except (OSError, Exception) as e:  # pylint: disable=broad-except  (gfile raises its own)
+  except Exception as e:  # pylint: disable=broad-except  (OSError locally; gfile has its own)
     reason = e.strerror if isinstance(e, OSError) and e.strerror else str(e).splitlines()[0]
     raise ElectraError(f"cannot create --workdir {workdir}: {reason}; choose a directory you "
                        "can write to") from e
