@@ -99,13 +99,15 @@ def test_sigterm_saves_at_the_signal_step_and_the_resume_loses_nothing(
   assert proc.returncode == 0, proc.stderr[-3000:]
   assert f"Resuming from step {stopped_at} (data position {stopped_at})" in proc.stderr
   losses = _losses(workdir)
-  assert sorted(losses) == list(range(1, stopped_at + 1)) + [stopped_at + 2, stopped_at + 4]
+  end = stopped_at + 4
+  logged = [s for s in range(stopped_at + 1, end + 1) if s % 2 == 0 or s == end]
+  assert sorted(losses) == list(range(1, stopped_at + 1)) + logged
 
   # The console is quiet: one line per log step and a few start-up lines, no orbax chatter;
   # the workdir's log.txt has everything.
   lines = proc.stderr.strip().splitlines()
   progress = [line for line in lines if "| ETA " in line]
-  assert len(progress) == 2, lines  # Once each, not twice.
+  assert len(progress) == len(logged), lines  # Once each, not twice.
   assert len(lines) <= len(progress) + 12, "\n".join(lines)
   assert not any("orbax" in line or "checkpoint_manager" in line for line in lines)
   log = (workdir / "log.txt").read_text()
