@@ -226,6 +226,12 @@ def test_resuming_with_a_changed_batch_size_is_refused_and_more_steps_are_allowe
   meta = ckpt.read_meta(6)
   ckpt.close()
   assert meta["data_examples"] == 6 * 8 and meta["data_position"] == 6
+  # --allow_config_change: the brave resume anyway, at the same example (48 = 3 batches of 16).
+  changed.train.num_train_steps = 4
+  caplog.clear()
+  _train(changed, workdir, allow_config_change=True)
+  assert "with a changed config (--allow_config_change): train.batch_size: 8 -> 16" in caplog.text
+  assert "Resuming from step 6 (data position 3)" in caplog.text
 
 
 def test_a_second_run_in_a_locked_workdir_refuses(tmp_path):
