@@ -1,7 +1,7 @@
 r"""Times the real ELECTRA train step on synthetic batches.
 
   python -m electra_jax.benchmark --config=configs/small.py --config.train.batch_size=32 \
-      [--steps=10] [--warmup=2] [--peak_tflops=989] [--compare=hf]
+      [--steps=10] [--warmup=2] [--peak_tflops=989] [--compare=hf] [--profile=DIR]
 
 Compiles the exact step that training runs (same model, objective, optimizer, shardings),
 runs `--warmup` untimed steps, then `--steps` timed ones, and prints the median step time,
@@ -9,7 +9,8 @@ runs `--warmup` untimed steps, then `--steps` timed ones, and prints the median 
 TFLOP/s and MFU, XLA's own FLOP count of the compiled step, the compiled step's memory, and
 peak memory (device memory statistics where the backend has them, else the process's peak
 resident memory). `--compare=hf` also times the same step written with Hugging Face
-transformers (PyTorch) on the same batch and prints the speed-up.
+transformers (PyTorch) on the same batch and prints the speed-up. `--profile=DIR` traces two
+more steps with `jax.profiler` and prints where their time went (electra_jax/benchmark/profile.py).
 
 Memory per device for a mesh, without the hardware (nothing is allocated or run):
 
@@ -59,6 +60,12 @@ def define_flags() -> None:
   flags.DEFINE_enum("compare", "", ["", "hf"],
                     "hf: also time the same step in Hugging Face transformers (PyTorch) on the "
                     "same batch and print both (electra_jax/benchmark/hf_compare.py).")
+  flags.DEFINE_string("profile", "",
+                      "A directory: after the timed steps, trace 2 more with jax.profiler "
+                      "there (TensorBoard / Perfetto) and print where their time went, by part "
+                      "of the model, direction and kind of op (electra_jax/benchmark/profile.py). "
+                      "On CPU it turns on XLA's per-op events for the whole run, which can "
+                      "slow the timed steps by a few percent: time without it.")
   flags.DEFINE_bool("hlo_audit", False,
                     "Lower the step without running it and print which dtypes its matrix "
                     "products, scatters and converts use (electra_jax/benchmark/hlo.py).")
@@ -94,8 +101,15 @@ def _memory_line(compiled) -> str:
   return " ".join(parts)
 
 
-def run(config, steps: int, warmup: int, peak_tflops: float) -> dict:
-  """Benchmarks `config`'s train step; returns the measurements printed by `main`."""
+PROFILE_STEPS = 2  # Steps traced by --profile, after the timed ones.
+
+
+def run(config, steps: int, warmup: int, peak_tflops: float, profile_dir: str = "") -> dict:
+  """Benchmarks `config`'s train step; returns the measurements printed by `main`.
+
+  With `profile_dir`, `PROFILE_STEPS` more steps run under `jax.profiler` there and
+  `result["profile"]` holds the table of `electra_jax.benchmark.profile.report`.
+  """
   if steps < 1 or warmup < 0:
     raise ElectraError(f"--steps={steps} --warmup={warmup}: time at least 1 step, warm up >= 0")
   peak = hardware.peak_flops_per_device(peak_tflops)
@@ -119,6 +133,14 @@ def run(config, steps: int, warmup: int, peak_tflops: float) -> dict:
     jax.block_until_ready((state, metrics))
     times.append(time.perf_counter() - start)
   step_s = statistics.median(times)
+  profile_table = None
+  if profile_dir:
+    from electra_jax.benchmark import profile  # pylint: disable=import-outside-toplevel
+    state = profile.trace_steps(trainer.train_step, state, batch, profile_dir, PROFILE_STEPS)
+    trace_file = profile.latest_trace_file(profile_dir)
+    rows = (profile.summarize(trace_file, compiled.as_text(), PROFILE_STEPS)
+            if trace_file else [])
+    profile_table = profile.report(rows, trace_file)
   flops = setup.flops_per_step
   result = {
       "devices": jax.device_count(),
@@ -136,6 +158,8 @@ def run(config, steps: int, warmup: int, peak_tflops: float) -> dict:
   }
   if peak > 0:
     result["mfu"] = flops / step_s / (peak * jax.device_count())
+  if profile_table is not None:
+    result["profile"] = profile_table
   return result
 
 
@@ -205,6 +229,13 @@ def main(argv):
   del argv
   if FLAGS.simulate_devices and not FLAGS.memory_only:
     raise ElectraError("--simulate_devices needs --memory_only (simulated devices cannot be timed)")
+  if FLAGS.profile and (FLAGS.memory_only or FLAGS.hlo_audit):
+    raise ElectraError("--profile traces timed steps; it cannot go with --memory_only or "
+                       "--hlo_audit")
+  if FLAGS.profile:
+    from electra_jax.benchmark import profile  # pylint: disable=import-outside-toplevel
+    profile.prepare_directory(FLAGS.profile)
+    profile.enable_cpu_op_events()
   if FLAGS.simulate_devices:
     jax.config.update("jax_platforms", "cpu")
     jax.config.update("jax_num_cpu_devices", FLAGS.simulate_devices)
@@ -226,7 +257,7 @@ def main(argv):
     return
   if FLAGS.compare and FLAGS.memory_only:
     raise ElectraError("--compare times steps; it cannot go with --memory_only")
-  r = run(FLAGS.config, FLAGS.steps, FLAGS.warmup, FLAGS.peak_tflops)
+  r = run(FLAGS.config, FLAGS.steps, FLAGS.warmup, FLAGS.peak_tflops, profile_dir=FLAGS.profile)
   print(f"device={r['device_kind']} ({r['platform']}) x{r['devices']} "
         f"batch={r['batch_size']} seq={r['seq_len']} dtype={FLAGS.config.model.dtype}")
   print(f"compile_s={r['compile_s']:.1f} step_time_ms={1000 * r['step_s']:.1f} "
@@ -235,6 +266,8 @@ def main(argv):
         f"xla_tflops_per_s={r['xla_flops_per_step'] / r['step_s'] / 1e12:.3f}"
         + (f" mfu={r['mfu']:.3f}" if "mfu" in r else ""))
   print(r["memory"])
+  if "profile" in r:
+    print(r["profile"])
   if FLAGS.compare == "hf":
     from electra_jax.benchmark import hf_compare  # pylint: disable=import-outside-toplevel
     config = FLAGS.config
