@@ -193,7 +193,7 @@ def _train_with(ckpt: checkpoints.Checkpointer, config: ml_collections.ConfigDic
   from electra_jax.data import pipeline  # pylint: disable=import-outside-toplevel
   is_chief = jax.process_index() == 0
   # A config that cannot resume this workdir fails before the (slower) data preparation.
-  _resume_config(ckpt, config, allow_config_change)
+  _check_resume_config(ckpt, config, allow_config_change)
   data = pipeline.build_pretraining_data(config.data, workdir, config.model.vocab_size,
                                          config.seed)
   counts = None
@@ -270,13 +270,14 @@ def _train_with(ckpt: checkpoints.Checkpointer, config: ml_collections.ConfigDic
   return result.last_eval
 
 
-def _resume_config(ckpt: checkpoints.Checkpointer, config: ml_collections.ConfigDict,
-                   allow_config_change: bool) -> tuple[int | None, ml_collections.ConfigDict]:
-  """(the newest checkpoint step whose meta reads, or None; the config to resume it with).
+def _checkpoint_configs(ckpt: checkpoints.Checkpointer, config: ml_collections.ConfigDict,
+                        allow_config_change: bool, quiet: bool):
+  """The workdir's checkpoints, newest first, as (step, config, None): the config to resume it
+  with (checked against the checkpoint's, keeping its parameter layout), or (step, None, why)
+  when its metadata cannot be read.
 
-  The config is checked against the checkpoint's: changes outside
-  `config_changes.RESUME_SAFE` are refused (unless `allow_config_change`), the others logged;
-  the checkpoint's parameter layout is kept.
+  Changes outside `config_changes.RESUME_SAFE` are refused (unless `allow_config_change`);
+  the others, and a kept layout, are logged unless `quiet`.
 
   Raises:
     ElectraError: the config changed in a way that breaks resumption.
@@ -284,13 +285,27 @@ def _resume_config(ckpt: checkpoints.Checkpointer, config: ml_collections.Config
   for step in reversed(ckpt.all_steps()):
     try:
       meta = ckpt.read_meta(step)
-    except checkpoints.CheckpointUnreadable:
-      continue  # `_restore_or_start` deals with it.
+    except checkpoints.CheckpointUnreadable as e:
+      yield step, None, str(e)
+      continue
     recorded = meta.get("config")
     if recorded:
-      _check_resumable(config_changes.diff(recorded, config), step, allow_config_change)
-    return step, _with_checkpoint_layout(config, meta)
-  return None, config
+      _check_resumable(config_changes.diff(recorded, config), step, allow_config_change,
+                       quiet=quiet)
+    yield step, _with_checkpoint_layout(config, meta, quiet=quiet), None
+
+
+def _check_resume_config(ckpt: checkpoints.Checkpointer, config: ml_collections.ConfigDict,
+                         allow_config_change: bool) -> None:
+  """Checks `config` against the newest checkpoint whose metadata reads (logging the changes
+  and the kept layout), before the data is prepared; `_restore_or_start` deals with the rest.
+
+  Raises:
+    ElectraError: the config changed in a way that breaks resumption.
+  """
+  for _, step_config, _ in _checkpoint_configs(ckpt, config, allow_config_change, quiet=False):
+    if step_config is not None:
+      return
 
 
 def _restore_or_start(ckpt: checkpoints.Checkpointer, config: ml_collections.ConfigDict,
@@ -307,14 +322,12 @@ def _restore_or_start(ckpt: checkpoints.Checkpointer, config: ml_collections.Con
   """
   failures: list[tuple[int, str]] = []
   setup = None
-  for step in reversed(ckpt.all_steps()):
+  for step, step_config, unreadable in _checkpoint_configs(ckpt, config, allow_config_change,
+                                                           quiet=True):
+    if unreadable is not None:
+      failures.append((step, unreadable))
+      continue
     try:
-      meta = ckpt.read_meta(step)
-      recorded = meta.get("config")
-      if recorded:
-        _check_resumable(config_changes.diff(recorded, config), step, allow_config_change,
-                         quiet=True)
-      step_config = _with_checkpoint_layout(config, meta)
       if setup is None or setup.config.model.scan_layers != step_config.model.scan_layers:
         setup = build_setup(step_config, special_ids, unigram_counts=counts)
       state, meta = ckpt.restore(step, setup.trainer.abstract_state())
@@ -368,17 +381,18 @@ def _data_position(meta: dict[str, Any], batch_size: int) -> int:
   return examples // batch_size
 
 
-def _with_checkpoint_layout(config: ml_collections.ConfigDict, meta: dict[str, Any]
-                            ) -> ml_collections.ConfigDict:
+def _with_checkpoint_layout(config: ml_collections.ConfigDict, meta: dict[str, Any],
+                            quiet: bool = False) -> ml_collections.ConfigDict:
   """`config` with the checkpoint's `model.scan_layers`: a resumed run keeps the parameter
   layout it was started with (the layout changes how the layers compile, not what they
-  compute)."""
+  compute). Says so in a warning unless `quiet`."""
   saved = ((meta.get("config") or {}).get("model") or {}).get("scan_layers", False)
   if bool(saved) == bool(config.model.scan_layers):
     return config
-  logging.warning("The checkpoint was written with model.scan_layers=%s; resuming with that "
-                  "layout (--config.model.scan_layers=%s is ignored for this workdir)",
-                  bool(saved), config.model.scan_layers)
+  if not quiet:
+      logging.warning("The checkpoint was written with model.scan_layers=%s; resuming with that "
+                    "layout (--config.model.scan_layers=%s is ignored for this workdir)",
+                    bool(saved), config.model.scan_layers)
   config = config.copy_and_resolve_references()
   config.model.scan_layers = bool(saved)
   return config
