@@ -102,7 +102,12 @@ def test_build_writes_a_manifest_and_every_example(shard_dir, book_tokenizer):
   assert manifest.token_dtype == "uint16" and manifest.tokenizer["kind"] == "sentencepiece"
   assert os.path.isfile(os.path.join(shard_dir, manifest.tokenizer["file"]))
   assert manifest.text_stats["files"] == 25
-  assert sum(s.documents for s in manifest.splits["train"] + manifest.splits["eval"]) == 25
+  # About 6 books a shard: each shard's books are cut into about 100 pieces, 10% held out.
+  units = sum(s.documents for s in manifest.splits["train"] + manifest.splits["eval"])
+  assert 4 * 95 <= units <= 4 * 110, units
+  assert sum(s.documents for s in manifest.splits["eval"]) == pytest.approx(units / 10, abs=4)
+  held_out = manifest.tokens("eval") / (manifest.tokens("eval") + manifest.tokens("train"))
+  assert 0.07 < held_out < 0.13, held_out
   assert not [n for n in os.listdir(shard_dir) if n.startswith(".tmp-")]
   stream = shards.ShardStream(shard_dir, manifest, "train", batch_size=1, seed=0,
                               shuffle_buffer=0, pad_id=0, shuffle=False)
@@ -116,6 +121,33 @@ def test_build_writes_a_manifest_and_every_example(shard_dir, book_tokenizer):
   # Segment ids are 0 then 1, never back to 0 inside the example.
   assert (np.diff(everything["segment_ids"] * everything["input_mask"], axis=1)[
       everything["input_mask"][:, 1:] == 1] >= 0).all()
+
+
+def test_build_holds_out_pieces_of_few_books_and_whole_documents_of_many(books, book_tokenizer,
+                                                                        tmp_path, caplog):
+  """Two books in one shard: 8% of their text is held out (pieces, not a whole book or none),
+  for every seed, and the share is logged. With blank-line documents (hundreds in the shard) whole
+  documents are held out by the coin, as before."""
+  two = books[-2:]
+  for seed in range(3):
+    output = str(tmp_path / f"two{seed}")
+    with caplog.at_level("INFO"):
+      manifest = build_lib.build(
+          output=output, num_shards=1, tokenizer_model=book_tokenizer.model_file,
+          input_patterns=",".join(two), processes=1, max_seq_length=T, eval_fraction=0.08,
+          text=GUTENBERG_TEXT, progress=False, seed=seed)
+    held_out = manifest.tokens("eval") / (manifest.tokens("eval") + manifest.tokens("train"))
+    assert 0.05 < held_out < 0.12, (seed, held_out)
+    assert manifest.splits["eval"][0].documents == 8
+  assert "of the tokens (8 documents or pieces) for eval (--eval_fraction=0.08)" in caplog.text
+  paragraphs = text_files.TextOptions(cleanup="gutenberg", document_boundary="blank_line")
+  manifest = build_lib.build(
+      output=str(tmp_path / "paragraphs"), num_shards=1,
+      tokenizer_model=book_tokenizer.model_file, input_patterns=",".join(two), processes=1,
+      max_seq_length=T, eval_fraction=0.08, text=paragraphs, progress=False)
+  documents = manifest.text_stats["documents"]
+  assert documents > 500
+  assert manifest.splits["train"][0].documents + manifest.splits["eval"][0].documents == documents
 
 
 def test_build_is_independent_of_the_number_of_processes(books, book_tokenizer, shard_dir,

@@ -16,6 +16,13 @@ otherwise shards get whole files, and there must be at least as many files as sh
 examples are held in memory while it is built (about 2 bytes per token), so pick --num_shards
 to keep shards to a few hundred MB of text.
 
+With --eval_fraction, each shard holds out whole documents, each with that probability; a shard
+with fewer than 100 documents (a few long files, or --document_boundary=file) would then hold
+out whole files or none, so its documents are cut into about 100 pieces of consecutive
+sentences and that share of the pieces is held out, as training's own split does. The held-out
+share of the tokens is printed at the end (a warning when it is under half or over twice
+--eval_fraction).
+
 A shard is written under a hidden temporary name and renamed when complete, and
 `manifest.json` is written last; training refuses a directory without it, so a killed job
 never leaves a half shard that training reads. Rerunning with --overwrite starts over.
@@ -37,10 +44,12 @@ from typing import Any
 
 import numpy as np
 from absl import flags
+from absl import logging
 
 from electra_jax import cli
-from electra_jax.data import examples as examples_lib
 from electra_jax import fileio
+from electra_jax.data import documents as documents_lib
+from electra_jax.data import examples as examples_lib
 from electra_jax.data import shards as shards_lib
 from electra_jax.data import text_files
 from electra_jax.data import tokenizer as tokenizer_lib
@@ -149,6 +158,59 @@ def _documents(spec: BuildSpec, shard: int, stats: text_files.TextStats) -> Iter
     stats.invalid_utf8_lines += tfds_stats.invalid_utf8
 
 
+def _assign_splits(spec: BuildSpec, shard: int,
+                   documents: Iterator[list[str]]) -> Iterator[tuple[str, list[str]]]:
+  """("train" or "eval", document) for a shard's documents, in their order.
+
+  Each document is held out with probability `eval_fraction` (a coin seeded by (seed, shard)).
+  A shard with fewer than `documents.MIN_SPLIT_UNITS` documents has them cut into about that
+  many pieces of consecutive sentences (`documents.pieces`) instead, and exactly
+  round(eval_fraction x pieces) seeded pieces are held out, so that a few long documents do not
+  put a whole file, or nothing, into eval. To tell, the first `MIN_SPLIT_UNITS` documents are
+  kept in memory before any is passed on.
+  """
+  if not spec.eval_fraction:
+    for document in documents:
+      yield "train", document
+    return
+  coin = np.random.default_rng([spec.seed, shard, 1])
+
+  def flip() -> str:
+    return "eval" if coin.random() < spec.eval_fraction else "train"
+
+  first: list[list[str]] | None = []
+  for document in documents:
+    if first is None:
+      yield flip(), document
+      continue
+    first.append(document)
+    if len(first) == documents_lib.MIN_SPLIT_UNITS:
+      for kept in first:
+        yield flip(), kept
+      first = None
+  if first:
+    pieces = documents_lib.pieces(first, documents_lib.MIN_SPLIT_UNITS)
+    num_eval = int(round(len(pieces) * spec.eval_fraction))
+    order = np.random.default_rng([spec.seed, shard, 4]).permutation(len(pieces))
+    held_out = np.zeros(len(pieces), dtype=bool)
+    held_out[order[:num_eval]] = True
+    for piece, held in zip(pieces, held_out):
+      yield ("eval" if held else "train"), piece
+
+
+def _log_held_out_share(manifest: shards_lib.Manifest, eval_fraction: float) -> None:
+  """Logs the held-out share of the tokens; warns when it is far from `eval_fraction`."""
+  held_out, train = manifest.tokens("eval"), manifest.tokens("train")
+  share = held_out / max(held_out + train, 1)
+  logging.info("Held out %.2f%% of the tokens (%d documents or pieces) for eval "
+               "(--eval_fraction=%g)", 100 * share,
+               sum(info.documents for info in manifest.splits["eval"]), eval_fraction)
+  if not 0.5 * eval_fraction <= share <= 2.0 * eval_fraction:
+    logging.warning("The held-out text is %.2f%% of the tokens, far from --eval_fraction=%g "
+                    "(its documents differ a lot in length); evaluation metrics describe that "
+                    "share", 100 * share, eval_fraction)
+
+
 _TOKENIZER_CACHE: dict[str, Any] = {}
 
 
@@ -180,7 +242,6 @@ def build_shard(spec: BuildSpec, shard: int) -> dict[str, Any]:
   """Builds train (and eval) shard number `shard`; returns its ShardInfos and text stats."""
   tokenizer = _tokenizer(spec)
   stats = text_files.TextStats()
-  holdout_rng = np.random.default_rng([spec.seed, shard, 1])
   builders = {split: examples_lib.ExampleBuilder(
       tokenizer, spec.max_seq_length, [spec.seed, shard, stream], spec.single_segment_prob,
       spec.short_seq_prob) for split, stream in (("train", 0), ("eval", 2))}
@@ -203,8 +264,7 @@ def build_shard(spec: BuildSpec, shard: int) -> dict[str, Any]:
       counts[:] += np.bincount(chunk, minlength=tokenizer.vocab_size)
     builder.examples.clear()
 
-  for document in _documents(spec, shard, stats):
-    split = "eval" if spec.eval_fraction and holdout_rng.random() < spec.eval_fraction else "train"
+  for split, document in _assign_splits(spec, shard, _documents(spec, shard, stats)):
     pending[split].append(document)
     if len(pending[split]) >= DOCUMENTS_PER_CHUNK:
       flush(split)
@@ -408,6 +468,8 @@ def build(*, output: str, num_shards: int, tokenizer_model: str, input_patterns:
   if manifest.examples("train") == 0:
     raise ElectraError("the input produced no training examples (no text after cleanup and "
                        "tokenization); check --input and --text_cleanup")
+  if eval_fraction:
+    _log_held_out_share(manifest, eval_fraction)
   unigram.save_counts(fileio.join(output, unigram.FILE),
                       np.sum([r["counts"] for r in results], axis=0))
   fileio.write_atomic(fileio.join(output, shards_lib.MANIFEST), manifest.to_json())
