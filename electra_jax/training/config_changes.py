@@ -12,10 +12,13 @@ Fields are dotted config paths ("train.batch_size"); a pattern ending in "." cov
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 from typing import Any, Iterable
 
 import ml_collections
+
+from electra_jax import fileio
 
 # Fields that change how a run executes or reports, never what it computes: any run may be
 # restarted with other values. `model.scan_layers` belongs here because a resumed run keeps the
@@ -38,6 +41,13 @@ EXECUTION_ONLY = (
 RESUME_SAFE = EXECUTION_ONLY + (
     "train.num_train_steps",
     "train.stop_at_step",
+)
+
+
+# Fields that name a file: a path changed to a file with the same bytes (a tokenizer copied
+# into another directory, a workdir moved) is not a change.
+FILE_FIELDS = (
+    "data.tokenizer_model",
 )
 
 
@@ -65,7 +75,8 @@ def as_dict(config: ml_collections.ConfigDict | dict[str, Any]) -> dict[str, Any
 def diff(recorded: ml_collections.ConfigDict | dict[str, Any],
          now: ml_collections.ConfigDict | dict[str, Any]) -> list[Change]:
   """The leaf fields whose values differ, in field order. A field missing on one side (a config
-  written before the field existed) counts as None there."""
+  written before the field existed) counts as None there. A field of `FILE_FIELDS` whose two
+  paths hold the same bytes does not differ."""
   changes: list[Change] = []
 
   def visit(prefix: str, a: dict[str, Any], b: dict[str, Any]) -> None:
@@ -73,11 +84,25 @@ def diff(recorded: ml_collections.ConfigDict | dict[str, Any],
       x, y = a.get(key), b.get(key)
       if isinstance(x, dict) and isinstance(y, dict):
         visit(f"{prefix}{key}.", x, y)
-      elif _normalised(x) != _normalised(y):
+      elif _normalised(x) != _normalised(y) and not (
+          f"{prefix}{key}" in FILE_FIELDS and same_content(x, y)):
         changes.append(Change(f"{prefix}{key}", x, y, one_sided=(key not in a or key not in b)))
 
   visit("", as_dict(recorded), as_dict(now))
   return changes
+
+
+def same_content(a: Any, b: Any) -> bool:
+  """Whether `a` and `b` are paths (local or gs://) of existing files with the same bytes."""
+  if not (isinstance(a, str) and isinstance(b, str) and a and b):
+    return False
+  try:
+    if not (fileio.exists(a) and fileio.exists(b)):
+      return False
+    return (hashlib.sha256(fileio.read_bytes(a)).digest()
+            == hashlib.sha256(fileio.read_bytes(b)).digest())
+  except OSError:
+    return False
 
 
 def matches(field: str, patterns: Iterable[str]) -> bool:
