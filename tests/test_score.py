@@ -69,6 +69,19 @@ def test_windows_score_every_token_exactly_once(n):
     assert covered == list(range(n))
 
 
+def test_pack_frames_each_list_and_pads_the_rest():
+  ids, mask = windows.pack([[7, 8], [], [9]], rows=4, width=5, cls_id=2, sep_id=3, pad_id=0)
+  np.testing.assert_array_equal(ids, [[2, 7, 8, 3, 0], [2, 3, 0, 0, 0], [2, 9, 3, 0, 0],
+                                      [0, 0, 0, 0, 0]])
+  np.testing.assert_array_equal(mask, [[1, 1, 1, 1, 0], [1, 1, 0, 0, 0], [1, 1, 1, 0, 0],
+                                       [0, 0, 0, 0, 0]])
+  assert ids.dtype == np.int32
+  with pytest.raises(ValueError, match="exceed width 4"):
+    windows.pack([[1, 2, 3]], rows=1, width=4, cls_id=2, sep_id=3, pad_id=0)
+  with pytest.raises(ValueError, match="do not fit 1 rows"):
+    windows.pack([[1], [2]], rows=1, width=4, cls_id=2, sep_id=3, pad_id=0)
+
+
 @pytest.fixture(scope="module")
 def scorer(trained_tiny):
   return load_scorer(trained_tiny[0])

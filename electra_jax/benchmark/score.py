@@ -31,6 +31,7 @@ from electra_jax.errors import ElectraError
 from electra_jax.score import evaluate
 from electra_jax.score import load_scorer
 from electra_jax.score import loader
+from electra_jax.score import windows
 from electra_jax.score.loader import Scorer
 
 
@@ -55,25 +56,20 @@ def _hf_probabilities(scorer: Scorer, token_lists: Sequence[Sequence[int]], batc
     written = files.to_hf(scorer.weights.path, os.path.join(tmp, "hf"))
     model = transformers.ElectraForPreTraining.from_pretrained(written["discriminator"])
   model = model.to(device).eval()
-  rows = [[tok.cls_id, *ids, tok.sep_id] for ids in token_lists]
-
   def run() -> list[np.ndarray]:
     out = []
     with torch.inference_mode():
-      for start in range(0, len(rows), batch_size):
-        chunk = rows[start:start + batch_size]
-        width = max(len(r) for r in chunk)
-        ids = np.full((len(chunk), width), tok.pad_id, np.int64)
-        mask = np.zeros_like(ids)
-        for i, r in enumerate(chunk):
-          ids[i, :len(r)] = r
-          mask[i, :len(r)] = 1
+      for start in range(0, len(token_lists), batch_size):
+        chunk = token_lists[start:start + batch_size]
+        ids, mask = windows.pack(chunk, len(chunk), max(len(t) for t in chunk) + 2,
+                                 cls_id=tok.cls_id, sep_id=tok.sep_id, pad_id=tok.pad_id,
+                                 dtype=np.int64)
         logits = model(input_ids=torch.as_tensor(ids, device=device),
                        attention_mask=torch.as_tensor(mask, device=device),
                        token_type_ids=torch.zeros_like(torch.as_tensor(ids, device=device))
                        ).logits
         probs = torch.sigmoid(logits).cpu().numpy()
-        out.extend(probs[i, 1:len(r) - 1] for i, r in enumerate(chunk))
+        out.extend(probs[i, 1:len(t) + 1] for i, t in enumerate(chunk))
     return out
 
   seconds, probs = _median_seconds(run, repeats)

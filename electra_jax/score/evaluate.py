@@ -36,6 +36,7 @@ from electra_jax.models import electra
 from electra_jax.pretrain.objectives import ops
 from electra_jax.score import edits as edits_lib
 from electra_jax.score import loader
+from electra_jax.score import windows
 from electra_jax.score.loader import Scorer
 from electra_jax.training import metrics as metrics_lib
 from electra_jax.training import pretrained
@@ -128,11 +129,8 @@ def generator_samples(scorer: Scorer, sentences: Sequence[str], rounds: int = 1,
     round_ids, round_labels = [], []
     for start in range(0, len(originals), batch_size):
       chunk = originals[start:start + batch_size]
-      ids = np.full((batch_size, max_length), tok.pad_id, np.int32)
-      mask = np.zeros_like(ids)
-      for row, tokens in enumerate(chunk):
-        ids[row, :len(tokens) + 2] = [tok.cls_id, *tokens, tok.sep_id]
-        mask[row, :len(tokens) + 2] = 1
+      ids, mask = windows.pack(chunk, batch_size, max_length, cls_id=tok.cls_id,
+                               sep_id=tok.sep_id, pad_id=tok.pad_id)
       new_ids, new_labels = jax.device_get(corrupt(ids, mask,
                                                    jax.random.fold_in(key, r * 1_000_003 + start)))
       for row, tokens in enumerate(chunk):

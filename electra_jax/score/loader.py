@@ -105,12 +105,9 @@ class Scorer:
                     for seg in windows.segments(len(ids), i, max_length)]
     for bucket, group in windows.batches(all_segments, windows.default_buckets(max_length),
                                          batch_size):
-      ids = np.full((batch_size, bucket), tok.pad_id, np.int32)
-      mask = np.zeros((batch_size, bucket), np.int32)
-      for row, seg in enumerate(group):
-        tokens = list(token_lists[seg.text][seg.start:seg.end])
-        ids[row, :len(tokens) + 2] = [tok.cls_id, *tokens, tok.sep_id]
-        mask[row, :len(tokens) + 2] = 1
+      ids, mask = windows.pack([token_lists[seg.text][seg.start:seg.end] for seg in group],
+                               batch_size, bucket, cls_id=tok.cls_id, sep_id=tok.sep_id,
+                               pad_id=tok.pad_id)
       out = self.replaced_logits(ids, mask, np.zeros_like(ids))
       for row, seg in enumerate(group):
         first = 1 + seg.core_start - seg.start  # Input position of the first core token.

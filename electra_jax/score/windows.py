@@ -16,6 +16,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Iterator, Sequence
 
+import numpy as np
+
 
 @dataclasses.dataclass(frozen=True)
 class Segment:
@@ -87,3 +89,23 @@ def batches(all_segments: Sequence[Segment], buckets: Sequence[int], batch_size:
     group = by_bucket[bucket]
     for i in range(0, len(group), batch_size):
       yield bucket, group[i:i + batch_size]
+
+
+def pack(token_lists: Sequence[Sequence[int]], rows: int, width: int, *, cls_id: int,
+         sep_id: int, pad_id: int, dtype=np.int32) -> tuple[np.ndarray, np.ndarray]:
+  """(input_ids, input_mask), each [rows, width]: row i is `[CLS] token_lists[i] [SEP]` then
+  padding; rows past len(token_lists) are all padding (mask 0).
+
+  Raises:
+    ValueError: more lists than rows, or a list longer than width - 2.
+  """
+  if len(token_lists) > rows:
+    raise ValueError(f"{len(token_lists)} token lists do not fit {rows} rows")
+  ids = np.full((rows, width), pad_id, dtype)
+  mask = np.zeros((rows, width), dtype)
+  for row, tokens in enumerate(token_lists):
+    if len(tokens) + 2 > width:
+      raise ValueError(f"{len(tokens)} tokens + [CLS] and [SEP] exceed width {width}")
+    ids[row, :len(tokens) + 2] = [cls_id, *tokens, sep_id]
+    mask[row, :len(tokens) + 2] = 1
+  return ids, mask
