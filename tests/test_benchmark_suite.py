@@ -1,0 +1,74 @@
+"""`python -m electra_jax.benchmark.suite`: plans of measurements, run and tabulated."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from electra_jax.benchmark import suite
+from tests import testing
+
+
+@pytest.mark.parametrize("plan", sorted(suite.PLANS))
+def test_every_override_of_a_plan_names_a_field_of_its_config(plan):
+  """A renamed config field would make a GPU session's command fail: check them all here."""
+  for m in suite.PLANS[plan]:
+    config_file = next(a for a in m.args if a.startswith("--config="))
+    config = testing.load_config(os.path.basename(config_file.split("=", 1)[1])[:-3])
+    for arg in m.args:
+      if arg.startswith("--config."):
+        field, value = arg[len("--config."):].split("=", 1)
+        node = config
+        for key in field.split("."):
+          assert key in node, (m.name, field)
+          node = node[key]
+        assert value != ""
+    if m.kind == "loop":
+      assert m.against in [other.name for other in suite.PLANS[plan]][
+          :[other.name for other in suite.PLANS[plan]].index(m.name)], m.name
+
+
+def test_smoke_plan_runs_and_tabulates(tmp_path):
+  """The tiny plan end to end: the benchmark's numbers are parsed, the loop is compared with
+  it, and results.md / results.jsonl / logs are written."""
+  out = tmp_path / "out"
+  proc = subprocess.run([sys.executable, "-m", "electra_jax.benchmark.suite", "--plan=smoke",
+                         f"--out={out}"], cwd=testing.REPO, env=testing.main_env(),
+                        capture_output=True, text=True, timeout=900, check=False)
+  assert proc.returncode == 0, proc.stderr[-3000:]
+  records = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+  assert [r["name"] for r in records] == ["tiny", "tiny_loop"]
+  assert all(r["status"] == "ok" for r in records), records
+  tiny, loop = records
+  step_ms = float(tiny["values"]["step_time_ms"])
+  assert step_ms > 0
+  assert float(tiny["values"]["tokens_per_s"]) == pytest.approx(64 * 64 / step_ms * 1000,
+                                                                rel=0.01)
+  # The loop's steps/s relative to the benchmark's: a real ratio, not a constant.
+  assert loop["loop_vs_benchmark"] == pytest.approx(loop["loop_steps_per_s"] * step_ms / 1000)
+  assert 0.3 < loop["loop_vs_benchmark"] < 1.5, loop
+  table = (out / "results.md").read_text()
+  assert "| tiny | ok |" in table and "% of the benchmark" in table
+  assert (out / "tiny.log").read_text().count("step_time_ms=") == 1
+
+
+def test_a_failing_measurement_is_recorded_and_the_plan_goes_on(tmp_path):
+  bad = suite.Measurement("bad", ("--config=configs/tiny.py", "--config.train.batch_size=-8",
+                                  "--steps=1"), "a config the benchmark refuses")
+  record = suite.run_one(bad, str(tmp_path), {}, timeout=300)
+  assert record["status"] == "failed"
+  assert "batch_size" in record["error"], record
+  assert "failed: " in suite.markdown([record])
+
+
+def test_bad_plan_arguments_are_one_clear_error(tmp_path):
+  with pytest.raises(suite.ElectraError, match=r"--only names \['nope'\]"):
+    suite.run_plan("smoke", str(tmp_path), only=("nope",))
+  proc = subprocess.run([sys.executable, "-m", "electra_jax.benchmark.suite", "--plan=smoke"],
+                        cwd=testing.REPO, env=testing.main_env(), capture_output=True,
+                        text=True, timeout=300, check=False)
+  assert proc.returncode == 1
+  assert proc.stderr.strip().splitlines()[-1] == (
+      "error: --out is required: the directory for the results")
