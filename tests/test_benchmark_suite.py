@@ -52,6 +52,12 @@ def test_smoke_plan_runs_and_tabulates(tmp_path):
   table = (out / "results.md").read_text()
   assert "| tiny | ok |" in table and "% of the benchmark" in table
   assert (out / "tiny.log").read_text().count("step_time_ms=") == 1
+  # The loop alone, later: compared with the benchmark's record of the first invocation.
+  (out / "tiny_loop_run").rename(out / "old_loop_run")
+  again = suite.run_plan("smoke", str(out), only=("tiny_loop",))
+  assert again[0]["loop_vs_benchmark"] == pytest.approx(
+      again[0]["loop_steps_per_s"] * step_ms / 1000)
+  assert len((out / "results.jsonl").read_text().splitlines()) == 3
 
 
 def test_a_failing_measurement_is_recorded_and_the_plan_goes_on(tmp_path):

@@ -96,7 +96,8 @@ def test_batch_not_divisible_by_devices_is_one_clear_error(tmp_path):
 
 
 @pytest.mark.parametrize("module", ["electra_jax.main", "electra_jax.finetune",
-                                    "electra_jax.benchmark", "electra_jax.data.build"])
+                                    "electra_jax.benchmark", "electra_jax.benchmark.suite",
+                                    "electra_jax.data.build"])
 def test_help_shows_each_command_line_on_its_own_line(module):
   """A `\\` at the end of a usage line stays a line break in --help (raw docstrings)."""
   proc = subprocess.run([sys.executable, "-m", module, "--help"], cwd=testing.REPO,

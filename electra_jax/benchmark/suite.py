@@ -1,6 +1,7 @@
 r"""Runs a plan of benchmark measurements, each in its own process, and writes them as a table.
 
-  python -m electra_jax.benchmark.suite --plan=gpu --out=runs/gpu_benchmarks [--only=small_bf16]
+  python -m electra_jax.benchmark.suite --plan=gpu --out=runs/gpu_benchmarks \
+      [--only=small_f32,small_bf16] [--timeout=1800]
   python -m electra_jax.benchmark.suite --plan=gpu --dry_run
 
 The `gpu` plan is the accelerator work's list of measurements (docs/PERFORMANCE.md), in the
@@ -9,13 +10,14 @@ bfloat16, attention `xla` against `cudnn`, unrolled against scanned layers (comp
 training loop against the benchmark, Base at sequence 512 and Large (memory and MFU). `smoke`
 is the same machinery on the tiny config (a minute on a CPU).
 
-Each measurement is `python -m electra_jax.benchmark ...` (or, for a `loop` measurement, a
-short `python -m electra_jax.main` run whose steps/s after the first logging interval is
-compared with the benchmark's for the same config). A measurement that fails (out of memory, a
+Each measurement runs the step benchmark (`electra_jax.benchmark`) or, for a `loop`
+measurement, a short training run (`electra_jax.main`) whose steps/s after the first logging
+interval is compared with the benchmark's for the same config. A measurement that fails (out of memory, a
 kernel that is not available) is recorded with its last error line and the plan goes on.
 `OUT/results.jsonl` gets one record per measurement as it finishes (the command, every
-`key=value` the benchmark printed, the status); `OUT/results.md` the table, rewritten after
-each; `OUT/<name>.log` each command's whole output.
+`key=value` the benchmark printed, the status; records of earlier invocations stay, and a loop
+run alone with --only is compared with its benchmark's newest record); `OUT/results.md` this
+invocation's table, rewritten after each; `OUT/<name>.log` each command's whole output.
 """
 
 from __future__ import annotations
@@ -195,6 +197,23 @@ def markdown(records: list[dict]) -> str:
   return "\n".join(lines) + "\n"
 
 
+def previous_records(out: str) -> dict[str, dict]:
+  """The newest successful record of each measurement in OUT/results.jsonl (from earlier
+  invocations), so that `--only=<a loop>` finds the benchmark it is compared with."""
+  path = fileio.join(out, "results.jsonl")
+  if not fileio.exists(path):
+    return {}
+  records = {}
+  for line in fileio.read_bytes(path).decode("utf-8").splitlines():
+    try:
+      record = json.loads(line)
+    except json.JSONDecodeError:
+      continue  # A line cut short by a killed run.
+    if record.get("status") == "ok":
+      records[record["name"]] = record
+  return records
+
+
 def run_plan(plan: str, out: str, only: tuple[str, ...] = (), timeout: float = 1800.0
              ) -> list[dict]:
   """Runs `plan`'s measurements (those named in `only`, when given) in order into `out`."""
@@ -206,10 +225,11 @@ def run_plan(plan: str, out: str, only: tuple[str, ...] = (), timeout: float = 1
     raise ElectraError(f"--only names {unknown}, not in plan {plan!r}: "
                        f"{[m.name for m in PLANS[plan]]}")
   fileio.makedirs(out)
+  earlier = previous_records(out)
   done: dict[str, dict] = {}
   for index, m in enumerate(measurements):
     print(f"[{index + 1}/{len(measurements)}] {m.name}: {m.what}", flush=True)
-    record = run_one(m, out, done, timeout)
+    record = run_one(m, out, {**earlier, **done}, timeout)
     done[m.name] = record
     print(f"  {record['status']} in {record['wall_s']} s"
           + (f": {record['error']}" if "error" in record else ""), flush=True)
