@@ -170,9 +170,15 @@ def run_one(measurement: Measurement, out: str, done: dict[str, dict], timeout: 
       record["loop_vs_benchmark"] = rate * float(reference["step_time_ms"]) / 1000
   else:
     record["values"] = parse_benchmark_output(output)
-  with open(fileio.join(out, "results.jsonl"), "a", encoding="utf-8") as f:
-    f.write(json.dumps(record) + "\n")
+  _append_line(fileio.join(out, "results.jsonl"), json.dumps(record))
   return record
+
+
+def _append_line(path: str, line: str) -> None:
+  """Appends a line by rewriting the file atomically (works for gs:// paths too; the file holds
+  one line per measurement)."""
+  before = fileio.read_bytes(path).decode("utf-8") if fileio.exists(path) else ""
+  fileio.write_atomic(path, before + line + "\n")
 
 
 COLUMNS = (("compile_s", "compile s"), ("step_time_ms", "step ms"),
