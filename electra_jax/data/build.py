@@ -191,9 +191,7 @@ def _assign_splits(spec: BuildSpec, shard: int,
   if first:
     pieces = documents_lib.pieces(first, documents_lib.MIN_SPLIT_UNITS)
     num_eval = int(round(len(pieces) * spec.eval_fraction))
-    order = np.random.default_rng([spec.seed, shard, 4]).permutation(len(pieces))
-    held_out = np.zeros(len(pieces), dtype=bool)
-    held_out[order[:num_eval]] = True
+    held_out = documents_lib.held_out_mask(len(pieces), num_eval, [spec.seed, shard, 4])
     for piece, held in zip(pieces, held_out):
       yield ("eval" if held else "train"), piece
 
@@ -205,10 +203,7 @@ def _log_held_out_share(manifest: shards_lib.Manifest, eval_fraction: float) -> 
   logging.info("Held out %.2f%% of the tokens (%d documents or pieces) for eval "
                "(--eval_fraction=%g)", 100 * share,
                sum(info.documents for info in manifest.splits["eval"]), eval_fraction)
-  if not 0.5 * eval_fraction <= share <= 2.0 * eval_fraction:
-    logging.warning("The held-out text is %.2f%% of the tokens, far from --eval_fraction=%g "
-                    "(its documents differ a lot in length); evaluation metrics describe that "
-                    "share", 100 * share, eval_fraction)
+  documents_lib.warn_if_far(share, eval_fraction, "of the tokens", "--eval_fraction")
 
 
 _TOKENIZER_CACHE: dict[str, Any] = {}

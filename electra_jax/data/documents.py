@@ -94,16 +94,28 @@ def split_documents(documents: Sequence[Document], eval_fraction: float,
         f"holding out eval_fraction={eval_fraction} of {n} {what} leaves no training "
         "text; add more text, lower --config.data.eval_fraction, or set "
         "--config.data.eval_files")
-  held_out = np.zeros(n, dtype=bool)
-  held_out[np.random.default_rng(seed).permutation(n)[:num_eval]] = True
+  held_out = held_out_mask(n, num_eval, seed)
   train = [d for d, h in zip(units, held_out) if not h]
   evaluation = [d for d, h in zip(units, held_out) if h]
   chars = np.array([sum(len(s) for s in d) for d in units], np.float64)
   share = float(chars[held_out].sum() / max(chars.sum(), 1.0))
   logging.info("Held out %d of %d %s: %.2f%% of the text (data.eval_fraction=%g)", num_eval, n,
                what, 100 * share, eval_fraction)
-  if not 0.5 * eval_fraction <= share <= 2.0 * eval_fraction:
-    logging.warning("The held-out text is %.2f%% of the corpus, far from data.eval_fraction="
-                    "%g (its documents differ a lot in length); evaluation metrics describe "
-                    "that share", 100 * share, eval_fraction)
+  warn_if_far(share, eval_fraction, "of the corpus", "data.eval_fraction")
   return train, evaluation
+
+
+def held_out_mask(n: int, num_eval: int, seed) -> np.ndarray:
+  """bool [n]: `num_eval` positions chosen by a permutation seeded with `seed` (an int or a
+  sequence of ints, as numpy's default_rng takes)."""
+  held_out = np.zeros(n, dtype=bool)
+  held_out[np.random.default_rng(seed).permutation(n)[:num_eval]] = True
+  return held_out
+
+
+def warn_if_far(share: float, eval_fraction: float, of_what: str, flag: str) -> None:
+  """Warns when the held-out `share` is under half or over twice `eval_fraction`."""
+  if not 0.5 * eval_fraction <= share <= 2.0 * eval_fraction:
+    logging.warning("The held-out text is %.2f%% %s, far from %s=%g (its documents differ a "
+                    "lot in length); evaluation metrics describe that share", 100 * share,
+                    of_what, flag, eval_fraction)
