@@ -390,7 +390,7 @@ def _with_checkpoint_layout(config: ml_collections.ConfigDict, meta: dict[str, A
   if bool(saved) == bool(config.model.scan_layers):
     return config
   if not quiet:
-      logging.warning("The checkpoint was written with model.scan_layers=%s; resuming with that "
+    logging.warning("The checkpoint was written with model.scan_layers=%s; resuming with that "
                     "layout (--config.model.scan_layers=%s is ignored for this workdir)",
                     bool(saved), config.model.scan_layers)
   config = config.copy_and_resolve_references()
