@@ -239,3 +239,17 @@ def test_cli_report_and_errors(tmp_path):
     lines = [line for line in bad.stderr.splitlines() if line.strip()]
     assert lines[-1].startswith("error:") and message in lines[-1], (argv, bad.stderr[-1000:])
     assert "Traceback" not in bad.stderr
+
+
+@needs_libtpu
+def test_a_step_beyond_the_chips_hbm_is_reported_as_not_fitting():
+  """The compiler stops at its out-of-memory check (seconds): the report says so, with the
+  temporaries the compiler asked for and the state's exact shards."""
+  report, compiled = topology.compile_report(tiny(**{"train.batch_size": 65536}),
+                                             tpu_slices.parse("v5e:2x2"), with_xla_flops=False)
+  assert compiled is None and not report["fits"]
+  assert "Ran out of memory" in report["compile_error"]
+  mem = report["per_chip_bytes"]
+  assert mem["temp"] > 16 * 2**30 and mem["total"] > report["hbm_bytes_per_chip"]
+  assert mem["arguments"] > mem["outputs"] > 0
+  assert report["headroom_bytes"] < 0

@@ -32,6 +32,7 @@ import jax
 import numpy as np
 from ml_collections import config_flags
 
+from electra_jax.benchmark import topology
 from electra_jax.errors import ElectraError
 from electra_jax.pretrain import loop as pretrain_loop
 from electra_jax.pretrain import objectives
@@ -85,6 +86,9 @@ def define_flags() -> None:
   flags.DEFINE_bool("fit", False, "With --topology: search the largest global batch that fits "
                     "the chip's HBM, adding remat, FSDP and bfloat16 only if the config's "
                     "batch does not fit as given.")
+  flags.DEFINE_bool("require_fit", False, "With --topology: exit with one error line (status "
+                    "1) when the step does not fit the chip's HBM (launch/tpu_run.sh checks "
+                    "this before training).")
   flags.DEFINE_float("hbm_gib", 0.0, "With --topology: the chip's HBM in GiB for the fit "
                      "verdict (0: the published capacity).")
   config_flags.DEFINE_config_file(
@@ -208,15 +212,6 @@ def xla_flops(config, compiled, state, batch) -> float:
   return compiled_flops(lowered)
 
 
-def _per_device_bytes(tree) -> int:
-  """Bytes one device holds of a tree of sharded ShapeDtypeStructs (its largest shard)."""
-  total = 0
-  for leaf in jax.tree.leaves(tree):
-    shard = leaf.sharding.shard_shape(leaf.shape)
-    total += int(np.prod(shard, dtype=np.int64)) * np.dtype(leaf.dtype).itemsize
-  return total
-
-
 def estimate_memory(config) -> dict:
   """Per-device memory of `config`'s train step on the current devices and mesh (GiB).
 
@@ -234,8 +229,8 @@ def estimate_memory(config) -> dict:
   result = {
       "devices": jax.device_count(),
       "mesh": dict(trainer.mesh.shape),
-      "params_gib": _per_device_bytes(state.params) / gib,
-      "optimizer_gib": _per_device_bytes(state.opt_state) / gib,
+      "params_gib": topology.per_device_bytes(state.params) / gib,
+      "optimizer_gib": topology.per_device_bytes(state.opt_state) / gib,
       "param_count": sum(int(np.prod(x.shape)) for x in jax.tree.leaves(state.params)),
   }
   analysis = compiled.memory_analysis()
@@ -254,7 +249,7 @@ def main(argv):
     from electra_jax.benchmark import topology_cli  # pylint: disable=import-outside-toplevel
     topology_cli.main(FLAGS)
     return
-  for name in ("report", "fit", "hbm_gib", "num_slices", "step"):
+  for name in ("report", "fit", "hbm_gib", "num_slices", "step", "require_fit"):
     if FLAGS[name].present:
       raise ElectraError(f"--{name} goes with --topology (compiling for a TPU slice)")
   if FLAGS.simulate_devices and not FLAGS.memory_only:

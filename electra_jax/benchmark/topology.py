@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import re
 import time
 from typing import Any, Callable
 
@@ -124,12 +125,24 @@ def lower(built: BuiltStep):
     return built.trainer.train_jit.lower(built.state, built.batch)
 
 
+class OutOfMemory(Exception):
+  """The TPU compiler found that the step does not fit the chip's HBM."""
+
+  def __init__(self, message: str):
+    super().__init__(message)
+    self.message = message
+    temp = re.search(r"HLO temporaries \(([\d.]+)([KMGT])\)", message)
+    scale = {"K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}
+    self.temp_bytes = int(float(temp.group(1)) * scale[temp.group(2)]) if temp else 0
+
+
 def compile_step(built: BuiltStep) -> tuple[Any, float]:
   """The compiled executable and the seconds lowering and compiling took.
 
   Raises:
-    ElectraError: the compiler's refusal (e.g. out of memory, an op it cannot partition), in
-      one line.
+    OutOfMemory: the step needs more HBM than the chip has.
+    ElectraError: any other refusal of the compiler (e.g. an op it cannot partition), in one
+      line.
   """
   start = time.perf_counter()
   try:
@@ -138,11 +151,22 @@ def compile_step(built: BuiltStep) -> tuple[Any, float]:
     if isinstance(e, ElectraError):
       raise
     first = next((line for line in str(e).splitlines() if line.strip()), type(e).__name__)
+    if "RESOURCE_EXHAUSTED" in first or "Ran out of memory" in first:
+      raise OutOfMemory(first) from e
     raise ElectraError(f"the TPU compiler refused the step: {first[:400]}") from e
   return compiled, time.perf_counter() - start
 
 
-def xla_flops(config, step: str, finetune_config, compiled) -> tuple[float, str]:
+def per_device_bytes(tree) -> int:
+  """Bytes one device holds of a tree of sharded ShapeDtypeStructs (its largest shard)."""
+  total = 0
+  for leaf in jax.tree.leaves(tree):
+    shard = leaf.sharding.shard_shape(leaf.shape)
+    total += int(np.prod(shard, dtype=np.int64)) * np.dtype(leaf.dtype).itemsize
+  return total
+
+
+def xla_flops(config, step: str, finetune_config, compiled=None) -> tuple[float, str]:
   """XLA's FLOPs per step (the whole step, all chips) and how they were obtained.
 
   The compiled TPU executable's cost analysis counts a loop body once (the scanned layers), and
@@ -150,7 +174,7 @@ def xla_flops(config, step: str, finetune_config, compiled) -> tuple[float, str]
   same step with unrolled layers, lowered (not compiled) for one CPU device: the global
   computation, before any partitioning.
   """
-  cost = compiled.cost_analysis()
+  cost = compiled.cost_analysis() if compiled is not None else None
   cost = cost[0] if isinstance(cost, (list, tuple)) else cost
   compiled_flops = float((cost or {}).get("flops", 0.0))
   unrolled = config.copy_and_resolve_references()
@@ -163,10 +187,10 @@ def xla_flops(config, step: str, finetune_config, compiled) -> tuple[float, str]
   cpu = jax.devices("cpu")[:1]
   cost = lower(build(unrolled, step, cpu, finetune_config)).cost_analysis()
   cost = cost[0] if isinstance(cost, (list, tuple)) else cost
-  return (float((cost or {}).get("flops", 0.0)),
-          "XLA's cost analysis of the same step with unrolled layers, lowered for one CPU "
-          "device (the compiled TPU step's own count, "
-          f"{compiled_flops:.3e} FLOPs per chip, sees its layer loop once)")
+  how = ("XLA's cost analysis of the same step with unrolled layers, lowered for one CPU device"
+         + (f" (the compiled TPU step's own count, {compiled_flops:.3e} FLOPs per chip, sees "
+            "its layer loop once)" if compiled_flops else ""))
+  return float((cost or {}).get("flops", 0.0)), how
 
 
 def explain_gap(ratio: float, config, step: str) -> str:
@@ -249,10 +273,24 @@ def compile_report(config: ml_collections.ConfigDict, slice_: tpu_slices.Slice,
   config = for_tpu(config)
   devices = devices if devices is not None else tpu_slices.compile_devices(slice_, num_slices)
   built = build(config, step, devices, finetune_config)
-  compiled, seconds = compile_step(built)
+  compile_error = ""
+  try:
+    compiled, seconds = compile_step(built)
+    mem = memory(compiled)
+    collective_counts = collectives.count(compiled.as_text())
+  except OutOfMemory as oom:
+    # Not compiled: the state's and the batch's shards are exact, the temporaries are the
+    # compiler's figure from its message.
+    compiled, seconds, compile_error = None, 0.0, oom.message
+    state = per_device_bytes(built.state)
+    arguments = state + per_device_bytes(built.batch)
+    mem = {"arguments": arguments, "outputs": state, "aliased": state, "temp": oom.temp_bytes,
+           "generated_code": 0, "total": arguments + oom.temp_bytes}
+    collective_counts = {"per_kind": {k: {"count": 0, "bytes": 0} for k in collectives.KINDS},
+                         "total_count": 0, "total_bytes": 0, "loops": [],
+                         "note": "not compiled (out of memory)"}
   generation = slice_.generation
   chips = slice_.chips * num_slices
-  mem = memory(compiled)
   hbm = int(hbm_bytes) or generation.hbm_bytes
   report: dict[str, Any] = {
       "topology": slice_.topology,
@@ -273,15 +311,19 @@ def compile_report(config: ml_collections.ConfigDict, slice_: tpu_slices.Slice,
       "scan_layers": bool(config.model.scan_layers),
       "per_chip_bytes": mem,
       "hbm_bytes_per_chip": hbm,
-      "fits": mem["total"] <= hbm,
+      "fits": not compile_error and mem["total"] <= hbm,
       "headroom_bytes": hbm - mem["total"],
       "headroom_fraction": (hbm - mem["total"]) / hbm,
       "analytic_flops_per_step": built.analytic_flops,
-      "collectives": collectives.count(compiled.as_text()),
+      "collectives": collective_counts,
       "compile_seconds": round(seconds, 1),
       "jax_version": jax.__version__,
       "libtpu_version": _libtpu_version(),
   }
+  if compile_error:
+    report["compile_error"] = compile_error
+    report["memory_source"] = ("not compiled: the state's and batch's shards from their shapes, "
+                               "the temporaries from the compiler's out-of-memory message")
   if with_xla_flops:
     flops, how = xla_flops(config, step, finetune_config, compiled)
     ratio = flops / built.analytic_flops if built.analytic_flops else 0.0

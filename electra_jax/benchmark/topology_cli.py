@@ -38,14 +38,17 @@ def table(report: dict[str, Any]) -> str:
                           f"{_gib(mem['generated_code'])})"),
       ("fits", f"{'yes' if report['fits'] else 'NO'}: HBM {_gib(report['hbm_bytes_per_chip'])} "
                f"per chip, headroom {_gib(report['headroom_bytes'])} "
-               f"({100 * report['headroom_fraction']:.0f}%)"),
+               f"({100 * report['headroom_fraction']:.0f}%)"
+               + (f"; the compiler: {report['compile_error']}" if "compile_error" in report
+                  else "")),
       ("FLOPs per step", f"analytic {report['analytic_flops_per_step']:.3e}"
                          + (f", XLA {report['xla_flops_per_step']:.3e} "
                             f"({report['xla_to_analytic']:.2f}x)"
                             if "xla_flops_per_step" in report else "")),
       ("collectives per step", ", ".join(f"{k} {v['count']} ({v['bytes'] / 2**20:.1f} MiB)"
                                          for k, v in coll.items() if v["count"]) or "none"),
-      ("compile", f"{report['compile_seconds']:.1f} s on this host"),
+      ("compile", "stopped: out of memory" if "compile_error" in report
+                  else f"{report['compile_seconds']:.1f} s on this host"),
       ("roofline estimate", f"{1000 * est['step_seconds']:.2f} ms/step ({est['bound']}-bound; "
                             f"{est['tokens_per_second']:,.0f} tokens/s"
                             + (f"; {est['days_for_train_steps']:.2f} days for "
@@ -89,8 +92,18 @@ def main(flags_values) -> None:
     if f.report:
       fileio.write_atomic(f.report, json.dumps(result, indent=2) + "\n")
     return
-  report, _ = topology.compile_report(config, slice_, f.num_slices, f.step, finetune_config, hbm)
-  print(table(report))
+  report, _ = topology.compile_report(config, slice_, f.num_slices, f.step, finetune_config, hbm,
+                                      with_xla_flops=not f.require_fit)
+  print(table(report), flush=True)
   if f.report:
     fileio.write_atomic(f.report, json.dumps(report, indent=2) + "\n")
     print(f"report: {f.report}")
+  if f.require_fit and not report["fits"]:
+    mem = report["per_chip_bytes"]["total"]
+    field = "train.batch_size" if f.step == "pretrain" else "finetune_config.batch_size"
+    raise ElectraError(
+        f"the {f.step} step (global batch {report['global_batch']}) needs {mem / GIB:.1f} GiB "
+        f"per chip but {slice_.accelerator_type} has {report['hbm_bytes_per_chip'] / GIB:.1f}; "
+        f"find the largest --config.{field} that fits (and the levers it takes) with: python -m "
+        f"electra_jax.benchmark --config={config_flags.get_config_filename(f['config'])} "
+        f"--topology={f.topology} --fit (and the same --config.* overrides)")
