@@ -86,6 +86,10 @@ def define_flags() -> None:
   flags.DEFINE_bool("fit", False, "With --topology: search the largest global batch that fits "
                     "the chip's HBM, adding remat, FSDP and bfloat16 only if the config's "
                     "batch does not fit as given.")
+  flags.DEFINE_string("save_compiled", "", "With --topology: write the compiled pretraining "
+                      "step here; a run on that slice loads it with "
+                      "--config.train.compiled_step=FILE instead of compiling (refused if the "
+                      "config, devices or jax/libtpu versions differ).")
   flags.DEFINE_bool("require_fit", False, "With --topology: exit with one error line (status "
                     "1) when the step does not fit the chip's HBM (launch/tpu_run.sh checks "
                     "this before training).")
@@ -249,7 +253,7 @@ def main(argv):
     from electra_jax.benchmark import topology_cli  # pylint: disable=import-outside-toplevel
     topology_cli.main(FLAGS)
     return
-  for name in ("report", "fit", "hbm_gib", "num_slices", "step", "require_fit"):
+  for name in ("report", "fit", "hbm_gib", "num_slices", "step", "require_fit", "save_compiled"):
     if FLAGS[name].present:
       raise ElectraError(f"--{name} goes with --topology (compiling for a TPU slice)")
   if FLAGS.simulate_devices and not FLAGS.memory_only:

@@ -37,6 +37,7 @@ from electra_jax.errors import ElectraError
 from electra_jax.models import attention
 from electra_jax.models import electra
 from electra_jax.pretrain import flops as flops_lib
+from electra_jax.training import compiled_step
 from electra_jax.training import parallel
 
 STEPS = ("pretrain", "finetune")
@@ -263,13 +264,23 @@ def compile_report(config: ml_collections.ConfigDict, slice_: tpu_slices.Slice,
                    num_slices: int = 1, step: str = "pretrain",
                    finetune_config: ml_collections.ConfigDict | None = None,
                    hbm_bytes: int = 0, with_xla_flops: bool = True,
-                   devices=None) -> tuple[dict[str, Any], Any]:
+                   devices=None, save_compiled: str = "") -> tuple[dict[str, Any], Any]:
   """Compiles `config`'s `step` for `num_slices` x `slice_`; returns (report, compiled).
 
   `hbm_bytes` overrides the chip's HBM (0: the published capacity); `with_xla_flops=False`
-  skips the unrolled lowering behind `xla_flops_per_step` (the fit search does).
+  skips the unrolled lowering behind `xla_flops_per_step` (the fit search does);
+  `save_compiled`: a file to write the pretraining executable to, for
+  `train.compiled_step` (electra_jax.training.compiled_step).
   """
   check_slices(config, num_slices)
+  if save_compiled:
+    if step != "pretrain":
+      raise ElectraError("--save_compiled saves the pretraining step (train.compiled_step); "
+                         "drop --step=finetune")
+    if config.objective.get("generator", "") == "unigram":
+      raise ElectraError("--save_compiled cannot save the unigram generator's step (it holds "
+                         "the training data's token counts)")
+  as_given = config
   config = for_tpu(config)
   devices = devices if devices is not None else tpu_slices.compile_devices(slice_, num_slices)
   built = build(config, step, devices, finetune_config)
@@ -292,6 +303,16 @@ def compile_report(config: ml_collections.ConfigDict, slice_: tpu_slices.Slice,
   generation = slice_.generation
   chips = slice_.chips * num_slices
   hbm = int(hbm_bytes) or generation.hbm_bytes
+  saved = {}
+  if save_compiled:
+    if compiled is None:
+      raise ElectraError(f"the step does not fit {slice_.accelerator_type} ({compile_error}); "
+                         "nothing to save for --save_compiled")
+    from electra_jax.benchmark import step as step_benchmark  # pylint: disable=import-outside-toplevel
+    size = compiled_step.save(save_compiled, compiled, as_given, built.trainer.mesh,
+                              step_benchmark.SPECIAL)
+    saved = {"path": save_compiled, "bytes": size,
+             "special_ids": list(step_benchmark.SPECIAL.never_masked())}
   report: dict[str, Any] = {
       "topology": slice_.topology,
       "accelerator_type": slice_.accelerator_type,
@@ -320,6 +341,8 @@ def compile_report(config: ml_collections.ConfigDict, slice_: tpu_slices.Slice,
       "jax_version": jax.__version__,
       "libtpu_version": _libtpu_version(),
   }
+  if saved:
+    report["compiled_step"] = saved
   if compile_error:
     report["compile_error"] = compile_error
     report["memory_source"] = ("not compiled: the state's and batch's shards from their shapes, "

@@ -77,6 +77,8 @@ def main(flags_values) -> None:
   print(f"compiling the {f.step} step of {config_flags.get_config_filename(f['config'])} "
         f"for {f.num_slices} x {slice_.accelerator_type} ({slice_.topology}) on this host "
         "(the TPU compiler; nothing runs)", flush=True)
+  if f.fit and f.save_compiled:
+    raise ElectraError("--save_compiled saves one compiled step; run it without --fit")
   if f.fit:
     result = topology.fit(config, slice_, f.num_slices, f.step, finetune_config, hbm,
                           log=lambda line: print(line, flush=True))
@@ -93,11 +95,15 @@ def main(flags_values) -> None:
       fileio.write_atomic(f.report, json.dumps(result, indent=2) + "\n")
     return
   report, _ = topology.compile_report(config, slice_, f.num_slices, f.step, finetune_config, hbm,
-                                      with_xla_flops=not f.require_fit)
+                                      with_xla_flops=not f.require_fit,
+                                      save_compiled=f.save_compiled)
   print(table(report), flush=True)
   if f.report:
     fileio.write_atomic(f.report, json.dumps(report, indent=2) + "\n")
     print(f"report: {f.report}")
+  if "compiled_step" in report:
+    print(f"compiled step: {f.save_compiled} ({report['compiled_step']['bytes'] / 2**20:.1f} "
+          "MiB); on that slice run with --config.train.compiled_step=" + f.save_compiled)
   if f.require_fit and not report["fits"]:
     mem = report["per_chip_bytes"]["total"]
     field = "train.batch_size" if f.step == "pretrain" else "finetune_config.batch_size"

@@ -145,6 +145,10 @@ def get_config() -> ml_collections.ConfigDict:
   # compiling): "" = JAX's own setting (JAX_COMPILATION_CACHE_DIR) if any, else
   # WORKDIR/compilation_cache; a path (local or gs://); or "off".
   train.compilation_cache_dir = ""
+  # A train step compiled ahead of time for this config and slice (python -m
+  # electra_jax.benchmark --topology=... --save_compiled=FILE): loaded instead of compiling;
+  # refused in one line if made for another config, device set or jax/libtpu version. "": compile.
+  train.compiled_step = ""
   # Peak dense TFLOP/s of one device, for MFU on the progress line; 0: looked up from the
   # device kind (electra_jax/training/hardware.py; unknown devices show no MFU).
   train.peak_tflops = 0.0

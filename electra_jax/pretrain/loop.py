@@ -28,6 +28,7 @@ from electra_jax.pretrain import objectives
 from electra_jax.pretrain import validation
 from electra_jax.training import checkpoints
 from electra_jax.training import compilation_cache
+from electra_jax.training import compiled_step
 from electra_jax.training import config_changes
 from electra_jax.training import hardware
 from electra_jax.training import loop
@@ -167,6 +168,7 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str,
   # Check the mesh and batch before the (slower) data preparation.
   parallel.check_batch_divides(config.train.batch_size, parallel.make_mesh(config.mesh),
                                parallel.axis_rules(config.mesh))
+  compiled_step.check_usable(config)
   peak = hardware.peak_flops_per_device(config.train.peak_tflops)
   workdir = fileio.absolute(workdir)
   workdirs.prepare(workdir)
@@ -201,6 +203,12 @@ def _train_with(ckpt: checkpoints.Checkpointer, config: ml_collections.ConfigDic
     counts = _unigram_counts(data, workdir, config.model.vocab_size)
   setup, state, data_position, config = _restore_or_start(
       ckpt, config, objectives.SpecialIds.of(data.tokenizer), counts, allow_config_change)
+  if config.train.get("compiled_step", ""):
+    loaded = compiled_step.load(config.train.compiled_step, config, setup.trainer.mesh,
+                                objectives.SpecialIds.of(data.tokenizer))
+    setup = dataclasses.replace(setup, trainer=dataclasses.replace(setup.trainer,
+                                                                   train_jit=loaded))
+    logging.info("Train step loaded from %s (not compiled)", config.train.compiled_step)
   trainer = setup.trainer
   if is_chief:
     fileio.write_atomic(fileio.join(workdir, "config.json"), config.to_json_best_effort(indent=2))

@@ -33,6 +33,7 @@ EXECUTION_ONLY = (
     "train.keep_checkpoints",
     "train.prefetch_batches",
     "train.compilation_cache_dir",
+    "train.compiled_step",
     "train.peak_tflops",
 )
 
