@@ -14,6 +14,7 @@ import pytest
 
 from electra_jax.benchmark import collectives
 from electra_jax.benchmark import topology
+from electra_jax.benchmark import tpu_table
 from electra_jax.benchmark import tpu_slices
 from electra_jax.errors import ElectraError
 from tests import testing
@@ -253,3 +254,34 @@ def test_a_step_beyond_the_chips_hbm_is_reported_as_not_fitting():
   assert mem["temp"] > 16 * 2**30 and mem["total"] > report["hbm_bytes_per_chip"]
   assert mem["arguments"] > mem["outputs"] > 0
   assert report["headroom_bytes"] < 0
+
+
+def _report(batch, temp_gib, state_gib, hbm_gib, compiled=True):
+  gib = 2**30
+  mem = {"arguments": int(state_gib * gib), "outputs": int(state_gib * gib),
+         "aliased": int(state_gib * gib), "temp": int(temp_gib * gib), "generated_code": 0}
+  mem["total"] = mem["arguments"] + mem["temp"]
+  report = {"preset": "base", "accelerator_type": "v4-8", "chips": 4, "global_batch": batch,
+            "seq_len": 512, "per_chip_bytes": mem, "hbm_bytes_per_chip": int(hbm_gib * gib),
+            "fits": compiled and mem["total"] <= hbm_gib * gib,
+            "headroom_fraction": 1 - mem["total"] / (hbm_gib * gib),
+            "collectives": {"per_kind": {"all-reduce": {"count": 3, "bytes": 2**21},
+                                         "all-gather": {"count": 0, "bytes": 0}}},
+            "compile_seconds": 12.0,
+            "roofline_estimate": {"step_seconds": 0.05, "bound": "memory",
+                                  "days_for_train_steps": 0.4, "train_steps": 766000}}
+  if not compiled:
+    report["compile_error"] = "RESOURCE_EXHAUSTED: Ran out of memory"
+  return report
+
+
+def test_table_estimates_the_largest_batch_linearly():
+  # 1 GiB of state; 0.25 GiB per example (64 GiB for 256): 30 GiB hold 124 -> 64 (256 / 4).
+  assert tpu_table.estimated_largest_batch(_report(256, 64, 1, 31, compiled=False)) == 64
+  # 2 GiB for 128 examples, 1 GiB state, 32 GiB: 1,984 examples -> 1,024 (128 x 8).
+  assert tpu_table.estimated_largest_batch(_report(128, 2, 1, 32)) == 1024
+  assert tpu_table.estimated_largest_batch(_report(128, 2, 40, 32)) == 0  # The state alone.
+  table = tpu_table.markdown([_report(256, 64, 1, 31, compiled=False), _report(128, 2, 1, 32)])
+  rows = table.strip().splitlines()
+  assert len(rows) == 4 and "out of memory at compile" in rows[2] and "**no**" in rows[2]
+  assert "3 all-reduce (2 MiB)" in rows[3] and "| 1,024 |" in rows[3]

@@ -12,9 +12,10 @@ Chips and devices differ on v4 and v5p: a chip has two TensorCores, which a TPU 
 compiled with the megacore chip configuration, as the VM runs them. v5e and v6e have one
 TensorCore per chip: a device is a chip.
 
-The per-chip figures (HBM capacity and bandwidth, peak dense bfloat16 FLOP/s) are the Cloud TPU
-documentation's; they size the `fits` verdict and the roofline estimate of
-`electra_jax.benchmark.topology`.
+The per-chip figures size the `fits` verdict and the roofline estimate of
+`electra_jax.benchmark.topology`: HBM bandwidth and peak dense bfloat16 FLOP/s are the Cloud
+TPU documentation's; the HBM capacity is what the TPU compiler itself reports available (a
+little under the published capacity).
 """
 
 from __future__ import annotations
@@ -40,18 +41,21 @@ class Generation:
   counts_cores: bool
   dims: int  # Torus dimensions (3 for v4 / v5p, 2 for v5e / v6e).
   megacore: bool  # Two TensorCores per chip, run as one device.
-  hbm_bytes: int  # Per chip.
+  hbm_bytes: int  # Per chip: what the TPU compiler (libtpu 0.0.42) reports available.
   hbm_bytes_per_s: float  # Per chip.
   peak_bf16_flops: float  # Per chip, dense.
   device_kind: str  # What jax reports (`electra_jax.training.hardware` keys).
 
 
+# HBM: the compiler's "available HBM" in its out-of-memory message, a little under the
+# published capacity (v4 32 GiB, v5e 16 GiB, v5p 95 GB, v6e 32 GiB), which it keeps for itself.
 GENERATIONS: dict[str, Generation] = {
-    "v4": Generation("v4", "v4", True, 3, True, 32 * GIB, 1228e9, 275e12, "TPU v4"),
-    "v5e": Generation("v5e", "v5litepod", False, 2, False, 16 * GIB, 819e9, 197e12,
+    "v4": Generation("v4", "v4", True, 3, True, int(30.75 * GIB), 1228e9, 275e12, "TPU v4"),
+    "v5e": Generation("v5e", "v5litepod", False, 2, False, int(15.75 * GIB), 819e9, 197e12,
                       "TPU v5 lite"),
-    "v5p": Generation("v5p", "v5p", True, 3, True, 95 * GIB, 2765e9, 459e12, "TPU v5"),
-    "v6e": Generation("v6e", "v6e", False, 2, False, 32 * GIB, 1640e9, 918e12, "TPU v6 lite"),
+    "v5p": Generation("v5p", "v5p", True, 3, True, int(95.74 * GIB), 2765e9, 459e12, "TPU v5"),
+    "v6e": Generation("v6e", "v6e", False, 2, False, int(31.25 * GIB), 1640e9, 918e12,
+                      "TPU v6 lite"),
 }
 # Other spellings of the accelerator-type prefixes.
 _PREFIX_ALIASES = {"v5litepod": "v5e", "v5lite": "v5e", "v5e": "v5e", "v4": "v4", "v5p": "v5p",

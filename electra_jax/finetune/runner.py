@@ -354,7 +354,7 @@ def build_setup(config: ml_collections.ConfigDict, task: glue.Task,
   """
   model = classifier.SequenceClassifier(encoder, task.num_labels, config.head_dropout,
                                         encoder_name=encoder_name, head_init=config.head_init)
-  dummy = jnp.zeros((1, config.max_seq_length), jnp.int32)
+  dummy = np.zeros((1, config.max_seq_length), np.int32)  # Host array: no device is touched.
 
   def init_params(key):
     head_rng, state_rng = jax.random.split(key)
