@@ -29,7 +29,7 @@ import pytest  # pylint: disable=g-import-not-at-top,g-bad-import-order
 # The longest files first (pytest-xdist hands out whole files, in collection order, to free
 # workers): the trained tiny model and the multi-device runs start at once, while the short
 # files fill the other worker, instead of a long file starting last and running alone.
-_LONGEST_FIRST = ("test_score.py", "test_meshes.py", "test_ablations.py", "test_reliability.py",
+_LONGEST_FIRST = ("test_score.py", "test_tpu_compile.py", "test_meshes.py", "test_ablations.py", "test_reliability.py",
                   "test_multidevice.py", "test_multiprocess.py", "test_experiments.py",
                   "test_finetune.py", "test_cli.py", "test_models.py")
 

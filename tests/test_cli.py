@@ -97,7 +97,7 @@ def test_batch_not_divisible_by_devices_is_one_clear_error(tmp_path):
 
 @pytest.mark.parametrize("module", ["electra_jax.main", "electra_jax.finetune",
                                     "electra_jax.benchmark", "electra_jax.benchmark.suite",
-                                    "electra_jax.data.build"])
+                                    "electra_jax.benchmark.tpu_table", "electra_jax.data.build"])
 def test_help_shows_each_command_line_on_its_own_line(module):
   """A `\\` at the end of a usage line stays a line break in --help (raw docstrings)."""
   proc = subprocess.run([sys.executable, "-m", module, "--help"], cwd=testing.REPO,
@@ -136,6 +136,8 @@ def test_data_build_names_its_own_tokenizer_flag(tmp_path):
      "error: checkpoint {tmp}/nope does not exist"),
     (["electra_jax.experiments", "--config=configs/experiments/smoke.py", "--workdir={tmp}/e",
       "--config.finetune.data_dir={tmp}/no_glue"], "error: "),
+    (["electra_jax.benchmark.tpu_table", "--presets=nope", "--out={tmp}/t"],
+     "error: --presets names 'nope', but configs/nope.py does not exist"),
 ])
 def test_other_commands_give_one_line_errors(tmp_path, argv, message):
   argv = [a.format(tmp=tmp_path) for a in argv]
