@@ -23,6 +23,7 @@ setuptools.setup(
         "numpy>=1.26",
         "optax>=0.2.5,<0.3",
         "orbax-checkpoint>=0.11,<0.13",
+        "safetensors>=0.4",  # convert to-hf writes model.safetensors.
         "sentencepiece>=0.2,<0.3",
         "tensorboard>=2.18,<3",
         "tensorflow-cpu>=2.18,<3",

@@ -525,3 +525,12 @@ def test_exported_tokenizer_tokenizes_like_electra_jax(corpus_and_tokenizer, tmp
   first, second = ours.encode(lines[0]), ours.encode(lines[1])
   assert pair["input_ids"] == [ours.cls_id, *first, ours.sep_id, *second, ours.sep_id]
   assert pair["token_type_ids"] == [0] * (len(first) + 2) + [1] * (len(second) + 1)
+
+
+def test_safetensors_gets_the_mode_of_the_other_exported_files(tmp_path):
+  from electra_jax.convert import files  # pylint: disable=import-outside-toplevel
+  path = tmp_path / "model.safetensors"
+  files._write_safetensors({"w": np.zeros((2, 3), np.float32)}, str(path))  # pylint: disable=protected-access
+  other = tmp_path / "config.json"
+  files._write_json({"a": 1}, str(other))  # pylint: disable=protected-access
+  assert path.stat().st_mode & 0o777 == other.stat().st_mode & 0o777

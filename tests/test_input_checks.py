@@ -12,6 +12,7 @@ from electra_jax.data import pipeline
 from electra_jax.errors import ElectraError
 from electra_jax.pretrain import default_config
 from electra_jax.training import metrics as metrics_lib
+from tests import testing
 
 def _varied_text(seed: int = 0, documents: int = 60) -> str:
   """Sentences of made-up words (enough distinct pieces for a small tokenizer)."""
@@ -84,3 +85,14 @@ def test_a_ratio_with_nothing_to_count_is_left_out_of_log_lines():
   acc.add({"disc_precision": (0.0, 0.0), "disc_recall": (0.0, 4.0)})
   assert "disc_precision" not in acc.result(skip_empty=True)
   assert acc.result(skip_empty=True)["disc_recall"] == 0.0
+
+
+def test_advice_on_warmup_and_small_evaluations():
+  from electra_jax.pretrain import validation  # pylint: disable=import-outside-toplevel
+  config = testing.load_config("tiny")
+  assert validation.advice(config) == []
+  config.train.warmup_steps = config.train.num_train_steps
+  (warning,) = validation.advice(config)
+  assert "never reaches its peak" in warning and "train.warmup_steps=1000" in warning
+  assert "only 30 held-out examples" in validation.eval_advice(30)
+  assert validation.eval_advice(256) == "" and validation.eval_advice(0) == ""

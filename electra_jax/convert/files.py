@@ -233,6 +233,11 @@ def _write_safetensors(state: Mapping[str, np.ndarray], path: str) -> None:
                        "safetensors") from e
   save_file({k: np.ascontiguousarray(v, dtype=np.float32) for k, v in state.items()}, path,
             metadata={"format": "pt"})
+  # safetensors creates the file readable by its owner only; give it the mode of every other
+  # exported file (0666 less the umask, usually 0644).
+  umask = os.umask(0)
+  os.umask(umask)
+  os.chmod(path, 0o666 & ~umask)
 
 
 def _write_json(value: Any, path: str) -> None:

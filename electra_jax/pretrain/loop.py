@@ -225,6 +225,13 @@ def _train_with(ckpt: checkpoints.Checkpointer, config: ml_collections.ConfigDic
   train_iter = data.train_iterator(config.train.batch_size, config.seed, position=data_position,
                                    **hosts)
   eval_batches = data.eval_batches(config.train.batch_size, config.train.eval_batches, **hosts)
+  for warning in validation.advice(config):
+    logging.warning("%s", warning)
+  # Distinct sequences: a held-out set smaller than a batch is repeated to fill it.
+  distinct = len({row.tobytes() for b in eval_batches for row in np.asarray(b["input_ids"])})
+  eval_warning = validation.eval_advice(distinct * jax.process_count())
+  if config.train.eval_every_steps and eval_warning:
+    logging.warning("%s", eval_warning)
   if config.train.eval_every_steps and not eval_batches:
     logging.warning("No held-out examples (data.eval_fraction=0 and no data.eval_files, or "
                     "shards built without --eval_fraction): evaluation is off")

@@ -44,6 +44,28 @@ def check_model_choices(m: ml_collections.ConfigDict, seq_len: int | None = None
              "1.0 or choose weight_sharing 'embeddings', 'none' or 'gdes'")
 
 
+MIN_EVAL_EXAMPLES = 100  # Fewer held-out examples than this make evaluation noisy.
+
+
+def advice(config: ml_collections.ConfigDict) -> list[str]:
+  """Settings that can run but are probably not what the user meant (logged as warnings)."""
+  t = config.train
+  out = []
+  if t.warmup_steps >= t.num_train_steps > 0:
+    out.append(f"train.warmup_steps={t.warmup_steps} >= train.num_train_steps="
+               f"{t.num_train_steps}: the learning rate never reaches its peak "
+               f"({t.learning_rate}); lower --config.train.warmup_steps")
+  return out
+
+
+def eval_advice(num_examples: int) -> str:
+  """A warning when evaluation will run on too few held-out examples ("" otherwise)."""
+  if 0 < num_examples < MIN_EVAL_EXAMPLES:
+    return (f"evaluation runs on only {num_examples} held-out examples, so its metrics are "
+            f"noisy; raise data.eval_fraction, add data.eval_files, or raise train.eval_batches")
+  return ""
+
+
 def validate(config: ml_collections.ConfigDict) -> None:
   """Raises ElectraError naming the first field that cannot work, and how to fix it."""
   m, d, t, o = config.model, config.data, config.train, config.objective

@@ -1,0 +1,44 @@
+"""The documented install (`pip install -e .`) brings every package the commands import."""
+
+import ast
+import importlib.metadata
+import pathlib
+import re
+import sys
+
+from tests import testing
+
+# Imported only by optional features that say what to install when missing: the PyTorch
+# comparisons and checkpoints (--compare=hf, pytorch_model.bin), and the TPU runtime.
+OPTIONAL = {"torch", "transformers", "libtpu"}
+
+
+def _requirement_names(setup_text: str, key: str) -> set[str]:
+  block = re.search(key + r"=\[(.*?)\]", setup_text, re.S).group(1)
+  names = re.findall(r'"([A-Za-z0-9_.\-]+)', block)
+  return {re.split(r"[<>=\[]", n)[0].lower().replace("_", "-") for n in names}
+
+
+def test_every_imported_package_is_an_install_requirement():
+  root = pathlib.Path(testing.REPO)
+  required = _requirement_names((root / "setup.py").read_text(), "install_requires")
+  distributions = importlib.metadata.packages_distributions()
+  missing = {}
+  for path in sorted((root / "electra_jax").rglob("*.py")):
+    for node in ast.walk(ast.parse(path.read_text())):
+      if isinstance(node, ast.Import):
+        modules = [a.name for a in node.names]
+      elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+        modules = [node.module]
+      else:
+        continue
+      for module in modules:
+        top = module.split(".")[0]
+        if top in sys.stdlib_module_names or top == "electra_jax" or top in OPTIONAL:
+          continue
+        dists = {d.lower().replace("_", "-") for d in distributions.get(top, [top])}
+        # tensorflow is installed as tensorflow-cpu.
+        if not dists & required and not (top == "tensorflow" and "tensorflow-cpu" in required):
+          missing.setdefault(top, str(path.relative_to(root)))
+  assert not missing, f"imported but not in install_requires: {missing}"
+  assert "safetensors" in required  # convert to-hf writes model.safetensors.
