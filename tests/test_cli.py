@@ -136,6 +136,11 @@ def test_data_build_names_its_own_tokenizer_flag(tmp_path):
      "error: checkpoint {tmp}/nope does not exist"),
     (["electra_jax.experiments", "--config=configs/experiments/smoke.py", "--workdir={tmp}/e",
       "--config.finetune.data_dir={tmp}/no_glue"], "error: "),
+    (["electra_jax.score", "token", "--checkpoint={tmp}"],
+     "error: unknown command 'token' (did you mean 'tokens'?); give one of tokens | sentences"),
+    (["electra_jax.score", "--checkpoint={tmp}"], "error: no command given; give one of tokens"),
+    (["electra_jax.convert", "to_hf", "--checkpoint={tmp}", "--output={tmp}/hf"],
+     "error: unknown subcommand 'to_hf' (did you mean 'to-hf'?)"),
     (["electra_jax.benchmark.tpu_table", "--presets=nope", "--out={tmp}/t"],
      "error: --presets names 'nope', but configs/nope.py does not exist"),
 ])

@@ -5,6 +5,8 @@ See `electra_jax.convert` for what each subcommand reads and writes.
 
 from __future__ import annotations
 
+import difflib
+
 import os
 
 from absl import flags
@@ -107,7 +109,10 @@ def _main(argv: list[str]) -> None:
                        f"{_EXAMPLES['from-hf']} (see --help)")
   command = args[0]
   if command not in SUBCOMMANDS:
-    raise ElectraError(f"unknown subcommand {command!r}; the subcommand is {valid} (see --help)")
+    close = difflib.get_close_matches(command, SUBCOMMANDS, n=1)
+    raise ElectraError(f"unknown subcommand {command!r}"
+                       + (f" (did you mean {close[0]!r}?)" if close else "")
+                       + f"; the subcommand is {valid} (see --help)")
   if len(args) > 1:
     raise ElectraError(f"unexpected arguments after {command!r}: {' '.join(args[1:])}; values "
                        "are given as flags, e.g. --output=DIR")

@@ -29,10 +29,10 @@ DIR/evaluation.json and DIR/reliability.png (see electra_jax/score/evaluate.py).
 from __future__ import annotations
 
 import contextlib
+import difflib
 import sys
 from typing import Any, TextIO
 
-from absl import app
 from absl import flags
 from absl import logging
 
@@ -149,8 +149,16 @@ def _open(path: str, mode: str, default: TextIO):
 
 
 def main(argv: list[str]) -> None:
-  if len(argv) != 2 or argv[1] not in COMMANDS:
-    raise app.UsageError(f"give one command: {' | '.join(COMMANDS)} (see --help)")
+  if len(argv) < 2:
+    raise ElectraError(f"no command given; give one of {' | '.join(COMMANDS)} (see --help)")
+  if argv[1] not in COMMANDS:
+    close = difflib.get_close_matches(argv[1], COMMANDS, n=1)
+    raise ElectraError(f"unknown command {argv[1]!r}"
+                       + (f" (did you mean {close[0]!r}?)" if close else "")
+                       + f"; give one of {' | '.join(COMMANDS)} (see --help)")
+  if len(argv) > 2:
+    raise ElectraError(f"unexpected arguments after {argv[1]!r}: {' '.join(argv[2:])}; values "
+                       "are given as flags, e.g. --checkpoint=RUN")
   command = argv[1]
   from electra_jax.score import load_scorer  # pylint: disable=import-outside-toplevel
   scorer = load_scorer(FLAGS.checkpoint, dtype=FLAGS.dtype)
