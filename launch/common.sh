@@ -55,10 +55,11 @@ venv|ELECTRA_VENV|value|electra_venv|Virtual environment on the workers (relativ
 log-dir|ELECTRA_LOG_DIR|value|electra_logs|Per-worker logs on the workers (relative: under $HOME).
 config|ELECTRA_CONFIG|value|configs/base.py|Config file, relative to the code directory.
 workdir|ELECTRA_WORKDIR|value||Run directory (default: gs://BUCKET/runs/NAME).
-module|ELECTRA_MODULE|value|electra_jax.main|Python module to run (electra_jax.main or electra_jax.finetune).
+module|ELECTRA_MODULE|value|electra_jax.main|Python module to run (electra_jax.main or electra_jax.finetune; tpu_run.sh checks the fit for electra_jax.main only).
 env|ELECTRA_TRAIN_ENV|list||KEY=VALUE exported for the training process (repeatable).
 allow-local-workdir|ELECTRA_ALLOW_LOCAL_WORKDIR|bool|0|Allow a non-gs:// workdir on a multi-host slice.
 restart|ELECTRA_RESTART|bool|0|Stop a training process this script started earlier before starting.
+skip-fit-check|ELECTRA_SKIP_FIT_CHECK|bool|0|Start training without first checking on worker 0 that the config fits the slice.
 max-recoveries|ELECTRA_MAX_RECOVERIES|value|10|tpu_watch.sh: give up after this many re-creations.
 check-interval|ELECTRA_CHECK_INTERVAL|value|300|tpu_watch.sh: seconds between state checks.
 dry-run-state|ELECTRA_DRY_RUN_STATE|value|PREEMPTED|tpu_watch.sh --dry-run: the state to pretend.
@@ -160,12 +161,15 @@ parse_flags() {
   done
 }
 
-# Exports every setting that has a value, for the scripts tpu_watch.sh calls.
+# Exports every setting that has a value, for the scripts tpu_watch.sh calls, and
+# ELECTRA_CALLER (this script's name) so that they can tell they run under it (tpu_run.sh
+# skips its fit check on tpu_watch.sh's restarts).
 export_settings() {
   local var
   while IFS='|' read -r _ var _ _ _; do
     if [ -n "$var" ] && [ -n "${!var:-}" ]; then export "${var?}"; fi
   done <<<"$SETTINGS_TABLE"
+  export ELECTRA_CALLER="$SCRIPT_NAME"
 }
 
 # True for 1/true/yes (any case).

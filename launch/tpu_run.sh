@@ -4,7 +4,7 @@
 . "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
 SCRIPT_FLAGS="project zone name accelerator-type bucket config workdir module env
-  allow-local-workdir restart remote-dir venv log-dir"
+  allow-local-workdir restart skip-fit-check remote-dir venv log-dir"
 ACCEPTS_PASSTHROUGH=1
 
 usage() {
@@ -23,6 +23,21 @@ the same workdir resumes from its newest checkpoint. A slice with more than one 
 it on gs:// (all hosts write one checkpoint): a local path is refused there unless
 --allow-local-workdir. Without --accelerator-type the slice counts as multi-host.
 
+Before that, worker 0 alone checks that the config fits the slice (tpu-vm ssh --worker=0):
+  VENV/bin/python -m electra_jax.benchmark --config=CONFIG --topology=T --require_fit OVERRIDES
+compiles the pretraining step for slice T (--accelerator-type, else the accelerator-type in
+the TPU metadata) on worker 0's CPU without running it, and prints memory per chip, FLOPs and
+compile time: seconds for a small config, a few minutes for a large one. If the step does not
+fit the chips' HBM (or the check fails otherwise) training is not started, and the check's
+error line says how much memory it needs and which --fit command finds the largest batch.
+--skip-fit-check starts training without the check. It runs with --restart too, before the
+old process is stopped (it does not use the TPU; if it fails, the old process goes on). It is
+skipped, with a note or warning, for a --module other than electra_jax.main (fine-tuning
+configs are not pretraining ones), on v2/v3 slices (not known to the benchmark), when no
+accelerator type is known, and on tpu_watch.sh's restarts after a preemption (that config
+has started before; a check there would only delay training). OVERRIDES go to it as they
+are, except electra_jax.main's own --workdir and --allow_config_change.
+
 A worker where a process started by this script still runs refuses to start another, unless
 --restart (which stops that process first). For Spot/preemptible TPUs use tpu_watch.sh with
 the same flags: it re-creates a preempted TPU and starts this same command again.
@@ -34,8 +49,19 @@ EOF
 main() {
   start_tpu_script "$@"
   resolve_workdir
-  local script
-  script=$(remote_run_script)  # (assigned first: a failure inside $(...) stops the script)
+  local check script status=0
+  # (Assigned first: a failure inside $(...) stops the script.)
+  check=$(fit_check_script)  # empty: no check (a note says why)
+  script=$(remote_run_script)
+  if [ -n "$check" ]; then
+    if ! is_true "$ELECTRA_DRY_RUN"; then
+      note "checking on worker 0 that $ELECTRA_CONFIG fits ${ELECTRA_ACCELERATOR_TYPE:-the slice} (compiles the training step on its CPU: up to a few minutes; --skip-fit-check skips this)"
+    fi
+    ssh_workers 0 "$check" || status=$?
+    if [ "$status" != 0 ]; then
+      die "the fit check on worker 0 failed (status $status; its error is above): training was not started; fix the config, or pass --skip-fit-check to start without the check"
+    fi
+  fi
   ssh_workers all "$script"
 }
 
@@ -55,6 +81,88 @@ resolve_workdir() {
   export ELECTRA_WORKDIR
 }
 
+# `export K=V ...` for the --env settings (empty without any), for the worker's shell.
+remote_exports() {
+  local kv exports=''
+  for kv in $ELECTRA_TRAIN_ENV; do
+    case $kv in
+      [A-Za-z_]*=*) exports="$exports $(rquote "$kv")" ;;
+      *) die "--env wants KEY=VALUE, got '$kv'" ;;
+    esac
+  done
+  if [ -n "$exports" ]; then
+    printf 'export%s' "$exports"
+  fi
+}
+
+# The overrides for the fit check, quoted for the worker's shell: PASSTHROUGH without
+# electra_jax.main's own flags, which the benchmark does not take.
+check_overrides() {
+  local arg skip_next=0 words=()
+  for arg in ${PASSTHROUGH[@]+"${PASSTHROUGH[@]}"}; do
+    if [ "$skip_next" = 1 ]; then
+      skip_next=0
+      case $arg in -*) ;; *) continue ;; esac
+    fi
+    case $arg in
+      --workdir) skip_next=1 ;;
+      --workdir=*|--allow_config_change|--allow_config_change=*|--noallow_config_change) ;;
+      *) words+=("$arg") ;;
+    esac
+  done
+  rcmd_line ${words[@]+"${words[@]}"}
+}
+
+# Sets T on the worker to the slice's accelerator type from the TPU metadata (empty if none).
+# shellcheck disable=SC2016  # expanded on the worker
+REMOTE_ACCELERATOR_TYPE='T=$(curl -sf -m 5 -H Metadata-Flavor:Google http://metadata.google.internal/computeMetadata/v1/instance/attributes/accelerator-type 2>/dev/null || true)'
+
+# The script worker 0 runs before training (one line of POSIX sh): compiles the pretraining step
+# for the slice and fails (status 1, the benchmark's error line on stderr) if it does not fit.
+# Prints nothing when there is nothing to check, with a note saying why.
+# shellcheck disable=SC2016
+fit_check_script() {
+  if is_true "$ELECTRA_SKIP_FIT_CHECK"; then
+    return 0
+  fi
+  if [ "$ELECTRA_MODULE" != electra_jax.main ]; then
+    note "no fit check for --module=$ELECTRA_MODULE: it checks pretraining (electra_jax.main) configs"
+    return 0
+  fi
+  if [ "${ELECTRA_CALLER:-}" = tpu_watch.sh ]; then
+    note "no fit check on a restart by tpu_watch.sh: this config has started before"
+    return 0
+  fi
+  local topology
+  case $ELECTRA_ACCELERATOR_TYPE in
+    '') topology='--topology="$T"' ;;
+    v2-*|v3-*)
+      note "no fit check on $ELECTRA_ACCELERATOR_TYPE: the benchmark compiles for v4, v5e, v5p and v6e"
+      return 0 ;;
+    *) topology=$(rquote "--topology=$ELECTRA_ACCELERATOR_TYPE") ;;
+  esac
+  local exports overrides
+  exports=$(remote_exports) || exit  # (bash clears set -e inside $(...))
+  overrides=$(check_overrides)
+  local s=(
+    'set -eu'
+    "$(remote_path D "$ELECTRA_REMOTE_DIR")"
+    "$(remote_path V "$ELECTRA_VENV")"
+  )
+  if [ -z "$ELECTRA_ACCELERATOR_TYPE" ]; then
+    s+=(
+      "$REMOTE_ACCELERATOR_TYPE"
+      'case "$T" in ""|*[!A-Za-z0-9:.-]*) echo "worker 0: warning: no accelerator type (--accelerator-type, or the TPU metadata): fit check skipped" >&2; exit 0 ;; v2-*|v3-*) echo "worker 0: warning: no fit check on $T (the benchmark compiles for v4, v5e, v5p and v6e)" >&2; exit 0 ;; esac'
+    )
+  fi
+  s+=('cd "$D"')
+  if [ -n "$exports" ]; then
+    s+=("$exports")
+  fi
+  s+=("\"\$V/bin/python\" $(rcmd_line -m electra_jax.benchmark --config="$ELECTRA_CONFIG") $topology --require_fit${overrides:+ $overrides}")
+  join_statements "${s[@]}"
+}
+
 # The training command's words after the interpreter, quoted for the worker's shell.
 train_args() {
   rcmd_line -m "$ELECTRA_MODULE" --config="$ELECTRA_CONFIG" --workdir="$ELECTRA_WORKDIR" \
@@ -64,14 +172,8 @@ train_args() {
 # The script each worker runs (one line of POSIX sh; $VARS in single quotes expand there).
 # shellcheck disable=SC2016
 remote_run_script() {
-  local kv exports=''
-  for kv in $ELECTRA_TRAIN_ENV; do
-    case $kv in
-      [A-Za-z_]*=*) exports="$exports $(rquote "$kv")" ;;
-      *) die "--env wants KEY=VALUE, got '$kv'" ;;
-    esac
-  done
-  local stop_old
+  local exports stop_old
+  exports=$(remote_exports) || exit  # (bash clears set -e inside $(...))
   if is_true "$ELECTRA_RESTART"; then
     # Our own earlier process (by its recorded pid): TERM, then wait up to 60 s for it to save
     # and exit.
@@ -91,7 +193,7 @@ remote_run_script() {
     'cd "$D"'
   )
   if [ -n "$exports" ]; then
-    s+=("export$exports")
+    s+=("$exports")
   fi
   s+=(
     "set -- \"\$V/bin/python\" $(train_args)"

@@ -132,7 +132,8 @@ HELP_FLAGS = {
     "tpu_setup.sh": ["--project", "--zone", "--name", "--repo", "--ref", "--python",
                      "--stage-data", "--venv"],
     "tpu_run.sh": ["--project", "--zone", "--name", "--accelerator-type", "--bucket", "--config",
-                   "--workdir", "--env", "--allow-local-workdir", "--restart", "--log-dir"],
+                   "--workdir", "--env", "--allow-local-workdir", "--restart", "--log-dir",
+                   "--skip-fit-check", "electra_jax.benchmark", "--require_fit"],
     "tpu_watch.sh": ["--spot", "--queued", "--repo", "--config", "--workdir", "--max-recoveries",
                      "--check-interval"],
     "tpu_logs.sh": ["--project", "--zone", "--name", "--worker", "--lines", "--follow"],
@@ -345,7 +346,7 @@ OVERRIDES = ["--config.train.batch_size=2048", "--config.data.train_files=gs://b
 
 def test_run_dry_run(sandbox):
   env, calls = sandbox
-  (ssh,) = dry_run("tpu_run.sh", *TARGET, "--accelerator-type=v4-128", "--bucket=gs://bkt/",
+  _check, ssh = dry_run("tpu_run.sh", *TARGET, "--accelerator-type=v4-128", "--bucket=gs://bkt/",
                    "--config=configs/large.py", "--env=XLA_FLAGS=--xla_foo", "--", *OVERRIDES,
                    env=env, calls=calls)
   assert ssh[:7] == ["gcloud", "compute", "tpus", "tpu-vm", "ssh", "tpu1", "--worker=all"]
@@ -372,18 +373,21 @@ def test_run_workdir_rules(sandbox):
                             check=False), "--workdir", "--bucket")
 
 
-def fake_worker_home(tmp_path):
-  """A $HOME with the code directory and a venv whose python records its arguments and waits."""
+FAKE_TRAINING = 'printf "%s\\n" "$PWD" "$@" > "$HOME/args"\necho training output\nexec sleep 60\n'
+
+
+def fake_worker_home(tmp_path, python_body=FAKE_TRAINING, curl_body="exit 7"):
+  """A $HOME with the code directory and a venv whose python runs `python_body` (by default:
+  records its arguments and waits); `curl` (the TPU metadata) runs `curl_body` (fails)."""
   home = tmp_path / "home"
   (home / "electra-jax").mkdir(parents=True)
   python = home / "electra_venv" / "bin" / "python"
   python.parent.mkdir(parents=True)
-  python.write_text('#!/bin/sh\nprintf "%s\\n" "$PWD" "$@" > "$HOME/args"\n'
-                    'echo training output\nexec sleep 60\n')
+  python.write_text(f"#!/bin/sh\n{python_body}")
   python.chmod(0o755)
   bin_dir = tmp_path / "workerbin"
   bin_dir.mkdir()
-  for name, body in (("curl", "exit 7"), ("hostname", "echo t1v-n-0123abcd-w-3")):
+  for name, body in (("curl", curl_body), ("hostname", "echo t1v-n-0123abcd-w-3")):
     (bin_dir / name).write_text(f"#!/bin/sh\n{body}\n")
     (bin_dir / name).chmod(0o755)
   env = {"HOME": str(home), "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"}
@@ -393,8 +397,8 @@ def fake_worker_home(tmp_path):
 def test_run_script_on_a_worker(sandbox, tmp_path):
   """The worker's side: background process, per-worker log, pid file, exact arguments."""
   env, calls = sandbox
-  (ssh,) = dry_run("tpu_run.sh", *TARGET, "--workdir=gs://bkt/runs/x", "--", *OVERRIDES,
-                   env=env, calls=calls)
+  _check, ssh = dry_run("tpu_run.sh", *TARGET, "--workdir=gs://bkt/runs/x", "--", *OVERRIDES,
+                        env=env, calls=calls)
   home, worker_env = fake_worker_home(tmp_path)
   script = remote_script(ssh)
   pid = None
@@ -421,6 +425,132 @@ def test_run_script_on_a_worker(sandbox, tmp_path):
   finally:
     if pid is not None:
       os.kill(pid, signal.SIGTERM)
+
+
+def test_run_fit_check_dry_run(sandbox):
+  """Worker 0 alone compiles the step for the slice before training starts anywhere."""
+  env, calls = sandbox
+  check, ssh = dry_run("tpu_run.sh", *TARGET, "--accelerator-type=v4-128", "--bucket=bkt",
+                       "--config=configs/large.py", "--env=XLA_FLAGS=--xla_foo", "--",
+                       *OVERRIDES, "--allow_config_change", env=env, calls=calls)
+  assert check[:7] == ["gcloud", "compute", "tpus", "tpu-vm", "ssh", "tpu1", "--worker=0"]
+  assert ssh[:7] == ["gcloud", "compute", "tpus", "tpu-vm", "ssh", "tpu1", "--worker=all"]
+  script = remote_script(check)
+  shell_syntax_ok(script)
+  assert ('"$V/bin/python" -m electra_jax.benchmark --config=configs/large.py '
+          "--topology=v4-128 --require_fit --config.train.batch_size=2048 ") in script
+  assert 'cd "$D"' in script and "export XLA_FLAGS=--xla_foo" in script
+  # electra_jax.main's own flags are not the benchmark's: training gets them, the check not.
+  assert "--allow_config_change" not in script
+  assert "--allow_config_change" in remote_script(ssh)
+  assert "nohup" not in script and "train.pid" not in script
+  # --restart replaces the process, not the check.
+  cmds = dry_run("tpu_run.sh", *TARGET, "--accelerator-type=v4-8", "--bucket=bkt", "--restart",
+                 env=env, calls=calls)
+  assert [c[6] for c in cmds] == ["--worker=0", "--worker=all"]
+
+
+@pytest.mark.parametrize("args,extra_env", [
+    (["--skip-fit-check"], {}), ([], {"ELECTRA_SKIP_FIT_CHECK": "1"}),
+    (["--module=electra_jax.finetune"], {}), (["--accelerator-type=v3-32"], {}),
+    ([], {"ELECTRA_CALLER": "tpu_watch.sh"})])
+def test_run_without_fit_check(args, extra_env, sandbox):
+  env, calls = sandbox
+  env.update(extra_env)
+  (ssh,) = dry_run("tpu_run.sh", *TARGET, "--bucket=bkt", *args, env=env, calls=calls)
+  assert "--worker=all" in ssh
+  assert "electra_jax.benchmark" not in remote_script(ssh)
+
+
+FAKE_CHECK = 'printf "%s\\n" "$PWD" "$@" > "$HOME/check_args"\necho "XLA_FLAGS=$XLA_FLAGS"\n'
+CHECK_ARGS = ["-m", "electra_jax.benchmark", "--config=configs/base.py"]
+
+
+def test_run_fit_check_on_a_worker(sandbox, tmp_path):
+  """The check's script run on a worker: the benchmark command with exactly these arguments."""
+  env, calls = sandbox
+  check, _ = dry_run("tpu_run.sh", *TARGET, "--accelerator-type=v5litepod-16",
+                     "--workdir=gs://bkt/runs/x", "--env=XLA_FLAGS=--xla_foo", "--", *OVERRIDES,
+                     "--workdir", "gs://elsewhere", env=env, calls=calls)
+  home, worker_env = fake_worker_home(tmp_path, FAKE_CHECK)
+  proc = subprocess.run(["sh", "-c", remote_script(check)], env=worker_env, capture_output=True,
+                        text=True, timeout=30, check=False)
+  assert proc.returncode == 0, proc.stderr
+  assert (home / "check_args").read_text().splitlines() == [
+      str(home / "electra-jax"), *CHECK_ARGS, "--topology=v5litepod-16", "--require_fit",
+      *OVERRIDES]
+  assert proc.stdout == "XLA_FLAGS=--xla_foo\n"
+  assert not (home / "electra_logs").exists()  # nothing of training's
+
+
+@pytest.mark.parametrize("metadata,topology", [("v4-32", "v4-32"), (None, None),
+                                               ("v3-8", None)])
+def test_run_fit_check_reads_the_tpu_metadata(metadata, topology, sandbox, tmp_path):
+  """Without --accelerator-type: the slice from the TPU metadata, or a warning and no check."""
+  env, calls = sandbox
+  check, _ = dry_run("tpu_run.sh", *TARGET, "--workdir=gs://bkt/runs/x", "--",
+                     "--config.train.batch_size=64", env=env, calls=calls)
+  curl = 'case "$*" in *instance/attributes/accelerator-type*) echo {} ;; *) exit 22 ;; esac'
+  home, worker_env = fake_worker_home(
+      tmp_path, FAKE_CHECK, curl.format(metadata) if metadata else "exit 7")
+  proc = subprocess.run(["sh", "-c", remote_script(check)], env=worker_env, capture_output=True,
+                        text=True, timeout=30, check=False)
+  assert proc.returncode == 0, proc.stderr
+  if topology:
+    assert (home / "check_args").read_text().splitlines() == [
+        str(home / "electra-jax"), *CHECK_ARGS, f"--topology={topology}", "--require_fit",
+        "--config.train.batch_size=64"]
+    assert not proc.stderr
+  else:
+    assert not (home / "check_args").exists()
+    (line,) = proc.stderr.splitlines()
+    assert line.startswith("worker 0: warning:") and "fit check" in line
+
+
+# Runs the --command of an ssh to worker 0 in a fake worker's $HOME (FAKE_WORKER_ENV: JSON);
+# fails an ssh to all workers with status 99 if TRAINING_FAILS exists; records every call.
+WORKER_GCLOUD = """#!{python}
+import json, os, subprocess, sys
+args = sys.argv[1:]
+with open("{calls}", "a") as f:
+  f.write(json.dumps(args) + "\\n")
+if "--worker=0" in args:
+  (command,) = [a[len("--command="):] for a in args if a.startswith("--command=")]
+  sys.exit(subprocess.run(["sh", "-c", command],
+                          env=json.loads(os.environ["FAKE_WORKER_ENV"])).returncode)
+"""
+
+NO_FIT = ("error: the pretrain step (global batch 2048) needs 54.1 GiB per chip but v4-8 has "
+          "30.8; find the largest --config.train.batch_size that fits with: python -m "
+          "electra_jax.benchmark --config=configs/base.py --topology=v4-8 --fit")
+
+
+@pytest.mark.parametrize("fits", [True, False])
+def test_run_stops_when_the_config_does_not_fit(fits, sandbox, tmp_path):
+  """Not a dry run: the check runs on (fake) worker 0 first; training starts only if it passes."""
+  env, _ = sandbox
+  played = tmp_path / "played"
+  (tmp_path / "bin" / "gcloud").write_text(WORKER_GCLOUD.format(python=sys.executable,
+                                                                calls=played))
+  body = FAKE_CHECK + ("echo 'compiling...'\n" if fits else f"echo '{NO_FIT}' >&2\nexit 1\n")
+  _, worker_env = fake_worker_home(tmp_path, body)
+  env["FAKE_WORKER_ENV"] = json.dumps(worker_env)
+  proc = run("tpu_run.sh", *TARGET, "--accelerator-type=v4-8", "--bucket=bkt", "--",
+             "--config.train.batch_size=2048", env=env, check=False)
+  calls = [json.loads(line) for line in played.read_text().splitlines()]
+  workers = [next(a for a in call if a.startswith("--worker=")) for call in calls]
+  assert "--skip-fit-check" in proc.stderr  # the note before a check that may take minutes
+  if fits:
+    assert proc.returncode == 0, proc.stderr
+    assert workers == ["--worker=0", "--worker=all"]
+    assert "compiling..." in proc.stdout
+    return
+  assert proc.returncode == 2 and workers == ["--worker=0"]  # training never started
+  lines = proc.stderr.strip().splitlines()
+  errors = [line for line in lines if line.startswith("tpu_run.sh: error:")]
+  assert errors == [lines[-1]]  # one error line of its own, the last one
+  assert "not started" in lines[-1] and "--skip-fit-check" in lines[-1]
+  assert lines[-2] == NO_FIT  # the check's own error line (worker 0's stderr), just above
 
 
 # --- tpu_logs.sh / tpu_delete.sh --------------------------------------------------------------
@@ -472,6 +602,9 @@ def test_watch_dry_run_prints_one_recovery(sandbox):
   assert "--quiet" in cmds[1]
   assert {"--accelerator-type=v4-32", "--spot", "--version=tpu-ubuntu2204-base"} <= set(cmds[2])
   assert "pip install" in remote_script(cmds[6])
+  # A restart after preemption skips tpu_run.sh's fit check (the config has started before):
+  # the only ssh after setup starts training.
+  assert "--worker=all" in cmds[7]
   run_script = remote_script(cmds[7])
   assert ("--config=configs/large.py --workdir=gs://bkt/runs/tpu1 "
           "--config.train.batch_size=2048") in run_script and "nohup" in run_script

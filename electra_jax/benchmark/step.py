@@ -21,6 +21,16 @@ compiles the step for `--simulate_devices` CPU devices and prints, per device, t
 and optimizer state its shards hold (exact, from the shapes and shardings) and XLA's memory
 analysis of the compiled step (arguments, outputs, temporaries). CPU compilation differs from
 TPU/GPU in fusion and layout, so the temporaries are an estimate.
+
+The real TPU executable for a Cloud TPU slice, compiled on this host (needs the TPU runtime:
+pip install -e '.[tpu]'; electra_jax/benchmark/topology.py):
+
+  python -m electra_jax.benchmark --config=configs/base.py --topology=v5litepod-16 \
+      [--num_slices=2] [--step=pretrain|finetune] [--report=FILE.json] [--fit] \
+      [--save_compiled=FILE] [--require_fit] [--hbm_gib=16]
+
+prints memory per chip, whether it fits, analytic and XLA FLOPs, the collectives of one step,
+the compile time and a roofline estimate (not a measurement) of the step time.
 """
 
 import resource

@@ -14,9 +14,10 @@ collectives per step (`electra_jax.benchmark.collectives`), the compile time, an
 estimate of the step time from the chip's peak bf16 FLOP/s and HBM bandwidth. The estimate is a
 lower bound from published figures, never a measurement.
 
-`fit` searches the largest global batch whose step
-fits the chip's HBM (the config's batch times a power of two), adding the project's memory levers (remat, FSDP, bfloat16 compute) only
-when the config's own batch does not fit as given.
+`fit` searches the largest global batch (the config's batch times a power of two) whose step
+fits the chip's HBM, adding the project's memory levers (remat, FSDP, bfloat16 compute) only
+when the config's own batch does not fit as given. `--save_compiled` keeps the executable for
+`train.compiled_step` (electra_jax.training.compiled_step).
 """
 
 from __future__ import annotations
@@ -62,7 +63,8 @@ def _abstract_batch(trainer, shapes: dict[str, tuple[int, ...]]) -> dict[str, An
 
 def build_pretrain(config: ml_collections.ConfigDict, devices) -> BuiltStep:
   """Pretraining's step for `config` on `devices` (the training loop's own builder)."""
-  from electra_jax.benchmark import step as step_benchmark  # pylint: disable=import-outside-toplevel
+  # pylint: disable-next=import-outside-toplevel
+  from electra_jax.benchmark import step as step_benchmark
   from electra_jax.pretrain import loop as pretrain_loop  # pylint: disable=import-outside-toplevel
   setup = pretrain_loop.build_setup(config, step_benchmark.SPECIAL, devices=devices)
   b, t = config.train.batch_size, config.data.max_seq_length
@@ -308,7 +310,8 @@ def compile_report(config: ml_collections.ConfigDict, slice_: tpu_slices.Slice,
     if compiled is None:
       raise ElectraError(f"the step does not fit {slice_.accelerator_type} ({compile_error}); "
                          "nothing to save for --save_compiled")
-    from electra_jax.benchmark import step as step_benchmark  # pylint: disable=import-outside-toplevel
+    # pylint: disable-next=import-outside-toplevel
+    from electra_jax.benchmark import step as step_benchmark
     size = compiled_step.save(save_compiled, compiled, as_given, built.trainer.mesh,
                               step_benchmark.SPECIAL)
     saved = {"path": save_compiled, "bytes": size,
