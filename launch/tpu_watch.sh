@@ -35,6 +35,8 @@ and then:
 Gives up (exit 1) after --max-recoveries recoveries (default 10). Started with no TPU at
 all, the second check creates, sets up and starts it, so this one command can also begin a
 run (start it after tpu_run.sh otherwise: a READY TPU without training ends the watch).
+tpu_run.sh's fit check is skipped on these restarts (the config has run before): begin with
+tpu_run.sh, or run its check by hand, to have a new config checked.
 --dry-run prints the commands of one check, as if the state were --dry-run-state (PREEMPTED).
 
 Use the same flags (or ELECTRA_* variables) as for the scripts it calls: a re-created TPU is
