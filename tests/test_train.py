@@ -102,3 +102,13 @@ def test_benchmark_reports_throughput(dtype):
       8 * 32 / result["step_s"])
   assert result["flops_per_step"] > 0 and 0 < result["mfu"]
   assert np.isfinite(result["final_loss"])
+
+
+def test_closing_line_names_the_checkpoint_and_the_next_commands():
+  line = train.closing_line("/runs/small", 1000, 1000)
+  assert line.startswith("done: step 1000 of 1000; checkpoint /runs/small/checkpoints/1000.")
+  for command in ("python -m electra_jax.finetune", "--config.init_checkpoint=/runs/small",
+                  "python -m electra_jax.convert to-hf --checkpoint=/runs/small",
+                  "python -m electra_jax.score sentences --checkpoint=/runs/small"):
+    assert command in line
+  assert "stop_at_step" in train.closing_line("/runs/small", 400, 1000)

@@ -282,7 +282,24 @@ def _train_with(ckpt: checkpoints.Checkpointer, config: ml_collections.ConfigDic
                       "same command again to resume from it")
   if result.signal:
     logging.warning("%s arrived at the last step; the run is complete", result.signal)
+  if is_chief:
+    logging.info("%s", closing_line(workdir, result.step, total))
   return result.last_eval
+
+
+def closing_line(workdir: str, step: int, total: int) -> str:
+  """The run's last console line: where it stopped, where the checkpoint is, what to run next."""
+  checkpoint = fileio.join(workdir, "checkpoints", str(step))
+  if step < total:
+    where = (f"stopped at step {step} of {total} (train.stop_at_step); checkpoint {checkpoint}; "
+             "the same command with a later --config.train.stop_at_step continues")
+  else:
+    where = f"done: step {step} of {total}; checkpoint {checkpoint}"
+  return (f"{where}. Next: fine-tune with python -m electra_jax.finetune "
+          f"--config=configs/glue.py --workdir={workdir}_glue --config.init_checkpoint={workdir} "
+          f"--config.data_dir=GLUE_DIR; export with python -m electra_jax.convert to-hf "
+          f"--checkpoint={workdir} --output={workdir}_hf; score text with python -m "
+          f"electra_jax.score sentences --checkpoint={workdir} --input=FILE")
 
 
 def _checkpoint_configs(ckpt: checkpoints.Checkpointer, config: ml_collections.ConfigDict,
