@@ -172,3 +172,28 @@ def test_errors_are_one_line(text_dir, tmp_path, make_args, message):
   assert "Traceback" not in proc.stderr
   assert not (tmp_path / "out" / "spm.model").exists()
   assert not (tmp_path / "out" / "vocab.txt").exists()
+
+
+def test_text_cleanup_keeps_gutenberg_boilerplate_out_of_the_vocabulary(text_dir, tmp_path):
+  """A book whose licence footer repeats a word many times: without --text_cleanup the
+  WordPiece vocabulary learns it, with --text_cleanup=gutenberg it never sees it."""
+  body = (text_dir / "a.txt").read_text(encoding="utf-8")
+  licence = "\n".join(["Zorblaxian licence terms apply to Zorblaxian copies."] * 300)
+  book = tmp_path / "book.txt"
+  book.write_text("The Project Gutenberg EBook of Something\n\n"
+                  "*** START OF THIS PROJECT GUTENBERG EBOOK SOMETHING ***\n\n"
+                  f"{body}\n*** END OF THIS PROJECT GUTENBERG EBOOK SOMETHING ***\n\n{licence}\n",
+                  encoding="utf-8")
+  vocabularies = {}
+  for cleanup in ("none", "gutenberg"):
+    out = tmp_path / cleanup
+    proc = run_tokenizer("train", f"--input={book}", f"--vocab_size={VOCAB_SIZE}",
+                         f"--output={out}", "--type=wordpiece", f"--text_cleanup={cleanup}")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    vocabularies[cleanup] = (out / "vocab.txt").read_text(encoding="utf-8").split("\n")
+    assert sorted(os.listdir(out)) == ["vocab.txt"]
+  assert "zorblaxian" in vocabularies["none"]
+  assert not any("zorbl" in piece for piece in vocabularies["gutenberg"])
+  proc = run_tokenizer("train", f"--input={book}", f"--vocab_size={VOCAB_SIZE}",
+                       f"--output={tmp_path / 'x'}", "--text_cleanup=wikipedia")
+  assert proc.returncode == 1 and "--text_cleanup" in last_line(proc)

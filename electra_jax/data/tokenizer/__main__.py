@@ -4,6 +4,7 @@ pretraining runs (see the package docstring)."""
 from __future__ import annotations
 
 import os
+import tempfile
 import time
 from collections.abc import Sequence
 
@@ -61,6 +62,10 @@ def _define_flags() -> None:
                        "sentences; 0 uses all. wordpiece always uses all lines.")
   flags.DEFINE_bool("overwrite", False,
                     "Replace an existing spm.model or vocab.txt in --output.")
+  flags.DEFINE_enum("text_cleanup", "none", list(text_files.CLEANUPS),
+                    "Cleanup of each file's text before training, as data.build and "
+                    "data.text_cleanup do (gutenberg: strip Project Gutenberg headers, licence "
+                    "footers and credits, so the vocabulary does not learn them).")
 
 
 def _example_sentence(files: Sequence[str]) -> str | None:
@@ -116,13 +121,45 @@ def _check_train_flags(vocab_size: int, output_dir: str, tokenizer_type: str,
   return model_file
 
 
+def cleaned_copies(files: Sequence[str], cleanup: str, directory: str) -> list[str]:
+  """`files` with `cleanup` applied, written under `directory` (one sentence per line, a
+  blank line between documents): what pretraining reads of them."""
+  options = text_files.TextOptions(cleanup=cleanup)
+  out = []
+  for index, path in enumerate(files):
+    target = os.path.join(directory, f"{index:05d}-{os.path.basename(path)}")
+    with open(target, "w", encoding="utf-8") as f:
+      for document in text_files.read_documents(path, options):
+        f.write("\n".join(document) + "\n\n")
+    out.append(target)
+  return out
+
+
 def train_command(input_patterns: str, vocab_size: int, output_dir: str, lowercase: bool = True,
                   input_sentence_size: int = 2_000_000, overwrite: bool = False,
-                  tokenizer_type: str = SENTENCEPIECE) -> str:
+                  tokenizer_type: str = SENTENCEPIECE, text_cleanup: str = "none") -> str:
+  """`train_on_files` on the --input files, cleaned first when `text_cleanup` is not "none"
+  (in a temporary directory, removed afterwards)."""
+  text_files.get_cleanup(text_cleanup, "--text_cleanup")
+  _check_train_flags(vocab_size, output_dir, tokenizer_type, input_sentence_size, overwrite)
+  files = text_files.expand_patterns(input_patterns, "--input")
+  if text_cleanup == "none":
+    return train_on_files(files, vocab_size, output_dir, lowercase, input_sentence_size,
+                          overwrite, tokenizer_type)
+  with tempfile.TemporaryDirectory(prefix="electra_tokenizer_text_") as tmp:
+    cleaned = cleaned_copies(files, text_cleanup, tmp)
+    return train_on_files(cleaned, vocab_size, output_dir, lowercase, input_sentence_size,
+                          overwrite, tokenizer_type, shown_files=files)
+
+
+def train_on_files(files: Sequence[str], vocab_size: int, output_dir: str, lowercase: bool = True,
+                   input_sentence_size: int = 2_000_000, overwrite: bool = False,
+                   tokenizer_type: str = SENTENCEPIECE,
+                   shown_files: Sequence[str] | None = None) -> str:
   """The `train` subcommand: trains a tokenizer into `output_dir` and summarises it.
 
   Args:
-    input_patterns: comma-separated globs of the training text (--input).
+    files: the training text files (--input, cleaned).
     vocab_size: number of tokens, special tokens included (--vocab_size).
     output_dir: directory for the vocabulary files, created if needed (--output).
     lowercase: lowercase text (--lowercase).
@@ -142,12 +179,13 @@ def train_command(input_patterns: str, vocab_size: int, output_dir: str, lowerca
   """
   model_file = _check_train_flags(vocab_size, output_dir, tokenizer_type, input_sentence_size,
                                   overwrite)
-  files = text_files.expand_patterns(input_patterns, "--input")
   example = _example_sentence(files)
   if example is None:
+    shown = list(shown_files or files)
     raise ElectraError(
-        f"the --input files hold no text ({len(files)} file(s), every line blank: "
-        f"{', '.join(files[:3])}{', ...' if len(files) > 3 else ''}); give text files with "
+        f"the --input files hold no text ({len(shown)} file(s), every line blank"
+        + (" after --text_cleanup" if shown_files else "")
+        + f": {', '.join(shown[:3])}{', ...' if len(shown) > 3 else ''}); give text files with "
         "one sentence per line")
   try:
     os.makedirs(output_dir, exist_ok=True)
@@ -209,7 +247,7 @@ def _main(argv: list[str]) -> None:
         "every line); drop it, or sample the --input files yourself")
   print(train_command(fl.input, fl.vocab_size, fl.output, lowercase=fl.lowercase,
                       input_sentence_size=fl.input_sentence_size, overwrite=fl.overwrite,
-                      tokenizer_type=fl.type),
+                      tokenizer_type=fl.type, text_cleanup=fl.text_cleanup),
         flush=True)
 
 
