@@ -134,3 +134,14 @@ def test_a_model_with_splash_attention_gives_the_xla_models_logits():
     logits[name] = np.asarray(model.apply({"params": params}, ids, mask, segments, True,
                                           method="discriminator_logits"))
   np.testing.assert_allclose(logits["splash"][mask > 0], logits["xla"][mask > 0], atol=2e-5)
+
+
+def test_splash_inside_a_sharded_mesh_equals_dense_attention():
+  """shard_map over data=8, and over data x fsdp x tensor = 2 x 2 x 2 (heads split)."""
+  import subprocess, sys  # pylint: disable=import-outside-toplevel,multiple-imports
+  from tests import testing  # pylint: disable=import-outside-toplevel
+  proc = subprocess.run([sys.executable, "-m", "tests.splash_sharded_check"], cwd=testing.REPO,
+                        env=testing.main_env(), capture_output=True, text=True, timeout=600,
+                        check=False)
+  assert proc.returncode == 0, proc.stderr[-3000:]
+  assert proc.stdout.count("ok ") == 2, proc.stdout

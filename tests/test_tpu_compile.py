@@ -285,3 +285,16 @@ def test_table_estimates_the_largest_batch_linearly():
   rows = table.strip().splitlines()
   assert len(rows) == 4 and "out of memory at compile" in rows[2] and "**no**" in rows[2]
   assert "3 all-reduce (2 MiB)" in rows[3] and "| 1,024 |" in rows[3]
+
+
+@needs_libtpu
+def test_splash_attention_compiles_in_a_sharded_step_for_a_tpu():
+  """The Mosaic kernel under data, fsdp and tensor axes (shard_map), compiled for real (not the
+  interpreter) although this host is a CPU."""
+  config = tiny(**{"data.max_seq_length": 128, "model.attention": "splash",
+                   "model.dtype": "bfloat16", "mesh.data": 2, "mesh.fsdp": 2, "mesh.tensor": 2,
+                   "model.generator_hidden_size": 1.0})
+  report, compiled = topology.compile_report(config, tpu_slices.parse("v5litepod-8"),
+                                             with_xla_flops=False)
+  assert report["attention"] == "splash" and report["fits"]
+  assert "tpu_custom_call" in compiled.as_text()

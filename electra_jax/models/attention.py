@@ -15,8 +15,10 @@ padded query positions are unspecified (every caller ignores them).
   "cudnn"   cuDNN's fused (flash) attention through `jax.nn.dot_product_attention`, padding
             given as key lengths. NVIDIA GPUs, bfloat16 or float16 compute.
   "splash"  the Pallas TPU splash-attention kernel (`jax.experimental.pallas.ops.tpu`), padding
-            given as segment ids; sequence length a multiple of 128. On other devices it runs
-            in Pallas's interpreter (slow; for tests).
+            given as segment ids; sequence length a multiple of 128. Under a mesh it runs in
+            `jax.shard_map` over the batch and head axes (XLA cannot partition the kernel).
+            When the mesh's devices are not TPUs it runs in Pallas's interpreter (slow; for
+            tests); a TPU slice compiled for on a CPU host gets the real kernel.
   "auto"    "cudnn" on a GPU with bfloat16/float16 compute, "splash" on a TPU with a length
             multiple of 128, "xla" otherwise; and "xla" whenever attention dropout is on.
 
@@ -29,11 +31,14 @@ each row, as every electra-jax input has it.
 from __future__ import annotations
 
 import difflib
+import functools
 from typing import Any, Callable
 
 import flax.linen as nn
 import jax
 import jax.numpy as jnp
+import numpy as np
+from jax.sharding import PartitionSpec
 
 from electra_jax.errors import ElectraError
 
@@ -91,26 +96,71 @@ def _splash_kernel(num_heads: int, seq_len: int, interpret: bool):
   return kernel, splash.SegmentIds
 
 
+def _splash_interpret(mesh) -> bool:
+  """Pallas's interpreter unless the step is compiled for TPU devices: the mesh's platform when
+  a mesh is active (a TPU slice compiled for on a CPU host still gets the real kernel), else
+  JAX's default backend."""
+  device = getattr(mesh, "abstract_device", None) if mesh is not None and not mesh.empty else None
+  platform = getattr(device, "platform", None)
+  return (platform or jax.default_backend()) != "tpu"
+
+
+def _splash_local(query, key, value, segments, *, dtype, interpret: bool) -> jax.Array:
+  """Splash attention on arrays held by one device (or no mesh): [B, T, N, D] -> [B, T, N, D]."""
+  _, seq_len, num_heads, head_size = query.shape
+  kernel, segment_ids = _splash_kernel(num_heads, seq_len, interpret)
+  scale = 1.0 / jnp.sqrt(jnp.float32(head_size)).astype(dtype)
+  # [B, T, N, D] -> [B, N, T, D], one kernel call per example.
+  q, k, v = (jnp.swapaxes(x.astype(dtype), 1, 2) for x in (query * scale, key, value))
+  out = jax.vmap(lambda q1, k1, v1, s1: kernel(q1, k1, v1, segment_ids(q=s1, kv=s1)))(
+      q, k, v, segments)
+  return jnp.swapaxes(out, 1, 2)
+
+
+def _mesh_axes(name: str, mesh) -> tuple[str, ...]:
+  """The mesh axes (of size > 1) the logical axis `name` maps to under the active rules."""
+  spec = nn.logical_to_mesh_axes((name,))
+  entry = spec[0] if len(spec) else None
+  axes = () if entry is None else (entry if isinstance(entry, tuple) else (entry,))
+  return tuple(a for a in axes if a in mesh.shape and mesh.shape[a] > 1)
+
+
 def splash_attention(query, key, value, input_mask, *, dropout_rng, dropout_rate: float,
                      deterministic: bool, dtype) -> jax.Array:
   """The Pallas TPU splash-attention kernel; padding as segment ids (real tokens 1, padding
-  0, so real queries see only real keys). T must be a multiple of 128."""
+  0, so real queries see only real keys). T must be a multiple of 128.
+
+  A Mosaic kernel cannot be partitioned by XLA, so under a mesh (the sharded train step) it
+  runs inside `jax.shard_map`: each device attends over its own examples (the mesh axes of the
+  logical "batch" axis) and its own heads (those of "heads"), with the whole sequence.
+  """
   del dropout_rng
   _no_dropout("splash", dropout_rate, deterministic)
-  batch, seq_len, num_heads, head_size = query.shape
+  _, seq_len, num_heads, _ = query.shape
   if seq_len % SPLASH_BLOCK:
     raise ElectraError(f"model.attention='splash' needs a sequence length that is a multiple "
                        f"of {SPLASH_BLOCK}, not {seq_len}; change data.max_seq_length or use "
                        "attention 'xla'")
-  kernel, segment_ids = _splash_kernel(num_heads, seq_len, jax.default_backend() != "tpu")
-  scale = 1.0 / jnp.sqrt(jnp.float32(head_size)).astype(dtype)
-  # [B, T, N, D] -> [B, N, T, D], one kernel call per example.
-  q, k, v = (jnp.swapaxes(x.astype(dtype), 1, 2) for x in (query * scale, key, value))
+  mesh = jax.sharding.get_abstract_mesh()
+  interpret = _splash_interpret(mesh)
   segments = input_mask.astype(jnp.int32)
-  out = jax.vmap(lambda q1, k1, v1, s1: kernel(q1, k1, v1, segment_ids(q=s1, kv=s1)))(
-      q, k, v, segments)
-  del batch
-  return jnp.swapaxes(out, 1, 2)
+  local = functools.partial(_splash_local, dtype=dtype, interpret=interpret)
+  if mesh.empty or all(size == 1 for size in mesh.shape.values()):
+    return local(query, key, value, segments)
+  batch_axes, head_axes = _mesh_axes("batch", mesh), _mesh_axes("heads", mesh)
+  batch_shards = int(np.prod([mesh.shape[a] for a in batch_axes])) if batch_axes else 1
+  if query.shape[0] % batch_shards:
+    batch_axes = ()  # Parameter init's one-example batch: shapes only, nothing to split.
+  head_shards = int(np.prod([mesh.shape[a] for a in head_axes])) if head_axes else 1
+  if num_heads % head_shards:
+    raise ElectraError(f"model.attention='splash' splits the {num_heads} attention heads over "
+                       f"mesh axes {head_axes} of size {head_shards}, which does not divide "
+                       "them; change --config.mesh.tensor")
+  batch_spec = batch_axes or None
+  qkv_spec = PartitionSpec(batch_spec, None, head_axes or None, None)
+  return jax.shard_map(local, mesh=mesh,
+                       in_specs=(qkv_spec, qkv_spec, qkv_spec, PartitionSpec(batch_spec, None)),
+                       out_specs=qkv_spec, check_vma=False)(query, key, value, segments)
 
 
 # model.attention -> implementation ("auto" is resolved by `resolve`).
