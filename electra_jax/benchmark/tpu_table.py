@@ -89,7 +89,7 @@ def markdown(reports: list[dict]) -> str:
         r["preset"], f"{r['accelerator_type']} ({r['chips']})",
         f"{r['global_batch']} x {r['seq_len']}",
         f"{mem['total'] / GIB:.2f}" + ("" if compiled else " (out of memory at compile)"),
-        f"{r['hbm_bytes_per_chip'] / GIB:.0f}",
+        f"{r['hbm_bytes_per_chip'] / GIB:.2f}",
         ("yes" if r["fits"] else "**no**") + f" ({100 * r['headroom_fraction']:.0f}% free)",
         f"{estimated_largest_batch(r):,}",
         kinds if compiled else "(not compiled)",
