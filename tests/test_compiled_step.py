@@ -26,7 +26,7 @@ def _save_cpu_step(config, path):
   b, t = config.train.batch_size, config.data.max_seq_length
   batch = {k: jax.ShapeDtypeStruct((b, t), np.int32, sharding=trainer.batch_shardings[k])
            for k in train.INPUT_KEYS}
-  with parallel.activate(trainer.mesh, trainer.rules):
+  with parallel.activate(trainer.mesh, trainer.rules), compiled_step.uncached():
     compiled = trainer.train_jit.lower(trainer.abstract_state(), batch).compile()
   return compiled_step.save(str(path), compiled, config, trainer.mesh, SPECIAL), trainer.mesh
 
@@ -109,3 +109,22 @@ def test_a_tpu_step_saved_on_this_host_is_refused_on_other_devices(tmp_path):
   cpu_mesh = parallel.make_mesh(config.mesh)
   with pytest.raises(ElectraError, match=r"platform 'tpu' \(file\) vs 'cpu' \(this run\)"):
     compiled_step.load(str(path), config, cpu_mesh, SPECIAL)
+
+
+def test_a_step_compiled_after_the_cache_has_it_still_saves_whole(tmp_path):
+  """The persistent compilation cache (on in the tests) hands back an executable that XLA:CPU
+  serializes without its kernels; `uncached` compiles afresh, so the saved copy runs."""
+  from jax.experimental import serialize_executable  # pylint: disable=import-outside-toplevel
+
+  def f(x):
+    y = jax.numpy.tanh(x.astype(jax.numpy.bfloat16)).astype(np.float32)
+    return jax.lax.bitcast_convert_type(y, np.int32).sum()
+
+  x = jax.numpy.arange(4096, dtype=np.float32).reshape(64, 64) / 4096
+  expected = int(jax.jit(f)(x))  # Compiled, and written to the cache.
+  jax.clear_caches()  # The next compile would find it on disk.
+  with compiled_step.uncached():
+    compiled = jax.jit(f).lower(x).compile()
+  assert jax.config.jax_enable_compilation_cache  # Restored.
+  loaded = serialize_executable.deserialize_and_load(*serialize_executable.serialize(compiled))
+  assert int(loaded(x)) == expected

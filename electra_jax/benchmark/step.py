@@ -90,7 +90,7 @@ def define_flags() -> None:
                        "network (the mesh's dcn_* degrees must multiply to this).")
   flags.DEFINE_enum("step", "pretrain", ["pretrain", "finetune"],
                     "With --topology: which training step to compile (finetune: GLUE "
-                    "fine-tuning of the config's discriminator, settings from "
+                    "fine-tuning of the encoder the config pretrains, settings from "
                     "--finetune_config).")
   flags.DEFINE_string("report", "", "With --topology: also write the report as JSON here.")
   flags.DEFINE_bool("fit", False, "With --topology: search the largest global batch that fits "

@@ -149,7 +149,8 @@ def compile_step(built: BuiltStep) -> tuple[Any, float]:
   """
   start = time.perf_counter()
   try:
-    compiled = lower(built).compile()
+    with compiled_step.uncached():
+      compiled = lower(built).compile()
   except Exception as e:  # pylint: disable=broad-except
     if isinstance(e, ElectraError):
       raise

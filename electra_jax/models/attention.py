@@ -15,10 +15,12 @@ padded query positions are unspecified (every caller ignores them).
   "cudnn"   cuDNN's fused (flash) attention through `jax.nn.dot_product_attention`, padding
             given as key lengths. NVIDIA GPUs, bfloat16 or float16 compute.
   "splash"  the Pallas TPU splash-attention kernel (`jax.experimental.pallas.ops.tpu`), padding
-            given as segment ids; sequence length a multiple of 128. Under a mesh it runs in
-            `jax.shard_map` over the batch and head axes (XLA cannot partition the kernel).
-            When the mesh's devices are not TPUs it runs in Pallas's interpreter (slow; for
-            tests); a TPU slice compiled for on a CPU host gets the real kernel.
+            given as segment ids; sequence length a multiple of 128. Under a mesh of several
+            devices it runs in `jax.shard_map` over the mesh axes of the logical "batch" and
+            "heads" axes (XLA cannot partition the kernel); with no mesh, on the global arrays.
+            When the mesh's devices (no mesh: JAX's default backend) are not TPUs it runs in
+            Pallas's interpreter (slow; for tests); a TPU slice compiled for on a CPU host gets
+            the real kernel.
   "auto"    "cudnn" on a GPU with bfloat16/float16 compute, "splash" on a TPU with a length
             multiple of 128, "xla" otherwise; and "xla" whenever attention dropout is on.
 
@@ -97,16 +99,26 @@ def _splash_kernel(num_heads: int, seq_len: int, interpret: bool):
 
 
 def _splash_interpret(mesh) -> bool:
-  """Pallas's interpreter unless the step is compiled for TPU devices: the mesh's platform when
-  a mesh is active (a TPU slice compiled for on a CPU host still gets the real kernel), else
-  JAX's default backend."""
-  device = getattr(mesh, "abstract_device", None) if mesh is not None and not mesh.empty else None
-  platform = getattr(device, "platform", None)
-  return (platform or jax.default_backend()) != "tpu"
+  """Whether splash runs in Pallas's interpreter: yes unless the step is compiled for TPUs.
+
+  With a mesh in context (a `jax.sharding.Mesh` or the `AbstractMesh` that
+  `jax.sharding.get_abstract_mesh()` returns under `jax.set_mesh`), the platform of the mesh's
+  devices decides, so a TPU slice compiled for on a CPU host gets the real Mosaic kernel; with
+  no mesh (or an abstract one that names no device), JAX's default backend decides.
+  """
+  if isinstance(mesh, jax.sharding.Mesh):
+    mesh = mesh.abstract_mesh
+  device = None if mesh is None or mesh.empty else getattr(mesh, "abstract_device", None)
+  platform = getattr(device, "platform", None) or jax.default_backend()
+  return platform != "tpu"
 
 
 def _splash_local(query, key, value, segments, *, dtype, interpret: bool) -> jax.Array:
-  """Splash attention on arrays held by one device (or no mesh): [B, T, N, D] -> [B, T, N, D]."""
+  """Splash attention on the arrays one device holds (or on global arrays with no mesh).
+
+  query, key, value: [B, T, N, D]; segments: int32 [B, T] (1 real, 0 padding) -> [B, T, N, D].
+  One kernel call per example (vmap), each over all N heads as [N, T, D].
+  """
   _, seq_len, num_heads, head_size = query.shape
   kernel, segment_ids = _splash_kernel(num_heads, seq_len, interpret)
   scale = 1.0 / jnp.sqrt(jnp.float32(head_size)).astype(dtype)
@@ -118,48 +130,68 @@ def _splash_local(query, key, value, segments, *, dtype, interpret: bool) -> jax
 
 
 def _mesh_axes(name: str, mesh) -> tuple[str, ...]:
-  """The mesh axes (of size > 1) the logical axis `name` maps to under the active rules."""
+  """The mesh axes (of size > 1) the logical axis `name` maps to under the active rules
+  (`nn.logical_axis_rules`; none active: no axes)."""
   spec = nn.logical_to_mesh_axes((name,))
   entry = spec[0] if len(spec) else None
   axes = () if entry is None else (entry if isinstance(entry, tuple) else (entry,))
   return tuple(a for a in axes if a in mesh.shape and mesh.shape[a] > 1)
 
 
+def _shard_count(mesh, axes: tuple[str, ...]) -> int:
+  """How many pieces the mesh axes `axes` split a dimension into (1 for none)."""
+  return int(np.prod([mesh.shape[a] for a in axes], dtype=np.int64))
+
+
+def _splash_specs(mesh, batch_size: int, num_heads: int) -> tuple[PartitionSpec, PartitionSpec]:
+  """shard_map specs of splash attention on `mesh`: (query/key/value/context [B, T, N, D],
+  segments [B, T]).
+
+  B is split over the mesh axes of the logical "batch" axis and N over those of "heads"; T and D
+  stay whole on every device. A batch those axes do not divide (parameter init's one example:
+  shapes only) is not split. ElectraError when the head axes do not divide the N heads.
+  """
+  batch_axes, head_axes = _mesh_axes("batch", mesh), _mesh_axes("heads", mesh)
+  if batch_size % _shard_count(mesh, batch_axes):
+    batch_axes = ()
+  head_shards = _shard_count(mesh, head_axes)
+  if num_heads % head_shards:
+    raise ElectraError(f"model.attention='splash' splits the {num_heads} attention heads over "
+                       f"mesh axes {head_axes} of size {head_shards}, which does not divide "
+                       "them; change --config.mesh.tensor (or map 'heads' to None in "
+                       "--config.mesh.logical_axis_rules), or use attention 'xla'")
+  batch_spec = batch_axes or None
+  return (PartitionSpec(batch_spec, None, head_axes or None, None),
+          PartitionSpec(batch_spec, None))
+
+
 def splash_attention(query, key, value, input_mask, *, dropout_rng, dropout_rate: float,
                      deterministic: bool, dtype) -> jax.Array:
-  """The Pallas TPU splash-attention kernel; padding as segment ids (real tokens 1, padding
-  0, so real queries see only real keys). T must be a multiple of 128.
+  """The Pallas TPU splash-attention kernel: query, key, value [B, T, N, D], input_mask int
+  [B, T] -> context [B, T, N, D]. Padding as segment ids (real tokens 1, padding 0, so real
+  queries see only real keys). T must be a multiple of 128; no attention dropout.
 
-  A Mosaic kernel cannot be partitioned by XLA, so under a mesh (the sharded train step) it
-  runs inside `jax.shard_map`: each device attends over its own examples (the mesh axes of the
-  logical "batch" axis) and its own heads (those of "heads"), with the whole sequence.
+  A Mosaic kernel cannot be partitioned by XLA, so under a mesh of more than one device (the
+  sharded train step: `jax.set_mesh` and `nn.logical_axis_rules`) it runs inside
+  `jax.shard_map`: each device attends over its own examples (the mesh axes of the logical
+  "batch" axis) and its own heads (those of "heads"), with the whole sequence; see
+  `_splash_specs`. With no mesh it calls the kernel on the global arrays. Pallas's interpreter
+  stands in for the kernel unless the mesh's devices (no mesh: JAX's default backend) are TPUs.
   """
   del dropout_rng
   _no_dropout("splash", dropout_rate, deterministic)
-  _, seq_len, num_heads, _ = query.shape
+  batch_size, seq_len, num_heads, _ = query.shape
   if seq_len % SPLASH_BLOCK:
     raise ElectraError(f"model.attention='splash' needs a sequence length that is a multiple "
                        f"of {SPLASH_BLOCK}, not {seq_len}; change data.max_seq_length or use "
                        "attention 'xla'")
   mesh = jax.sharding.get_abstract_mesh()
-  interpret = _splash_interpret(mesh)
   segments = input_mask.astype(jnp.int32)
-  local = functools.partial(_splash_local, dtype=dtype, interpret=interpret)
-  if mesh.empty or all(size == 1 for size in mesh.shape.values()):
+  local = functools.partial(_splash_local, dtype=dtype, interpret=_splash_interpret(mesh))
+  if mesh.empty or mesh.size == 1:
     return local(query, key, value, segments)
-  batch_axes, head_axes = _mesh_axes("batch", mesh), _mesh_axes("heads", mesh)
-  batch_shards = int(np.prod([mesh.shape[a] for a in batch_axes])) if batch_axes else 1
-  if query.shape[0] % batch_shards:
-    batch_axes = ()  # Parameter init's one-example batch: shapes only, nothing to split.
-  head_shards = int(np.prod([mesh.shape[a] for a in head_axes])) if head_axes else 1
-  if num_heads % head_shards:
-    raise ElectraError(f"model.attention='splash' splits the {num_heads} attention heads over "
-                       f"mesh axes {head_axes} of size {head_shards}, which does not divide "
-                       "them; change --config.mesh.tensor")
-  batch_spec = batch_axes or None
-  qkv_spec = PartitionSpec(batch_spec, None, head_axes or None, None)
-  return jax.shard_map(local, mesh=mesh,
-                       in_specs=(qkv_spec, qkv_spec, qkv_spec, PartitionSpec(batch_spec, None)),
+  qkv_spec, segment_spec = _splash_specs(mesh, batch_size, num_heads)
+  return jax.shard_map(local, mesh=mesh, in_specs=(qkv_spec, qkv_spec, qkv_spec, segment_spec),
                        out_specs=qkv_spec, check_vma=False)(query, key, value, segments)
 
 
