@@ -18,6 +18,7 @@ from absl import app
 from absl import flags
 from absl import logging
 
+from electra_jax import config_doc
 from electra_jax import errors
 from electra_jax import logs
 from electra_jax.errors import ElectraError
@@ -31,19 +32,57 @@ def _fields_doc(argv: Sequence[str]) -> str:
   """Where the fields of the --config in `argv` are documented."""
   config_file = next((a.split("=", 1)[1].split(":")[0] for a in argv
                       if a.startswith("--config=")), "")
-  if config_file.endswith("glue.py"):
-    return "electra_jax/finetune/default_config.py"
-  if "experiments" in config_file:
-    return "electra_jax/experiments/default_config.py"
-  return "electra_jax/pretrain/default_config.py"
+  return "electra_jax/" + config_doc.DEFAULTS[config_doc.kind_of(config_file)][0][1]
+
+
+HELP_FLAGS = ("--help", "-h", "-?", "--helpshort", "--helpfull", "--helpxml")
+SHOW_CONFIG = "show_config"
+
+
+def define_show_config(required: Sequence[str] = ("workdir",)) -> None:
+  """Defines --show_config for a command with a --config (call it next to that flag's
+  definition): print every field of the config, its value and its comment, and exit 0.
+  `required`: the command's required flags, which --show_config does not need."""
+  # Registered as the caller's flag, so that the caller's --help lists it (absl lists the
+  # main module's flags; for `python -m`, absl names that module by sys.argv[0]).
+  caller = sys._getframe(1).f_globals.get("__name__", "")  # pylint: disable=protected-access
+  flags.DEFINE_bool(SHOW_CONFIG, False,
+                    "Print every field of --config (after the --config.* overrides) with its "
+                    "value and what it means, and exit; e.g. --config=configs/small.py "
+                    "--show_config.",
+                    module_name=sys.argv[0] if caller == "__main__" else caller)
+  _SHOW_CONFIG_SKIPS.extend(required)
+
+
+_SHOW_CONFIG_SKIPS: list[str] = []
+
+
+def _show_config_argv(argv: list[str]) -> list[str]:
+  """`argv` with an empty value for each required flag --show_config does not need (absl
+  refuses a missing required flag before anything else)."""
+  given = {a.split("=", 1)[0].lstrip("-") for a in argv[1:] if a.startswith("--")}
+  return argv + [f"--{name}=" for name in _SHOW_CONFIG_SKIPS if name not in given]
+
+
+def _show_config() -> None:
+  # pylint: disable-next=import-outside-toplevel
+  from ml_collections import config_flags
+  config_file = config_flags.get_config_filename(flags.FLAGS["config"])
+  print(config_doc.describe(flags.FLAGS.config, config_file), end="", flush=True)
+  sys.exit(0)
 
 
 def parse_flags(argv: list[str]) -> list[str]:
   """absl flag parsing where a bad `--config.x=y` gives one line, not a traceback.
 
   ml_collections reports an unknown field as a KeyError/AttributeError from inside the parser;
-  this names the offending argument and where the valid fields are documented.
+  this names the offending argument and where the valid fields are documented. --help (and
+  absl's other help flags) exits 0 after printing, not absl's 1; --show_config prints the
+  config's fields and exits 0.
   """
+  showing = f"--{SHOW_CONFIG}" in argv[1:] and SHOW_CONFIG in flags.FLAGS
+  if showing:
+    argv = _show_config_argv(argv)
   for arg in argv[1:]:
     if arg.startswith("--config="):
       path = arg.split("=", 1)[1].split(":")[0]
@@ -53,7 +92,11 @@ def parse_flags(argv: list[str]) -> list[str]:
         sys.exit(f"error: the config file {path} does not exist; pass one of the shipped "
                  f"configs ({shipped}) or your own copy of one")
   try:
-    return flags.FLAGS(argv)
+    rest = flags.FLAGS(argv)
+  except SystemExit as e:
+    if e.code == 1 and any(a.split("=", 1)[0] in HELP_FLAGS for a in argv[1:]):
+      sys.exit(0)  # absl exits 1 after printing the help it was asked for.
+    raise
   except flags.Error as e:
     sys.exit(f"error: {e}")
   except (AttributeError, KeyError) as e:
@@ -66,7 +109,11 @@ def parse_flags(argv: list[str]) -> list[str]:
     sys.exit(f"error: unknown config field {field!r}"
              + (f" in {culprits[0]}" if culprits else "")
              + (f" (did you mean {suggestion.group(1)!r}?)" if suggestion else "")
-             + f"; the fields and their meaning are listed in {_fields_doc(argv)}")
+             + f"; the fields and their meaning are listed in {_fields_doc(argv)} (or run "
+             f"with --{SHOW_CONFIG})")
+  if showing and flags.FLAGS[SHOW_CONFIG].value:
+    _show_config()
+  return rest
 
 
 def run(main: Callable[[list[str]], None]) -> None:

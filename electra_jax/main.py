@@ -22,6 +22,7 @@ flags.DEFINE_string("workdir", None, "Directory for checkpoints, TensorBoard log
 flags.DEFINE_bool("allow_config_change", False,
                   "Resume a workdir although the config changed in ways that break resumption "
                   "(batch size, data, model, ...); the changes are logged.")
+cli.define_show_config()
 flags.mark_flags_as_required(["config", "workdir"])
 
 

@@ -96,13 +96,21 @@ def test_batch_not_divisible_by_devices_is_one_clear_error(tmp_path):
 
 
 @pytest.mark.parametrize("module", ["electra_jax.main", "electra_jax.finetune",
-                                    "electra_jax.benchmark", "electra_jax.benchmark.suite",
-                                    "electra_jax.benchmark.tpu_table", "electra_jax.data.build"])
+                                    "electra_jax.experiments", "electra_jax.benchmark",
+                                    "electra_jax.benchmark.suite",
+                                    "electra_jax.benchmark.tpu_table", "electra_jax.data.build",
+                                    "electra_jax.data.tokenizer"])
 def test_help_shows_each_command_line_on_its_own_line(module):
-  """A `\\` at the end of a usage line stays a line break in --help (raw docstrings)."""
+  """--help exits 0 (absl's own exits 1), opens with the usage (its first line within the first
+  five), lists --show_config where there is a --config, and a `\\` at the end of a usage line
+  stays a line break (raw docstrings)."""
   proc = subprocess.run([sys.executable, "-m", module, "--help"], cwd=testing.REPO,
                         env=testing.main_env(), capture_output=True, text=True, timeout=300,
                         check=False)
+  assert proc.returncode == 0, proc.stderr[-2000:]
+  assert any("python -m" in line for line in proc.stdout.splitlines()[:5]), proc.stdout[:1000]
+  if "--config:" in proc.stdout:
+    assert "--[no]show_config:" in proc.stdout
   usage = proc.stdout.split("flags:")[0]
   lines = [line for line in usage.splitlines() if "python -m" in line]
   assert lines and all(line.rstrip().endswith("\\") or "--" in line for line in lines), usage

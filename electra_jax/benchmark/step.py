@@ -42,6 +42,7 @@ import jax
 import numpy as np
 from ml_collections import config_flags
 
+from electra_jax import cli
 from electra_jax.benchmark import topology
 from electra_jax.errors import ElectraError
 from electra_jax.pretrain import loop as pretrain_loop
@@ -110,6 +111,7 @@ def define_flags() -> None:
       "configs/glue.py; default: its defaults, batch 32 x 128); the mesh, dtype and attention "
       "come from --config.",
       lock_config=True)
+  cli.define_show_config(required=())
   flags.mark_flags_as_required(["config"])
 
 # Synthetic data uses the special ids of electra-jax's sentencepiece models.

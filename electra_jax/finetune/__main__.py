@@ -18,6 +18,7 @@ def _define_flags() -> None:
       "config", None, "Fine-tuning config (configs/glue.py); override fields with --config.a=v.",
       lock_config=True)
   flags.DEFINE_string("workdir", None, "Directory for results, predictions and TensorBoard logs.")
+  cli.define_show_config()
   flags.mark_flags_as_required(["config", "workdir"])
 
 

@@ -24,19 +24,8 @@ uncased: [PAD]=0, [UNK]=100, [CLS]=101, [SEP]=102, [MASK]=103). Text never encod
 boundaries or masks: in sentencepiece they are *control* symbols, and BERT's pre-tokenizer splits
 "[MASK]" in text into '[', 'mask', ']'. Sentencepiece's <s>/</s> are disabled.
 
-As a command, trains a tokenizer once for several pretraining runs:
-
-  python -m electra_jax.data.tokenizer train --input='books/*.txt' --vocab_size=30522 \
-      --output=DIR [--type=sentencepiece|wordpiece] [--nolowercase] [--input_sentence_size=N] \
-      [--overwrite]
-
-It reads text in the pretraining format (one sentence per line, a blank line between
-documents) and writes DIR/spm.model and DIR/spm.vocab (--type=sentencepiece, the default) or
-DIR/vocab.txt (--type=wordpiece). It prints one line: the vocabulary file, its size, the special
-ids, the encoding of a short sentence of the corpus, the lines sentencepiece skipped as too long
-(if any), the time taken, and the flags that pass the tokenizer to pretraining, e.g.
-`--config.data.tokenizer_type=wordpiece --config.data.tokenizer_model=DIR/vocab.txt
---config.model.vocab_size=30522`.
+As a command (`python -m electra_jax.data.tokenizer train ...`, see `__main__`), trains a
+tokenizer once for several pretraining runs.
 """
 
 # pylint: disable=unused-import

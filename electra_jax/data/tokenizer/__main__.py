@@ -1,5 +1,18 @@
-"""`python -m electra_jax.data.tokenizer train ...`: trains a tokenizer once for several
-pretraining runs (see the package docstring)."""
+r"""Train a tokenizer once, for several pretraining runs.
+
+  python -m electra_jax.data.tokenizer train --input='books/*.txt' --vocab_size=30522 \
+      --output=DIR [--type=sentencepiece|wordpiece] [--nolowercase] [--input_sentence_size=N] \
+      [--text_cleanup=none|gutenberg] [--overwrite]
+
+Reads text in the pretraining format (one sentence per line, a blank line between documents)
+and writes DIR/spm.model and DIR/spm.vocab (--type=sentencepiece, the default) or DIR/vocab.txt
+(--type=wordpiece). Prints one line: the vocabulary file, its size, the special ids, the
+encoding of a short sentence of the corpus, the lines sentencepiece skipped as too long (if
+any), the time taken, and the flags that pass the tokenizer to pretraining, e.g.
+`--config.data.tokenizer_type=wordpiece --config.data.tokenizer_model=DIR/vocab.txt
+--config.model.vocab_size=30522`. Exit status: 0 done, 1 an error (one line).
+The tokenizers themselves: electra_jax/data/tokenizer/__init__.py.
+"""
 
 from __future__ import annotations
 
@@ -13,15 +26,12 @@ from absl import logging
 
 from electra_jax import cli
 from electra_jax.data import text_files
-from electra_jax.data import tokenizer as _package
 from electra_jax.data.tokenizer.base import (SPECIAL_TOKENS, SENTENCEPIECE, WORDPIECE,
     TOKENIZER_KINDS, MAX_SENTENCE_BYTES)
 from electra_jax.data.tokenizer.loading import load_tokenizer
 from electra_jax.data.tokenizer.training import (count_long_lines, train_sentencepiece,
                                                  train_wordpiece)
 from electra_jax.errors import ElectraError
-
-__doc__ = _package.__doc__  # pylint: disable=redefined-builtin
 
 SUBCOMMANDS = ("train",)
 OUTPUT_FILES = {  # What --type writes into --output; the first file is the one to load.
