@@ -116,13 +116,22 @@ def parse_flags(argv: list[str]) -> list[str]:
   return rest
 
 
-def run(main: Callable[[list[str]], None]) -> None:
+def run(main: Callable[[list[str]], None], graceful: bool = False) -> None:
   """`app.run(main)` with one line per user-facing problem and documented exit statuses:
 
   0 done; 1 an error (`error: <message>`: an ElectraError, or a file the OS refused);
-  75 stopped by SIGTERM/SIGINT after saving (rerun the command to resume). Tracebacks are
-  shown only with --verbosity=1 or higher (programming errors always keep theirs).
+  75 stopped by SIGTERM/SIGINT after saving what it had (rerun the command to resume); 130
+  interrupted by Ctrl-C (a command that is not `graceful`). Tracebacks are shown only with
+  --verbosity=1 or higher (programming errors always keep theirs).
+
+  `graceful`: from here to the end, SIGTERM/SIGINT only record a stop, which the job acts on
+  between its start-up stages (`interrupt.check`) and in its step loop, never midway through
+  writing a file or compiling (see `electra_jax.training.interrupt`).
   """
+  if graceful:
+    from electra_jax.training import interrupt  # pylint: disable=import-outside-toplevel
+    interrupt.hold_for_process()
+
   def guarded(argv):
     logs.quiet_console()
     try:
@@ -131,12 +140,21 @@ def run(main: Callable[[list[str]], None]) -> None:
       logging.flush()
       print(f"stopped: {e}", file=sys.stderr, flush=True)
       sys.exit(errors.EXIT_INTERRUPTED)
+    except KeyboardInterrupt:
+      logging.flush()
+      if logs.verbosity() >= 1:
+        traceback.print_exc()
+      print("stopped: interrupted by SIGINT (Ctrl-C)", file=sys.stderr, flush=True)
+      sys.exit(EXIT_CTRL_C)
     except ElectraError as e:
       _exit_with(f"error: {e}")
     except OSError as e:  # A path the user gave that the OS refused.
       where = f" {e.filename}" if e.filename else ""
       _exit_with(f"error: {e.strerror or e}:{where}; check the path and its permissions")
   app.run(guarded, flags_parser=parse_flags)
+
+
+EXIT_CTRL_C = 130  # 128 + SIGINT, as a shell reports a command Ctrl-C ended.
 
 
 def _exit_with(message: str) -> None:

@@ -31,4 +31,4 @@ def main(argv: list[str]) -> None:
 
 if __name__ == "__main__":
   _define_flags()
-  cli.run(main)
+  cli.run(main, graceful=True)

@@ -51,6 +51,7 @@ from electra_jax.finetune import metrics as glue_metrics
 from electra_jax.models import attention
 from electra_jax.models import electra
 from electra_jax.training import checkpoints
+from electra_jax.training import interrupt
 from electra_jax.training import loop
 from electra_jax.training import metrics as metrics_lib
 from electra_jax.training import optimizer as optim
@@ -618,10 +619,14 @@ def _run_in(config: ml_collections.ConfigDict, workdir: str) -> dict[str, Any]:
         logging.info("%s seed %d is done already (%s); delete it to rerun", task.name, seed,
                      done)
         continue
+      interrupt.check(f"before {task.name} seed {seed}; the finished seeds' results are kept "
+                      "and the same command runs the rest")
       if data is None:
         data = load_task_data(config, task, tokenizer)
         setup = build_setup(config, task, encoder, hyper, num_train_steps(config, data, hyper),
                             encoder_name=weights.encoder_network)
+        interrupt.check(f"while preparing {task.name}, before seed {seed}; the finished seeds' "
+                        "results are kept and the same command runs the rest")
       results.append(finetune_seed(config, task, data, weights, setup, hyper, seed,
                                    seed_dir))
     summary[task.name] = summarize(task, results)

@@ -31,6 +31,7 @@ from electra_jax.training import compilation_cache
 from electra_jax.training import compiled_step
 from electra_jax.training import config_changes
 from electra_jax.training import hardware
+from electra_jax.training import interrupt
 from electra_jax.training import loop
 from electra_jax.training import metrics as metrics_lib
 from electra_jax.training import optimizer as optimizer_lib
@@ -189,6 +190,12 @@ def _train_in(config: ml_collections.ConfigDict, workdir: str, peak: float,
     ckpt.close()  # Also when the data or the config fails: orbax's threads must stop first.
 
 
+# What a signal during start-up stops (`interrupt.check`), and what it keeps.
+_STOPPED_IN_STARTUP = ("during start-up, {stage}; no checkpoint was written by this run (a "
+                       "tokenizer it finished training is kept and reused). Run the same "
+                       "command again to go on")
+
+
 def _train_with(ckpt: checkpoints.Checkpointer, config: ml_collections.ConfigDict,
                 workdir: str, peak: float, allow_config_change: bool) -> dict[str, float]:
   """`train_and_evaluate` with the workdir's open checkpoints."""
@@ -198,6 +205,7 @@ def _train_with(ckpt: checkpoints.Checkpointer, config: ml_collections.ConfigDic
   _check_resume_config(ckpt, config, allow_config_change)
   data = pipeline.build_pretraining_data(config.data, workdir, config.model.vocab_size,
                                          config.seed)
+  interrupt.check(_STOPPED_IN_STARTUP.format(stage="after preparing the data"))
   counts = None
   if objectives.needs_unigram_counts(config):
     counts = _unigram_counts(data, workdir, config.model.vocab_size)
@@ -256,6 +264,7 @@ def _train_with(ckpt: checkpoints.Checkpointer, config: ml_collections.ConfigDic
   if start_step >= stop_at:
     logging.info("Nothing to do: the newest checkpoint is at step %d and the run stops at %d",
                  start_step, stop_at)
+  interrupt.check(_STOPPED_IN_STARTUP.format(stage="before the first step"))
   try:
     result = loop.run(
         trainer=trainer, state=state, batches=train_iter, global_batch=config.train.batch_size,

@@ -9,6 +9,7 @@ saving. Metrics are averaged exactly over each logging window and written as `tr
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import math
 import time
@@ -26,6 +27,11 @@ from electra_jax.training.trainer import NONFINITE
 from electra_jax.training.trainer import Trainer
 
 NONFINITE_POLICIES = ("stop", "skip")
+# Steps the host may dispatch ahead of the last one the devices finished. Two keep the devices
+# fed (the next step is queued while one runs) and bound what a signal waits for: a stop
+# requested while step s runs ends after step s + MAX_STEPS_AHEAD at the latest, where an
+# unbounded queue ran on to the next log step (dozens of steps, seconds to minutes).
+MAX_STEPS_AHEAD = 2
 
 
 def format_duration(seconds: float) -> str:
@@ -97,9 +103,11 @@ def run(*, trainer: Trainer, state: TrainState, batches: Iterator[Mapping[str, A
         nonfinite_policy: str = "stop", stop_on_signals: bool = True) -> Result:
   """Runs steps start_step+1 .. schedule.stop_at.
 
-  The host never waits on the devices between log steps: the next `prefetch` batches are
-  built and put on the devices in a background thread while the (asynchronously dispatched)
-  steps run, and metrics stay on the devices until a log step pulls the whole window.
+  The host never waits on the devices' results between log steps: the next `prefetch` batches
+  are built and put on the devices in a background thread while the (asynchronously
+  dispatched) steps run, and metrics stay on the devices until a log step pulls the whole
+  window. It runs at most `MAX_STEPS_AHEAD` steps ahead of the devices, so that a signal stops
+  the run within that many steps of the one running when it came.
 
   Args:
     trainer, state: the job's compiled pieces and its state at `start_step`.
@@ -123,6 +131,7 @@ def run(*, trainer: Trainer, state: TrainState, batches: Iterator[Mapping[str, A
   if nonfinite_policy not in NONFINITE_POLICIES:
     raise ValueError(f"nonfinite_policy={nonfinite_policy!r}; one of {NONFINITE_POLICIES}")
   pending: list = []
+  in_flight: collections.deque = collections.deque()  # Metrics of steps not known to be done.
   last_eval: dict[str, float] = {}
   devices = jax.device_count()
   step = start_step
@@ -158,6 +167,9 @@ def run(*, trainer: Trainer, state: TrainState, batches: Iterator[Mapping[str, A
     while step < schedule.stop_at:
       state, step_metrics = trainer.train_step(state, next(device_batches))
       pending.append(step_metrics)
+      in_flight.append(step_metrics)
+      if len(in_flight) > MAX_STEPS_AHEAD:
+        jax.block_until_ready(in_flight.popleft())
       step += 1
       window_steps += 1
       if step % schedule.log_every == 0 or step == schedule.stop_at:
