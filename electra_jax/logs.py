@@ -1,9 +1,11 @@
 """What a run prints: electra-jax's own lines on the console, everything in WORKDIR/log.txt.
 
 By default (`--verbosity=0`) the console shows electra-jax's INFO lines (start-up summary,
-progress, evaluation, checkpoints) and every library's warnings and errors; the INFO chatter of
-orbax, TensorFlow, clu and JAX goes only to the run's log file. `--verbosity=1` or higher shows
-everything, and errors with their tracebacks.
+progress, evaluation, checkpoints) and every library's warnings and errors, as plain lines
+(warnings start with "warning: "); the INFO chatter of orbax, TensorFlow, clu and JAX goes only
+to the run's log file, whose lines keep absl's prefix (level, time, thread, file:line).
+`--verbosity=1` or higher shows everything on the console, with absl's prefix, and errors with
+their tracebacks.
 """
 
 from __future__ import annotations
@@ -38,13 +40,30 @@ class _OwnLinesOnly(py_logging.Filter):
 _FILTER = _OwnLinesOnly()
 
 
+class _PlainLines(py_logging.Formatter):
+  """The message alone; "warning: " or "ERROR: " before a warning's or an error's."""
+
+  def format(self, record: py_logging.LogRecord) -> str:
+    text = record.getMessage()
+    if record.levelno >= py_logging.ERROR:
+      text = f"ERROR: {text}"
+    elif record.levelno >= py_logging.WARNING:
+      text = f"warning: {text}"
+    if record.exc_info:
+      text += "\n" + self.formatException(record.exc_info)
+    return text
+
+
 def quiet_console() -> None:
   """Applies the console policy of the module docstring to absl's stderr handler."""
   handler = logging.get_absl_handler()
   if verbosity() >= 1:
     handler.removeFilter(_FILTER)
-  elif _FILTER not in handler.filters:
-    handler.addFilter(_FILTER)
+    handler.setFormatter(logging.PythonFormatter())
+  else:
+    if _FILTER not in handler.filters:
+      handler.addFilter(_FILTER)
+    handler.setFormatter(_PlainLines())
 
 
 @contextlib.contextmanager

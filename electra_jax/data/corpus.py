@@ -2,29 +2,35 @@
 
 Documents are as in `electra_jax.data.documents`. `stdlib_documents` builds the corpus in
 memory (what pretraining uses); `write_stdlib_corpus` writes it as text shards, for tools and
-tests that want files. The corpus which needs no network and no data outside the
-Python installation: the docstrings of a fixed list of standard-library modules and of their
+tests that want files. The corpus needs no network and no data outside the Python
+installation: the docstrings of a fixed list of standard-library modules and of their
 classes, functions and methods, plus the help topics of `pydoc_data.topics`; one document per
 docstring or topic, with doctests and code-like lines dropped and the prose split into
 sentences. About 1.7 MB of text on CPython 3.11 (the whole standard library has only about
-1.7 MB of docstrings, so this is close to all there is).
+1.7 MB of docstrings, so this is close to all there is). The docstrings are read in a fresh
+interpreter of the running Python, so the corpus is the same, byte for byte, in every process
+of one Python installation, whatever that process imported; `embedded_corpus_sha256` is its
+hash, which a pretraining run records with its checkpoints.
 """
 
 from __future__ import annotations
 
 import glob
+import hashlib
 import importlib
 import inspect
 import json
 import os
 import re
+import subprocess
 import sys
 import tempfile
 import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING
 
-
-from electra_jax.data.documents import Document
+if TYPE_CHECKING:  # This file also runs alone in a bare interpreter (`_build_in_fresh_python`).
+  from electra_jax.data.documents import Document
 
 
 # Standard-library modules whose docstrings make the embedded corpus, sorted: the importable
@@ -215,12 +221,40 @@ def docstring_sentences(doc: str) -> list[str]:
   return sentences
 
 
-def _documented_objects(module) -> Iterator[object]:
-  """Yields a module, then its classes and functions (private ones too), each class followed by
-  its methods and descriptors (properties, slots), all in sorted name order."""
+def _documented_here(module, name: str, value: object, modules: dict[str, object]) -> bool:
+  """True when `module`'s `value`, held under `name`, is documented with `module`.
+
+  Not when another module of the corpus (`modules`: name -> module) defines it (its
+  `__module__`) and holds it under its own name (its `__qualname__`): a re-export, or what a
+  module `__getattr__` imported lazily and cached (`concurrent.futures` holds
+  `ThreadPoolExecutor` only once something asked it for one). Not when `name` is an alias of
+  an object `module` also holds under its own name (`_pyio.OpenWrapper`, likewise cached, is
+  `_pyio.open`). Not when it comes from outside the standard library. Everything else is,
+  also objects from modules outside the corpus (`os` re-exports `posix`'s functions).
+  """
+  owner = getattr(value, "__module__", None)
+  if isinstance(owner, str) and owner.partition(".")[0] not in sys.stdlib_module_names:
+    return False
+  qualname = getattr(value, "__qualname__", None)
+  if not isinstance(qualname, str):
+    return True
+  if name != qualname and vars(module).get(qualname) is value:
+    return False
+  home = modules.get(owner)
+  return home is None or home is module or vars(home).get(qualname) is not value
+
+
+def _documented_objects(module, modules: dict[str, object]) -> Iterator[object]:
+  """Yields a module, then its classes and functions (private ones too) that it documents
+  (`_documented_here`; `modules` are the corpus's, by name), each class followed by its
+  methods and descriptors (properties, slots), all in sorted name order.
+
+  Reads `vars()`, never `getattr` or `dir`, so no module `__getattr__` runs.
+  """
   yield module
   for name, value in sorted(vars(module).items()):
-    if not (inspect.isclass(value) or inspect.isroutine(value)):
+    if not ((inspect.isclass(value) or inspect.isroutine(value)) and
+            _documented_here(module, name, value, modules)):
       continue
     yield value
     if inspect.isclass(value):
@@ -241,28 +275,18 @@ def _import_quietly(name: str):
     return None
 
 
-def stdlib_documents(modules: Sequence[str] = STDLIB_MODULES, include_topics: bool = True,
-                     group_by_module: bool = False) -> list[Document]:
-  """The documents of the embedded corpus.
-
-  One document per distinct docstring (with prose in it) of `modules` and of their classes,
-  functions, methods and properties, or with `group_by_module` one per module holding all of
-  its docstrings in order (module, then members by name; far longer documents, so examples
-  are fuller). Then, if `include_topics`, one per help topic of `pydoc_data.topics` (the
-  reference-manual text that `help()` shows, which the standard library ships next to the
-  docstrings). Modules that fail to import are skipped. Objects reachable from several
-  modules and repeated docstrings count once (first in sorted module order), so the result
-  is deterministic for a given Python build.
-  """
-  documents: list[Document] = []
+def _collect_documents(modules: Sequence[str], include_topics: bool,
+                       group_by_module: bool) -> list[list[str]]:
+  """`stdlib_documents`, collected in this interpreter (whatever it has imported)."""
+  documents: list[list[str]] = []
   seen_objects: set[int] = set()
   seen_docs: set[str] = set()
-  for name in sorted(modules):
-    module = _import_quietly(name)
-    if module is None:
-      continue
-    module_sentences: Document = []
-    for obj in _documented_objects(module):
+  # All of them first, so that each module is documented the same whatever it imports.
+  imported = {name: _import_quietly(name) for name in sorted(set(modules))}
+  imported = {name: module for name, module in imported.items() if module is not None}
+  for module in imported.values():
+    module_sentences: list[str] = []
+    for obj in _documented_objects(module, imported):
       if id(obj) in seen_objects:
         continue
       seen_objects.add(id(obj))
@@ -286,6 +310,98 @@ def stdlib_documents(modules: Sequence[str] = STDLIB_MODULES, include_topics: bo
     if sentences:
       documents.append(sentences)
   return documents
+
+
+# Run by `_build_in_fresh_python`: executes this file's source (from stdin, with the arguments)
+# as a module of its own and writes `_collect_documents`'s result to stdout as ASCII JSON.
+_CHILD = """\
+import json, sys, types
+request = json.loads(sys.stdin.read())
+module = types.ModuleType("_electra_jax_embedded_corpus")
+exec(compile(request["source"], request["file"], "exec"), module.__dict__)
+sys.stdout.write(json.dumps(module._collect_documents(**request["arguments"])))
+"""
+
+
+def _build_in_fresh_python(modules: Sequence[str], include_topics: bool,
+                           group_by_module: bool) -> list[list[str]]:
+  """`_collect_documents` run in a new interpreter of this Python: `sys.executable -I -S`
+  (isolated: no PYTHON* variables, no current or user directory on the path; no site, so no
+  site-packages and no .pth files), in a session of its own (a Ctrl-C meant for this process
+  does not stop it).
+
+  Raises:
+    OSError, subprocess.SubprocessError, ValueError: it could not run or gave no documents.
+  """
+  loader = globals().get("__loader__")
+  source = loader.get_source(__name__) if loader is not None else None
+  if not source or not sys.executable:
+    raise ValueError("no source for the corpus builder or no Python executable to run it")
+  request = {"source": source, "file": __file__,
+             "arguments": {"modules": list(modules), "include_topics": include_topics,
+                           "group_by_module": group_by_module}}
+  done = subprocess.run([sys.executable, "-I", "-S", "-c", _CHILD],
+                        input=json.dumps(request).encode("utf-8"), capture_output=True,
+                        timeout=600, check=False, start_new_session=True)
+  if done.returncode:
+    raise subprocess.SubprocessError(
+        f"exit status {done.returncode}: "
+        f"{done.stderr.decode('utf-8', 'replace').strip()[-2000:]}")
+  return json.loads(done.stdout)
+
+
+def stdlib_documents(modules: Sequence[str] = STDLIB_MODULES, include_topics: bool = True,
+                     group_by_module: bool = False) -> list[Document]:
+  """The documents of the embedded corpus.
+
+  One document per distinct docstring (with prose in it) of `modules` and of their classes,
+  functions, methods and properties, or with `group_by_module` one per module holding all of
+  its docstrings in order (module, then members by name; far longer documents, so examples
+  are fuller). Then, if `include_topics`, one per help topic of `pydoc_data.topics` (the
+  reference-manual text that `help()` shows, which the standard library ships next to the
+  docstrings). Modules that fail to import are skipped. An object held by several of the
+  modules counts with the one that defines it (`_documented_here`), or else once, in sorted
+  module order; a repeated docstring counts once.
+
+  The docstrings are read in a fresh interpreter of this Python, which imports nothing but
+  the standard library (no site-packages): in this process they may have been changed by
+  what it imported (typing_extensions replaces functions of `typing`, keras rewrites the
+  docstring of `collections.abc.Mapping.get`, torch replaces `inspect.getfile`). So the
+  corpus is the same, byte for byte, in every process of one Python installation, whatever
+  the process imported first (`embedded_corpus_sha256`). Takes about a second. Should no
+  interpreter start, the corpus is read here, with a warning that it may then differ.
+  """
+  try:
+    return _build_in_fresh_python(modules, include_topics, group_by_module)
+  except (OSError, subprocess.SubprocessError, ValueError) as e:
+    from absl import logging  # pylint: disable=import-outside-toplevel
+    logging.warning("Could not build the embedded corpus in a fresh Python interpreter (%s); "
+                    "building it in this process instead, where it may differ with what the "
+                    "process imported (compare embedded_corpus_sha256)", e)
+    return _collect_documents(modules, include_topics, group_by_module)
+
+
+def documents_sha256(documents: Iterable[Document]) -> str:
+  """The hex SHA-256 of documents as text: each document's sentences one per line, then a blank
+  line, in UTF-8 (what `write_stdlib_corpus` writes, so its shards concatenated hash the
+  same)."""
+  digest = hashlib.sha256()
+  for document in documents:
+    digest.update(("\n".join(document) + "\n\n").encode("utf-8"))
+  return digest.hexdigest()
+
+
+# group_by_module -> documents_sha256 of the embedded corpus, once built in this process.
+_SHA256: dict[bool, str] = {}
+
+
+def embedded_corpus_sha256(group_by_module: bool = True) -> str:
+  """The SHA-256 of the embedded corpus as pretraining reads it (`EmbeddedCorpus`, by default
+  grouped by module; `documents_sha256`): the same in every process of one Python
+  installation. Kept from the first time this process built the corpus (else built now)."""
+  if group_by_module not in _SHA256:
+    EmbeddedCorpus(group_by_module).documents()
+  return _SHA256[group_by_module]
 
 
 def _write_atomic(path: str, text: str) -> None:
@@ -377,4 +493,10 @@ class EmbeddedCorpus:
     self.group_by_module = group_by_module
 
   def documents(self) -> Iterator[Document]:
-    return iter(stdlib_documents(group_by_module=self.group_by_module))
+    documents = stdlib_documents(group_by_module=self.group_by_module)
+    _SHA256[self.group_by_module] = documents_sha256(documents)
+    return iter(documents)
+
+  def sha256(self) -> str:
+    """The corpus's SHA-256 (`embedded_corpus_sha256`)."""
+    return embedded_corpus_sha256(self.group_by_module)

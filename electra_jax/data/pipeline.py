@@ -65,6 +65,8 @@ class PretrainingData:
     shards_dir: the shard directory (source=shards), else "".
     manifest: its manifest, else None.
     shuffle_buffer: the shard reader's window size.
+    corpus_sha256: the embedded corpus's SHA-256 (`corpus.embedded_corpus_sha256`) when the
+      text came from it, else "".
   """
 
   tokenizer: Any
@@ -74,6 +76,16 @@ class PretrainingData:
   shards_dir: str = ""
   manifest: shards_lib.Manifest | None = None
   shuffle_buffer: int = 10_000
+  corpus_sha256: str = ""
+
+  def provenance(self) -> dict[str, str]:
+    """Where the training text came from, as a run records it with its checkpoints: the
+    source, and for the embedded corpus its SHA-256 (equal in two runs that read the same
+    corpus)."""
+    record = {"source": self.source}
+    if self.corpus_sha256:
+      record["embedded_corpus_sha256"] = self.corpus_sha256
+    return record
 
   def train_iterator(self, global_batch: int, seed: int, position: int = 0,
                      process_index: int = 0, process_count: int = 1) -> Iterator[Arrays]:
@@ -199,9 +211,9 @@ def _text_documents(data_config: Any, seed: int, options: text_files.TextOptions
   if isinstance(source, text_files.TextFileSource):
     source.stats.log("training text")
   else:
-    logging.info("%s: %d documents, %.1f MB", source.name, len(documents),
+    logging.info("%s: %d documents, %.1f MB, sha256 %s", source.name, len(documents),
                  sum(len(s.encode("utf-8")) + 1 for s in documents_lib.sentences(documents))
-                 / 1e6)
+                 / 1e6, source.sha256())
   if data_config.eval_files:
     eval_source = text_files.TextFileSource.from_patterns(data_config.eval_files,
                                                           "--config.data.eval_files", options)
@@ -373,15 +385,11 @@ def build_pretraining_data(data_config: Any, workdir: str, vocab_size: int, seed
         "point --config.data.train_files at more text")
   _log_split("train", train_docs, train)
   _log_split("eval", eval_docs, evaluation)
-  if eval_docs and not data_config.eval_files and not (
-      data_config.source == "tfds" and data_config.tfds_eval_split):
-    held = int(evaluation["input_mask"].sum())
-    share = held / max(1, held + int(train["input_mask"].sum()))
-    logging.info("Held-out share of the tokens: %.2f%% (data.eval_fraction=%g)", 100 * share,
-                 data_config.eval_fraction)
   logging.info("Data ready in %.1fs", time.time() - start)
-  return PretrainingData(tokenizer=tokenizer, train=train, eval=evaluation,
-                         source=docs.tokenizer_text.name)
+  text = docs.tokenizer_text
+  return PretrainingData(
+      tokenizer=tokenizer, train=train, eval=evaluation, source=text.name,
+      corpus_sha256=text.sha256() if isinstance(text, corpus_lib.EmbeddedCorpus) else "")
 
 
 class BatchIterator:

@@ -181,7 +181,6 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str,
 def _train_in(config: ml_collections.ConfigDict, workdir: str, peak: float,
               allow_config_change: bool) -> dict[str, float]:
   """`train_and_evaluate` in a prepared, locked workdir."""
-  compilation_cache.enable(config.train.compilation_cache_dir, workdir)
   ckpt = checkpoints.Checkpointer(fileio.join(workdir, "checkpoints"),
                                   keep=config.train.keep_checkpoints)
   try:
@@ -203,6 +202,8 @@ def _train_with(ckpt: checkpoints.Checkpointer, config: ml_collections.ConfigDic
   is_chief = jax.process_index() == 0
   # A config that cannot resume this workdir fails before the (slower) data preparation.
   _check_resume_config(ckpt, config, allow_config_change)
+  # After the checks that fail at once, so that a refused config prints nothing before its error.
+  compilation_cache.enable(config.train.compilation_cache_dir, workdir)
   data = pipeline.build_pretraining_data(config.data, workdir, config.model.vocab_size,
                                          config.seed)
   interrupt.check(_STOPPED_IN_STARTUP.format(stage="after preparing the data"))
@@ -259,7 +260,9 @@ def _train_with(ckpt: checkpoints.Checkpointer, config: ml_collections.ConfigDic
                             "data_examples": position * config.train.batch_size,
                             "config": json.loads(config.to_json_best_effort()),
                             "tokenizer": tokenizer_info,
-                            "encoder": setup.objective.encoder_info()})
+                            "encoder": setup.objective.encoder_info(),
+                            # Where this start's text came from (the corpus's hash, if any).
+                            "data_source": data.provenance()})
 
   if start_step >= stop_at:
     logging.info("Nothing to do: the newest checkpoint is at step %d and the run stops at %d",

@@ -21,6 +21,7 @@ from typing import Any
 import jax
 import ml_collections
 from jax.experimental import serialize_executable
+from jax.experimental.compilation_cache import compilation_cache
 
 from electra_jax import fileio
 from electra_jax.errors import ElectraError
@@ -51,11 +52,14 @@ def uncached():
   cache there (the compiler has no TPU client), so it would only be written in vain.
   """
   before = jax.config.jax_enable_compilation_cache
+  # JAX decides once whether it uses the cache; reset_cache makes it decide again.
   jax.config.update("jax_enable_compilation_cache", False)
+  compilation_cache.reset_cache()
   try:
     yield
   finally:
     jax.config.update("jax_enable_compilation_cache", before)
+    compilation_cache.reset_cache()
 
 
 def check_exists(path: str) -> None:

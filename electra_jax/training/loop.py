@@ -172,6 +172,12 @@ def run(*, trainer: Trainer, state: TrainState, batches: Iterator[Mapping[str, A
         jax.block_until_ready(in_flight.popleft())
       step += 1
       window_steps += 1
+      if step == start_step + 1 and step < schedule.stop_at and step % schedule.log_every:
+        # The first step of a process includes compiling it: time the window from its end, so
+        # that the first speed and ETA are the steps' own (minutes of compilation otherwise
+        # inflate the ETA of the first line).
+        jax.block_until_ready(step_metrics)
+        window_start, window_steps = time.perf_counter(), 0
       if step % schedule.log_every == 0 or step == schedule.stop_at:
         window = jax.device_get(pending)
         pending.clear()
