@@ -162,8 +162,13 @@ def test_originals_outrank_their_corrupted_variants(scorer):
   assert result["original_beats_a_sample"] > 0.65, result
 
 
-def test_evaluate_writes_its_report(scorer, trained_tiny, tmp_path):
+def test_evaluate_writes_its_report(scorer, trained_tiny, tmp_path, monkeypatch):
   held_out = sentences(60, seed=5)
+
+  def no_second_load(*args, **kwargs):
+    raise AssertionError("evaluate loaded the checkpoint again (the scorer holds it whole)")
+
+  monkeypatch.setattr(evaluate.pretrained, "load_pretrained", no_second_load)
   glue_dir = GLUE_DIR if os.path.isdir(GLUE_DIR) else ""
   results = evaluate.evaluate(scorer, held_out, str(tmp_path / "eval"), glue_dir=glue_dir,
                               cola_examples=300)
@@ -274,6 +279,7 @@ def test_cli_keeps_input_order_and_reports_what_it_cannot_score(trained_tiny, tm
   record = json.loads(proc.stdout)
   assert sorted(record["order"]) == [0, 1] and record["best"] in ("Return the value.",
                                                                    "Return value the the.")
+  assert proc.stderr.strip().splitlines()[-1] == "rerank: 1 scored"  # No zero counts.
   proc = _cli("tokens", f"--checkpoint={trained_tiny[0]}", "--format=pretty",
               "--threshold=0.0001", stdin="Return the value.\n")
   assert proc.stdout.strip() == "[[Return]] [[the]] [[value.]]"

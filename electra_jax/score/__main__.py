@@ -184,9 +184,18 @@ def main(argv: list[str]) -> None:
     for records in textio.read_records(source, want_candidates=command == "rerank"):
       _score(command, scorer, records, out, pretty, color, counts)
       out.flush()
-  print(f"{command}: {counts['scored']} scored, {counts['errors']} not scored (see their "
-        f"\"error\")" + (f", {counts['windowed']} longer than the model's window (scored in "
-                         "windows)" if counts["windowed"] else ""), file=sys.stderr)
+  print(summary_line(command, counts), file=sys.stderr)
+
+
+def summary_line(command: str, counts: dict[str, int]) -> str:
+  """The line a scoring command ends with: how many records it scored, and only the counts
+  that are not zero of those it could not score or scored in windows."""
+  line = f"{command}: {counts['scored']} scored"
+  if counts["errors"]:
+    line += f", {counts['errors']} not scored (see their \"error\")"
+  if counts["windowed"]:
+    line += f", {counts['windowed']} longer than the model's window (scored in windows)"
+  return line
 
 
 if __name__ == "__main__":

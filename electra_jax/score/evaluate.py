@@ -94,10 +94,7 @@ def generator_samples(scorer: Scorer, sentences: Sequence[str], rounds: int = 1,
                       batch_size: int = 64) -> GeneratorSamples | None:
   """`rounds` corruptions of every sentence by the checkpoint's own generator (its masking
   rate and sampling temperature), or None when the checkpoint has no generator."""
-  try:
-    weights = pretrained.load_pretrained(scorer.weights.path, parts=None)
-  except ElectraError:  # A Hugging Face directory: a discriminator alone.
-    return None
+  weights = scorer.weights  # Loaded whole by the scorer (a Hugging Face directory: no generator).
   if "generator_predictions" not in weights.params:
     return None
   meta = pretrained.read_meta(weights.path)

@@ -39,7 +39,8 @@ class Scorer:
   """An encoder with its replaced-token-detection head, ready to run.
 
   model: the `ReplacedTokenDetector` module; params: its parameters (numpy float32);
-  tokenizer: the checkpoint's tokenizer (None if it cannot be found); weights: what was loaded.
+  tokenizer: the checkpoint's tokenizer (None if it cannot be found); weights: what was loaded,
+  every part as the checkpoint holds it (the generator too, for `score evaluate`).
   """
   model: electra.ReplacedTokenDetector
   params: dict[str, Any]
@@ -260,9 +261,10 @@ def load_scorer(path: str, dtype: str = "float32") -> Scorer:
         "objective, which has no replaced-token-detection head to score with; pass a checkpoint "
         "of an ELECTRA objective (electra, electra_15)")
   delta = weights.encoder.get("embeddings_delta")
-  if delta and delta in weights.params:  # GDES: the discriminator's own embeddings.
-    weights.params = pretrained.fold_embeddings_delta(weights.params, delta)
-  missing = [name for name in ("embeddings", encoder, head or "") if name not in weights.params]
+  loaded = weights.params  # Kept as loaded in `weights` (the generator reads them unfolded).
+  if delta and delta in loaded:  # GDES: the discriminator's own embeddings.
+    loaded = pretrained.fold_embeddings_delta(loaded, delta)
+  missing = [name for name in ("embeddings", encoder, head or "") if name not in loaded]
   if missing:
     raise ElectraError(
         f"the checkpoint {weights.path} has no {', '.join(m or 'encoder head' for m in missing)} "
@@ -272,6 +274,6 @@ def load_scorer(path: str, dtype: str = "float32") -> Scorer:
   model_config.dtype = dtype
   config, _ = electra.encoder_configs(model_config)
   model = electra.ReplacedTokenDetector(config, encoder_name=encoder, head_name=head)
-  params = {name: weights.params[name] for name in ("embeddings", encoder, head)}
+  params = {name: loaded[name] for name in ("embeddings", encoder, head)}
   tokenizer = weights.tokenizer.load() if weights.tokenizer is not None else None
   return Scorer(model=model, params=params, tokenizer=tokenizer, weights=weights)
