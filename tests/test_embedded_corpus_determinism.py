@@ -143,3 +143,14 @@ def test_a_run_records_the_corpus_hash_with_its_source(tmp_path, caplog, hashes)
   assert f"sha256 {hashes['fresh']}" in caplog.text  # In the run's log.txt.
   files = pipeline.PretrainingData(tokenizer=None, train=None, eval={}, source="a.txt")
   assert files.provenance() == {"source": "a.txt"}
+
+
+def test_resuming_on_another_embedded_corpus_warns(caplog):
+  from electra_jax.pretrain import loop  # pylint: disable=import-outside-toplevel
+  key = "embedded_corpus_sha256"
+  with caplog.at_level("WARNING"):
+    loop._warn_if_other_corpus({key: "a" * 64}, {key: "a" * 64}, 5)  # pylint: disable=protected-access
+    loop._warn_if_other_corpus({}, {key: "b" * 64}, 5)  # pylint: disable=protected-access
+    assert not caplog.records
+    loop._warn_if_other_corpus({key: "a" * 64}, {key: "b" * 64}, 5)  # pylint: disable=protected-access
+  assert len(caplog.records) == 1 and "step 5" in caplog.records[0].getMessage()

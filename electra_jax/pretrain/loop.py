@@ -211,7 +211,8 @@ def _train_with(ckpt: checkpoints.Checkpointer, config: ml_collections.ConfigDic
   if objectives.needs_unigram_counts(config):
     counts = _unigram_counts(data, workdir, config.model.vocab_size)
   setup, state, data_position, config = _restore_or_start(
-      ckpt, config, objectives.SpecialIds.of(data.tokenizer), counts, allow_config_change)
+      ckpt, config, objectives.SpecialIds.of(data.tokenizer), counts, allow_config_change,
+      data.provenance())
   if config.train.get("compiled_step", ""):
     loaded = compiled_step.load(config.train.compiled_step, config, setup.trainer.mesh,
                                 objectives.SpecialIds.of(data.tokenizer))
@@ -354,7 +355,7 @@ def _check_resume_config(ckpt: checkpoints.Checkpointer, config: ml_collections.
 
 def _restore_or_start(ckpt: checkpoints.Checkpointer, config: ml_collections.ConfigDict,
                       special_ids: objectives.SpecialIds, counts: np.ndarray | None,
-                      allow_config_change: bool):
+                      allow_config_change: bool, data_source: dict[str, str] | None = None):
   """(setup, state, data position, config) from the newest checkpoint that restores, or a new
   state when there is none.
 
@@ -382,6 +383,7 @@ def _restore_or_start(ckpt: checkpoints.Checkpointer, config: ml_collections.Con
       ckpt.set_aside(bad_step, reason)
     data_position = _data_position(meta, step_config.train.batch_size)
     logging.info("Resuming from step %d (data position %d)", step, data_position)
+    _warn_if_other_corpus(meta.get("data_source") or {}, data_source or {}, step)
     return setup, state, data_position, step_config
   if failures:
     raise ElectraError(
@@ -390,6 +392,17 @@ def _restore_or_start(ckpt: checkpoints.Checkpointer, config: ml_collections.Con
   setup = build_setup(config, special_ids, unigram_counts=counts)
   logging.info("Starting from scratch")
   return setup, setup.trainer.new_state(config.seed), 0, config
+
+
+def _warn_if_other_corpus(recorded: dict[str, str], now: dict[str, str], step: int) -> None:
+  """A warning when the checkpoint's embedded corpus (its SHA-256) is not the one this process
+  read (another Python version has other docstrings): the data position then indexes other
+  examples."""
+  key = "embedded_corpus_sha256"
+  if recorded.get(key) and now.get(key) and recorded[key] != now[key]:
+    logging.warning("The embedded corpus differs from the one the checkpoint at step %d was "
+                    "trained on (sha256 %s... then, %s... now: another Python?); training goes "
+                    "on, on this one's examples", step, recorded[key][:12], now[key][:12])
 
 
 def _check_resumable(changes: list[config_changes.Change], step: int,
