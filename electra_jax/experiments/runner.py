@@ -1,6 +1,7 @@
-"""Runs an experiment: every variant pretrained on one budget, fine-tuned, reported.
+r"""Runs an experiment: every variant pretrained on one budget, fine-tuned, reported.
 
-  python -m electra_jax.experiments --config=configs/experiments/table1.py --workdir=DIR
+  python -m electra_jax.experiments --config=configs/experiments/table1.py --workdir=DIR \
+      --config.finetune.data_dir=GLUE_DIR [--config.reference_steps=N ...] [--show_config]
 
 For each variant, in order (see `spec` for budgets and schedules): pretrain to each fine-tuning
 point (`train.stop_at_step`: the learning-rate schedule is the full run's), fine-tune that
