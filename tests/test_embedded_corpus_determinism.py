@@ -135,6 +135,7 @@ def test_a_module_documents_what_it_holds_whatever_was_imported():
 def test_a_run_records_the_corpus_hash_with_its_source(tmp_path, caplog, hashes):
   config = testing.fast_config()
   caplog.set_level("INFO")
+  caplog.set_level("INFO", logger="absl")  # An earlier test may have left absl's at WARNING.
   data = pipeline.build_pretraining_data(config.data, str(tmp_path), config.model.vocab_size,
                                          config.seed)
   # What pretraining stores in every checkpoint's metadata ("data_source").
