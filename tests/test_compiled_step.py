@@ -10,6 +10,7 @@ from electra_jax.benchmark import tpu_slices
 from electra_jax.errors import ElectraError
 from electra_jax.pretrain import loop as train
 from electra_jax.pretrain import objectives
+from electra_jax.training import compilation_cache
 from electra_jax.training import compiled_step
 from electra_jax.training import metrics as metrics_lib
 from electra_jax.training import parallel
@@ -26,7 +27,7 @@ def _save_cpu_step(config, path):
   b, t = config.train.batch_size, config.data.max_seq_length
   batch = {k: jax.ShapeDtypeStruct((b, t), np.int32, sharding=trainer.batch_shardings[k])
            for k in train.INPUT_KEYS}
-  with parallel.activate(trainer.mesh, trainer.rules), compiled_step.uncached():
+  with parallel.activate(trainer.mesh, trainer.rules), compilation_cache.uncached():
     compiled = trainer.train_jit.lower(trainer.abstract_state(), batch).compile()
   return compiled_step.save(str(path), compiled, config, trainer.mesh, SPECIAL), trainer.mesh
 
@@ -97,14 +98,11 @@ def test_missing_and_corrupt_files_are_one_line_errors(tmp_path):
 @pytest.mark.skipif(not tpu_slices.runtime_available(), reason="the TPU runtime (libtpu) is not "
                     "installed: pip install -e '.[tpu]'")
 def test_a_tpu_step_saved_on_this_host_is_refused_on_other_devices(tmp_path):
-  jax.config.update("jax_enable_compilation_cache", False)
-  try:
-    config = testing.load_config("tiny")
-    path = tmp_path / "v5e.compiled"
-    report, _ = topology.compile_report(config, tpu_slices.parse("v5e:2x2"), with_xla_flops=False,
-                                        save_compiled=str(path))
-  finally:
-    jax.config.update("jax_enable_compilation_cache", True)
+  # compile_report compiles outside the cache (compilation_cache.uncached).
+  config = testing.load_config("tiny")
+  path = tmp_path / "v5e.compiled"
+  report, _ = topology.compile_report(config, tpu_slices.parse("v5e:2x2"), with_xla_flops=False,
+                                      save_compiled=str(path))
   assert report["compiled_step"]["bytes"] == path.stat().st_size > 0
   cpu_mesh = parallel.make_mesh(config.mesh)
   with pytest.raises(ElectraError, match=r"platform 'tpu' \(file\) vs 'cpu' \(this run\)"):
@@ -123,7 +121,7 @@ def test_a_step_compiled_after_the_cache_has_it_still_saves_whole(tmp_path):
   x = jax.numpy.arange(4096, dtype=np.float32).reshape(64, 64) / 4096
   expected = int(jax.jit(f)(x))  # Compiled, and written to the cache.
   jax.clear_caches()  # The next compile would find it on disk.
-  with compiled_step.uncached():
+  with compilation_cache.uncached():
     compiled = jax.jit(f).lower(x).compile()
   assert jax.config.jax_enable_compilation_cache  # Restored.
   loaded = serialize_executable.deserialize_and_load(*serialize_executable.serialize(compiled))

@@ -38,6 +38,7 @@ from electra_jax.errors import ElectraError
 from electra_jax.models import attention
 from electra_jax.models import electra
 from electra_jax.pretrain import flops as flops_lib
+from electra_jax.training import compilation_cache
 from electra_jax.training import compiled_step
 from electra_jax.training import parallel
 
@@ -149,7 +150,7 @@ def compile_step(built: BuiltStep) -> tuple[Any, float]:
   """
   start = time.perf_counter()
   try:
-    with compiled_step.uncached():
+    with compilation_cache.uncached():
       compiled = lower(built).compile()
   except Exception as e:  # pylint: disable=broad-except
     if isinstance(e, ElectraError):

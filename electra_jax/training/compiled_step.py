@@ -13,7 +13,6 @@ Format: a pickle of {"format", "fingerprint", "payload", "in_tree", "out_tree"}
 
 from __future__ import annotations
 
-import contextlib
 import pickle
 from importlib import metadata
 from typing import Any
@@ -21,7 +20,6 @@ from typing import Any
 import jax
 import ml_collections
 from jax.experimental import serialize_executable
-from jax.experimental.compilation_cache import compilation_cache
 
 from electra_jax import fileio
 from electra_jax.errors import ElectraError
@@ -40,26 +38,6 @@ _IN_STEP = ("data.max_seq_length",)
 HOW = ("make one for this config and slice with python -m electra_jax.benchmark --config=... "
        "--topology=... --save_compiled=FILE (same --config.* overrides), or leave "
        "train.compiled_step empty to compile as usual")
-
-
-@contextlib.contextmanager
-def uncached():
-  """Compiles inside this context skip JAX's persistent compilation cache.
-
-  A step compiled to be saved must: an executable the cache hands back serializes without its
-  kernels on XLA:CPU (the loaded copy then fails with "Function ... not found"), and a TPU
-  executable compiled on a CPU host for a topology it does not own cannot be read back from the
-  cache there (the compiler has no TPU client), so it would only be written in vain.
-  """
-  before = jax.config.jax_enable_compilation_cache
-  # JAX decides once whether it uses the cache; reset_cache makes it decide again.
-  jax.config.update("jax_enable_compilation_cache", False)
-  compilation_cache.reset_cache()
-  try:
-    yield
-  finally:
-    jax.config.update("jax_enable_compilation_cache", before)
-    compilation_cache.reset_cache()
 
 
 def check_exists(path: str) -> None:
