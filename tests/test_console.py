@@ -7,9 +7,13 @@ import time
 import types
 
 import jax
+from jax.experimental.compilation_cache import compilation_cache as jax_compilation_cache
 import jax.numpy as jnp
 import numpy as np
+import pytest
 
+from electra_jax.errors import ElectraError
+from electra_jax.pretrain import loop as pretrain_loop
 from electra_jax.training import loop
 from electra_jax.training import metrics as metrics_lib
 from electra_jax.training.trainer import NONFINITE
@@ -37,6 +41,45 @@ def test_console_lines_are_plain_and_verbosity_1_restores_absl_prefixes():
       "] Compilation cache in /tmp/electra_jax_test_cache") for line in verbose), verbose
   assert verbose[-1].startswith("W") and verbose[-1].endswith("] low on disk"), verbose
   assert any(line.endswith("] not electra-jax: left to the log file") for line in verbose)
+
+
+def test_a_refused_resume_says_nothing_of_the_compilation_cache(tmp_path, corpus_and_tokenizer,
+                                                              caplog):
+  """A config that cannot resume the workdir (a changed batch size) fails at once: the
+  "Compilation cache in ..." line comes after that check, so the refused run does not print it
+  (nor point JAX's cache anywhere) before its error; a run that passes the check does."""
+  files, model = corpus_and_tokenizer
+  config = testing.fast_config(files, model)
+  config.train.num_train_steps = 2
+  config.train.eval_every_steps = 0
+  workdir = str(tmp_path / "run")
+  pretrain_loop.train_and_evaluate(config, workdir)  # This process's cache (conftest): no line.
+  cache = str(tmp_path / "cache")  # Another directory than JAX's now: enable() would log it.
+  before = jax.config.jax_compilation_cache_dir
+  caplog.set_level("INFO")
+  caplog.set_level("INFO", logger="absl")  # An earlier test may have left absl's at WARNING.
+  try:
+    changed = config.copy_and_resolve_references()
+    changed.train.batch_size = 16
+    changed.train.compilation_cache_dir = cache
+    caplog.clear()
+    with pytest.raises(ElectraError, match=r"train.batch_size: 8 -> 16.*--allow_config_change"):
+      pretrain_loop.train_and_evaluate(changed, workdir)
+    refused = [r.getMessage() for r in caplog.records]
+    assert not any("Compilation cache in" in m for m in refused), refused
+    assert jax.config.jax_compilation_cache_dir == before
+    # The control: the same setting in a run that resumes (nothing left to do) logs the line.
+    same = config.copy_and_resolve_references()
+    same.train.compilation_cache_dir = cache
+    caplog.clear()
+    pretrain_loop.train_and_evaluate(same, workdir)
+    resumed = [r.getMessage() for r in caplog.records]
+    assert f"Compilation cache in {cache}" in resumed, resumed
+    assert any(m.startswith("Nothing to do") for m in resumed), resumed
+  finally:  # This process's cache again, for the tests after this one.
+    if jax.config.jax_compilation_cache_dir != before:
+      jax.config.update("jax_compilation_cache_dir", before)
+      jax_compilation_cache.reset_cache()
 
 
 def test_the_first_speed_leaves_out_the_first_steps_compilation(tmp_path):

@@ -352,6 +352,21 @@ def test_pipeline_default_corpus_and_eval_files(small_tokenizer, stdlib_files, t
   np.testing.assert_array_equal(no_eval.train["input_ids"], data.train["input_ids"])
 
 
+def test_the_held_out_share_is_one_log_line(stdlib_files, small_tokenizer, tmp_path, caplog):
+  """data.eval_fraction holds out documents: the run says so in one line (split_documents'
+  "Held out N of M documents: X% of the text"), not again as a share of the tokens."""
+  caplog.set_level("INFO")
+  caplog.set_level("INFO", logger="absl")  # An earlier test may have left absl's at WARNING.
+  config = data_config(train_files=stdlib_files[0], tokenizer_model=small_tokenizer.model_file)
+  data = pipeline.build_pretraining_data(config, str(tmp_path), vocab_size=1000, seed=0)
+  assert len(data.eval["input_ids"]) > 0  # Something was held out.
+  messages = [r.getMessage() for r in caplog.records]
+  held_out = [m for m in messages if m.lower().startswith(("held out", "held-out"))]
+  assert len(held_out) == 1 and held_out[0].startswith("Held out "), messages
+  assert "(data.eval_fraction=0.05)" in held_out[0]
+  assert not any("Held-out share" in m for m in messages), messages
+
+
 def test_pipeline_without_examples_or_files(small_tokenizer, tmp_path):
   (tmp_path / "blank.txt").write_text("\u200b\n\u200b\n")  # text that encodes to no tokens
   config = data_config(train_files=str(tmp_path / "blank.txt"),
