@@ -30,7 +30,7 @@ import json
 import math
 import statistics
 import time
-from typing import Any
+from typing import Any, Callable, Iterator, Sequence
 
 from absl import logging
 import jax
@@ -115,16 +115,28 @@ FINETUNE_RANGES = (
 
 
 def validate(config: ml_collections.ConfigDict) -> None:
-  """Raises ElectraError for a config that cannot work, naming the field and the fix."""
+  """Raises ElectraError for a GLUE config that cannot work, naming the field and the fix."""
+  validate_training(config, FINETUNE_RANGES)
   checks = [
-      (bool(config.init_checkpoint),
-       "--config.init_checkpoint is required: a pretraining --workdir, a checkpoints/<step>/ "
-       "directory, or a directory written by python -m electra_jax.convert from-hf"),
       (config.data_source in ("tsv", "tfds"),
        f"data_source={config.data_source!r}; use 'tsv' (with data_dir) or 'tfds'"),
       (config.data_source != "tsv" or bool(config.data_dir),
        "--config.data_dir is required with data_source=tsv: the GLUE root holding CoLA/, "
        "SST-2/, ... (or set --config.data_source=tfds)"),
+  ]
+  for ok, message in checks:
+    if not ok:
+      raise ElectraError(message)
+
+
+def validate_training(config: ml_collections.ConfigDict,
+                      field_ranges: Sequence[tuple[str, str]]) -> None:
+  """The checks every fine-tuning task shares (checkpoint, batch, optimizer, precision,
+  schedule), and the ranges of `field_ranges`; raises ElectraError naming the field."""
+  checks = [
+      (bool(config.init_checkpoint),
+       "--config.init_checkpoint is required: a pretraining --workdir, a checkpoints/<step>/ "
+       "directory, or a directory written by python -m electra_jax.convert from-hf"),
       (config.max_seq_length >= 4, f"max_seq_length={config.max_seq_length} is too short"),
       (config.batch_size >= 1, f"batch_size={config.batch_size} must be positive"),
       (config.eval_batch_size >= 1, f"eval_batch_size={config.eval_batch_size} must be positive"),
@@ -152,7 +164,7 @@ def validate(config: ml_collections.ConfigDict) -> None:
     if config[field] != -1 and not ranges.in_interval(float(config[field]), default):
       raise ElectraError(f"{field}={config[field]} is out of range: it must be -1 (the size's "
                          f"default) or in {default} (--config.{field})")
-  ranges.check_ranges(config, FINETUNE_RANGES)
+  ranges.check_ranges(config, field_ranges)
   attention.resolve(config.attention, dropout_rate=config.attention_dropout_prob,
                     dtype=electra.DTYPES[config.dtype], seq_len=config.max_seq_length)
 
@@ -276,7 +288,7 @@ def train_batches(data: dict[str, np.ndarray], batch_size: int, num_steps: int,
                   seed: int):
   """`num_steps` batches of `batch_size` rows: each epoch a fresh seeded permutation, epochs
   concatenated (a batch may span two epochs, as with the original's repeated dataset)."""
-  n = len(data["labels"])
+  n = len(next(iter(data.values())))
   rng = np.random.default_rng(seed)
   order = np.empty(0, np.int64)
   position = 0
@@ -289,8 +301,9 @@ def train_batches(data: dict[str, np.ndarray], batch_size: int, num_steps: int,
     yield {k: v[rows] for k, v in data.items()}
 
 
-def padded_batches(data: dict[str, np.ndarray], batch_size: int):
-  """Fixed-size batches over all rows, the last padded with copies of row 0.
+def padded_batches(data: dict[str, np.ndarray], batch_size: int,
+                   keys: Sequence[str] = INPUT_KEYS):
+  """Fixed-size batches of `keys` over all rows, the last padded with copies of row 0.
 
   Yields (batch, number of real rows)."""
   n = len(data["input_ids"])
@@ -299,7 +312,7 @@ def padded_batches(data: dict[str, np.ndarray], batch_size: int):
     real = len(rows)
     if real < batch_size:
       rows = np.concatenate([rows, np.zeros(batch_size - real, np.int64)])
-    yield {k: data[k][rows] for k in INPUT_KEYS}, real
+    yield {k: data[k][rows] for k in keys}, real
 
 
 # --------------------------------------------------------------------------------------------
@@ -339,7 +352,7 @@ def task_loss(task: glue.Task, logits: jax.Array, labels: jax.Array,
 @dataclasses.dataclass
 class FinetuneSetup:
   """One task's classifier and its compiled training core (shared by the task's seeds)."""
-  model: classifier.SequenceClassifier
+  model: Any  # The task's flax module (classifier.SequenceClassifier for GLUE).
   trainer: trainer_lib.Trainer
   encoder_name: str
   target_scaling: tuple[float, float] = (0.0, 1.0)  # See `target_scaling`.
@@ -452,6 +465,91 @@ def num_train_steps(config: ml_collections.ConfigDict, data: TaskData,
   return max(1, int(math.ceil(n_train * hyper.num_epochs / config.batch_size)))
 
 
+@dataclasses.dataclass
+class TrainedSeed:
+  """What `train_seed` returns: the trained state, how long it took, and its metrics log (still
+  open: the caller writes its evaluation to it and closes it)."""
+  state: TrainState
+  stopped_by: str | None  # A signal that came during the last step (the seed is done).
+  train_seconds: float
+  log: metrics_lib.MetricsLog
+
+
+def train_seed(config: ml_collections.ConfigDict, name: str, setup: FinetuneSetup,
+               weights: pretrained_lib.Pretrained, batches: Callable[[int], Iterator[Any]],
+               num_steps: int, seed: int, seed_dir: str) -> TrainedSeed:
+  """Trains one seed of a fine-tuning task on the shared training core: the pretrained
+  weights with a fresh seeded head (or the seed's preemption checkpoint in
+  SEED_DIR/checkpoints), `num_steps` steps of `batches(start_step)`, metrics to
+  SEED_DIR/metrics.jsonl and WORKDIR/tensorboard/NAME/seed_S.
+
+  A preemption or signal saves the checkpoint and raises `Preempted` (the same command resumes
+  the seed); the caller deletes the checkpoint directory once its results are written.
+  """
+  is_chief = jax.process_index() == 0
+  workdir = fileio.dirname(fileio.dirname(seed_dir))
+  ckpt_dir = fileio.join(seed_dir, "checkpoints")
+  # Opened only when there is something to resume or to save: most seeds never checkpoint.
+  ckpt = checkpoints.Checkpointer(ckpt_dir, keep=1) if fileio.isdir(ckpt_dir) else None
+  latest = ckpt.latest_step() if ckpt is not None else None
+  if latest is None:
+    state = initial_state(setup, weights, seed)
+  else:
+    state, _ = ckpt.restore(latest, setup.trainer.abstract_state())
+    logging.info("%s seed %d: resuming from step %d", name, seed, latest)
+  start_step = int(jax.device_get(state.step))
+  log = metrics_lib.MetricsLog(
+      fileio.join(workdir, "tensorboard", name, f"seed_{seed}"),
+      fileio.join(seed_dir, "metrics.jsonl"), is_chief, start_step=start_step)
+  start = time.perf_counter()
+
+  def save(step, state):
+    nonlocal ckpt
+    if step >= num_steps:  # The finished seed writes its results instead.
+      return
+    if ckpt is None:
+      ckpt = checkpoints.Checkpointer(ckpt_dir, keep=1)
+    ckpt.save(step, state, {"step": step, "task": name, "seed": seed})
+
+  try:
+    result = loop.run(
+        trainer=setup.trainer, state=state, batches=batches(start_step),
+        global_batch=config.batch_size, start_step=start_step,
+        schedule=loop.Schedule(total_steps=num_steps, stop_at=num_steps,
+                               log_every=config.log_every_steps,
+                               checkpoint_every=config.checkpoint_every_steps),
+        log=log, progress=loop.Progress(prefix=f"{name} seed {seed} "),
+        save=save, preemption=checkpoints.reached_preemption,
+        nonfinite_policy=config.nonfinite_policy)
+  finally:
+    if ckpt is not None:
+      ckpt.wait()
+      ckpt.close()
+  if result.preempted:
+    log.close()
+    why = f"stopped by {result.signal}" if result.signal else "preempted"
+    raise Preempted(f"{name} seed {seed} was {why} at step {result.step} and saved its "
+                    f"checkpoint in {ckpt_dir}; it resumes from there when the same command is "
+                    "run again")
+  return TrainedSeed(state=result.state, stopped_by=result.signal,
+                     train_seconds=time.perf_counter() - start, log=log)
+
+
+def finish_seed(name: str, seed: int, seed_dir: str, result: dict[str, Any],
+                stopped_by: str | None) -> None:
+  """Writes SEED_DIR/dev_metrics.json (which marks the seed done), deletes its preemption
+  checkpoint, and stops the job if a signal came during the seed's last step."""
+  if jax.process_index() == 0:
+    fileio.makedirs(seed_dir)
+    _write_json(fileio.join(seed_dir, "dev_metrics.json"), result)
+    ckpt_dir = fileio.join(seed_dir, "checkpoints")
+    if fileio.isdir(ckpt_dir):
+      fileio.rmtree(ckpt_dir)
+  if stopped_by:  # It came during the last step: the seed is done, the job stops here.
+    raise Preempted(f"stopped by {stopped_by} after {name} seed {seed} finished; the "
+                    "remaining seeds and tasks run when the same command is run again")
+
+
 def finetune_seed(config: ml_collections.ConfigDict, task: glue.Task, data: TaskData,
                   weights: pretrained_lib.Pretrained, setup: FinetuneSetup,
                   hyper: Hyperparameters, seed: int, seed_dir: str) -> dict[str, Any]:
@@ -464,58 +562,17 @@ def finetune_seed(config: ml_collections.ConfigDict, task: glue.Task, data: Task
   n_train = len(data.train["labels"])
   num_steps = num_train_steps(config, data, hyper)
   is_chief = jax.process_index() == 0
-  workdir = fileio.dirname(fileio.dirname(seed_dir))
-  ckpt_dir = fileio.join(seed_dir, "checkpoints")
-  # Opened only when there is something to resume or to save: most seeds never checkpoint.
-  ckpt = checkpoints.Checkpointer(ckpt_dir, keep=1) if fileio.isdir(ckpt_dir) else None
-  latest = ckpt.latest_step() if ckpt is not None else None
-  if latest is None:
-    state = initial_state(setup, weights, seed)
-  else:
-    state, _ = ckpt.restore(latest, setup.trainer.abstract_state())
-    logging.info("%s seed %d: resuming from step %d", task.name, seed, latest)
-  start_step = int(jax.device_get(state.step))
-  log = metrics_lib.MetricsLog(
-      fileio.join(workdir, "tensorboard", task.name, f"seed_{seed}"),
-      fileio.join(seed_dir, "metrics.jsonl"), is_chief, start_step=start_step)
   logging.info("%s seed %d: %d steps (%.3g epochs of %d examples, batch %d), lr %.2e, "
                "layer decay %.2f (%s recipe)", task.name, seed, num_steps, hyper.num_epochs,
                n_train, config.batch_size, hyper.learning_rate, hyper.layer_decay, hyper.size)
-  batches = itertools.islice(train_batches(data.train, config.batch_size, num_steps, seed),
-                             start_step, None)
-  batches = (with_labels(batch, task) for batch in batches)
-  start = time.perf_counter()
 
-  def save(step, state):
-    nonlocal ckpt
-    if step >= num_steps:  # The finished seed writes its results instead.
-      return
-    if ckpt is None:
-      ckpt = checkpoints.Checkpointer(ckpt_dir, keep=1)
-    ckpt.save(step, state, {"step": step, "task": task.name, "seed": seed})
+  def batches(start_step):
+    stream = itertools.islice(train_batches(data.train, config.batch_size, num_steps, seed),
+                              start_step, None)
+    return (with_labels(batch, task) for batch in stream)
 
-  try:
-    result = loop.run(
-        trainer=setup.trainer, state=state, batches=batches, global_batch=config.batch_size,
-        start_step=start_step,
-        schedule=loop.Schedule(total_steps=num_steps, stop_at=num_steps,
-                               log_every=config.log_every_steps,
-                               checkpoint_every=config.checkpoint_every_steps),
-        log=log, progress=loop.Progress(prefix=f"{task.name} seed {seed} "),
-        save=save, preemption=checkpoints.reached_preemption,
-        nonfinite_policy=config.nonfinite_policy)
-  finally:
-    if ckpt is not None:
-      ckpt.wait()
-      ckpt.close()
-  if result.preempted:
-    log.close()
-    why = f"stopped by {result.signal}" if result.signal else "preempted"
-    raise Preempted(f"{task.name} seed {seed} was {why} at step {result.step} and saved its "
-                    f"checkpoint in {ckpt_dir}; it resumes from there when the same command is "
-                    "run again")
-  state, stopped_by = result.state, result.signal
-  train_seconds = time.perf_counter() - start
+  trained = train_seed(config, task.name, setup, weights, batches, num_steps, seed, seed_dir)
+  state, log = trained.state, trained.log
   metrics = {}
   for split, split_data in data.evals.items():
     predictions = predict(setup, state, split_data, config.eval_batch_size, task)
@@ -531,21 +588,14 @@ def finetune_seed(config: ml_collections.ConfigDict, task: glue.Task, data: Task
       glue.write_submission(glue.get_task(test_task_name), split, data.guids[key], predictions,
                             prediction_dir)
   result = {"task": task.name, "seed": seed, "metrics": metrics, "steps": num_steps,
-            "train_examples": n_train, "train_seconds": train_seconds,
+            "train_examples": n_train, "train_seconds": trained.train_seconds,
             "learning_rate": hyper.learning_rate, "layer_decay": hyper.layer_decay,
             "num_epochs": hyper.num_epochs, "init_checkpoint": weights.path,
             "pretrain_step": weights.step}
-  if is_chief:
-    fileio.makedirs(seed_dir)
-    _write_json(fileio.join(seed_dir, "dev_metrics.json"), result)
-    if fileio.isdir(ckpt_dir):
-      fileio.rmtree(ckpt_dir)
   logging.info("%s seed %d: %s (%.0f s)", task.name, seed,
                " | ".join(f"{k} {100 * v:.2f}" for k, v in sorted(metrics.items())),
-               train_seconds)
-  if stopped_by:  # It came during the last step: the seed is done, the job stops here.
-    raise Preempted(f"stopped by {stopped_by} after {task.name} seed {seed} finished; the "
-                    "remaining seeds and tasks run when the same command is run again")
+               trained.train_seconds)
+  finish_seed(task.name, seed, seed_dir, result, trained.stopped_by)
   return result
 
 

@@ -87,6 +87,9 @@ class Pretrained:
   step: int
   path: str
   encoder: dict[str, Any] = dataclasses.field(default_factory=lambda: dict(DEFAULT_ENCODER))
+  # A fine-tuned model's task and head (e.g. {"task": "squad2", "head": "qa_head", ...});
+  # None for pretraining checkpoints.
+  finetuned: dict[str, Any] | None = None
 
   @property
   def encoder_network(self) -> str:
@@ -275,7 +278,7 @@ def load_pretrained(path: str, parts: Sequence[str] | None = ("embeddings", "enc
   step = int(meta.get("step", fileio.basename(step_dir)))
   logging.info("Loaded %s (step %d) from %s", ", ".join(params), step, step_dir)
   return Pretrained(model_config=model_config, params=params, tokenizer=tokenizer, step=step,
-                    path=step_dir, encoder=encoder)
+                    path=step_dir, encoder=encoder, finetuned=meta.get("finetuned"))
 
 
 def fold_embeddings_delta(params: dict[str, Any], delta: str) -> dict[str, Any]:
@@ -294,7 +297,7 @@ def fold_embeddings_delta(params: dict[str, Any], delta: str) -> dict[str, Any]:
 def _write_checkpoint(directory: str, params: dict[str, Any],
                       model_config: ml_collections.ConfigDict | dict[str, Any],
                       tokenizer: TokenizerInfo | None, step: int, source: str,
-                      final_dir: str) -> None:
+                      final_dir: str, extra_meta: dict[str, Any] | None = None) -> None:
   """Writes the checkpoint and tokenizer copy into `directory` (to be renamed `final_dir`)."""
   recorded = None
   if tokenizer is not None:
@@ -312,8 +315,8 @@ def _write_checkpoint(directory: str, params: dict[str, Any],
                                      async_save=False)
   try:
     manager.save(step, {"params": jax.tree.map(np.asarray, params)},
-                 {"step": step, "config": {"model": model}, "tokenizer": recorded,
-                  "source": source})
+                 {**(extra_meta or {}), "step": step, "config": {"model": model},
+                  "tokenizer": recorded, "source": source})
     manager.wait()
   finally:
     manager.close()
@@ -322,7 +325,7 @@ def _write_checkpoint(directory: str, params: dict[str, Any],
 def save_pretrained(output_dir: str, params: dict[str, Any],
                     model_config: ml_collections.ConfigDict | dict[str, Any],
                     tokenizer: TokenizerInfo | None, step: int = 0, overwrite: bool = False,
-                    source: str = "") -> str:
+                    source: str = "", extra_meta: dict[str, Any] | None = None) -> str:
   """Writes `params` as an electra-jax checkpoint: OUTPUT/checkpoints/<step>/ + OUTPUT/tokenizer/.
 
   Args:
@@ -333,6 +336,8 @@ def save_pretrained(output_dir: str, params: dict[str, Any],
     tokenizer: copied into OUTPUT/tokenizer/ and recorded in the checkpoint.
     step: the step number to save under.
     source: where the weights came from, recorded in the meta JSON.
+    extra_meta: more JSON for the meta (e.g. "encoder", and "finetuned" for a fine-tuned
+      model: its task and head, which `Pretrained.finetuned` gives back).
   Returns:
     the step directory written.
   """
@@ -347,7 +352,8 @@ def save_pretrained(output_dir: str, params: dict[str, Any],
   # (nor destroys the one being replaced).
   staging = tempfile.mkdtemp(prefix=f".{os.path.basename(output_dir)}.tmp-", dir=parent)
   try:
-    _write_checkpoint(staging, params, model_config, tokenizer, step, source, output_dir)
+    _write_checkpoint(staging, params, model_config, tokenizer, step, source, output_dir,
+                      extra_meta)
     if os.path.exists(output_dir):
       trash = staging + "-old"
       os.rename(output_dir, trash)
