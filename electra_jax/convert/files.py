@@ -25,7 +25,7 @@ from electra_jax.models.masked_lm import ENCODER as MASKED_LM_ENCODER
 # The in-memory mapping lives in hf_mapping; its public functions are part of this module's API.
 from electra_jax.convert.hf_mapping import (  # pylint: disable=unused-import
     ARCHITECTURES, DISCRIMINATOR, GENERATOR, GENERATOR_EMBEDDINGS, LM_HEAD_WEIGHT,
-    abstract_params, count_params, hf_config_to_model_config, hf_name,
+    QUESTION_ANSWERING, abstract_params, count_params, hf_config_to_model_config, hf_name,
     model_config_to_hf_configs, params_from_hf, params_to_hf)
 
 CONFIG_FILE, SAFETENSORS_FILE, BIN_FILE = "config.json", "model.safetensors", "pytorch_model.bin"
@@ -272,6 +272,7 @@ def _write_tokenizer(info: pretrained.TokenizerInfo | None,
 
 
 MASKED_LM = "masked_lm"  # to-hf's directory for an MLM objective's encoder.
+QA_HEAD = "qa_head"  # A SQuAD-fine-tuned model's head group (electra_jax.finetune.qa.heads).
 
 
 def _electra_models(loaded: pretrained.Pretrained, pad_id: int | None
@@ -314,7 +315,18 @@ def convert_to_hf(checkpoint: str, output_dir: str, overwrite: bool = False) -> 
   """`to_hf`, returning what was written as well (for the command's summary)."""
   loaded = pretrained.load_pretrained(checkpoint, parts=None)
   masked_lm = loaded.encoder_network == MASKED_LM_ENCODER
-  if not masked_lm and "discriminator" not in loaded.params:
+  finetuned = loaded.finetuned or {}
+  question_answering = finetuned.get("head") == QA_HEAD
+  if finetuned and not question_answering:
+    raise ElectraError(f"{loaded.path} is a model fine-tuned for {finetuned.get('task')!r} "
+                       f"with head {finetuned.get('head')!r}, which to-hf cannot export")
+  if question_answering:
+    if finetuned.get("joint_prediction", True):
+      raise ElectraError(
+          f"{loaded.path} was fine-tuned with joint_prediction=True (the end head conditioned "
+          "on the start), which transformers' ElectraForQuestionAnswering has no counterpart "
+          "for; fine-tune with --config.joint_prediction=False to export it")
+  elif not masked_lm and "discriminator" not in loaded.params:
     raise ElectraError(
         f"the checkpoint {loaded.path} has no discriminator (it has "
         f"{', '.join(sorted(loaded.params)) or 'no parameters'}); pass the workdir of an "
@@ -334,7 +346,14 @@ def convert_to_hf(checkpoint: str, output_dir: str, overwrite: bool = False) -> 
           f"the tokenizer {loaded.tokenizer.file} has {tokenizer.vocab_size} tokens but the "
           f"model only {rows} embedding rows; the checkpoint's tokenizer is not the one it was "
           "trained with: fix the tokenizer recorded for the run")
-  if masked_lm:
+  if question_answering:
+    models = {QUESTION_ANSWERING: hf_mapping.question_answering_params_to_hf(
+        loaded.params, loaded.model_config, loaded.encoder_network, QA_HEAD, pad_token_id=pad_id)}
+    if finetuned.get("answerable_classifier"):
+      logging.warning("The SQuAD 2.0 answerability head has no transformers class; %s/ holds "
+                      "the span part (ElectraForQuestionAnswering) without it.",
+                      QUESTION_ANSWERING)
+  elif masked_lm:
     models = {MASKED_LM: hf_mapping.masked_lm_params_to_hf(loaded.params, loaded.model_config,
                                                           pad_token_id=pad_id)}
     if "copy_gate" in loaded.params:
@@ -342,7 +361,7 @@ def convert_to_hf(checkpoint: str, output_dir: str, overwrite: bool = False) -> 
                       "the encoder and its MLM head without it.", MASKED_LM)
   else:
     models = _electra_models(loaded, pad_id)
-  if not masked_lm and GENERATOR not in models:
+  if not masked_lm and not question_answering and GENERATOR not in models:
     logging.warning("The checkpoint %s has no generator; writing the discriminator only.",
                     loaded.path)
   parent = os.path.dirname(output_dir)
@@ -383,8 +402,12 @@ def to_hf(checkpoint: str, output_dir: str, overwrite: bool = False) -> dict[str
   Writes OUTPUT/discriminator/ (`ElectraForPreTraining`) and, when the checkpoint has a
   generator, OUTPUT/generator/ (`ElectraForMaskedLM`); for a checkpoint of an MLM objective
   (mlm, replace_mlm, all_tokens_mlm), OUTPUT/masked_lm/ (`ElectraForMaskedLM` of the
-  fine-tuned encoder; its generator is not exported). Each gets config.json,
-  model.safetensors and the tokenizer: vocab.txt + tokenizer_config.json for a WordPiece
+  fine-tuned encoder; its generator is not exported); for a model fine-tuned on SQuAD with
+  independent start/end heads (`python -m electra_jax.finetune --config=configs/squad.py
+  --config.joint_prediction=False`, its <task>/seed_<s>/model/), OUTPUT/question_answering/
+  (`ElectraForQuestionAnswering`; a SQuAD 2.0 answerability head is left out with a warning,
+  and a joint start-end head is refused: transformers has no class for either). Each gets
+  config.json, model.safetensors and the tokenizer: vocab.txt + tokenizer_config.json for a WordPiece
   vocabulary (loadable with `ElectraTokenizer` / `AutoTokenizer`), or, for a sentencepiece
   model, tokenizer.json + tokenizer_config.json (a fast tokenizer `AutoTokenizer` loads, with
   the same ids as electra-jax) and a copy of the .model.

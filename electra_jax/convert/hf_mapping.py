@@ -57,7 +57,9 @@ _EMBEDDING_LEAVES = ("word_embeddings.weight", "position_embeddings.weight",
                      "token_type_embeddings.weight", "LayerNorm.weight", "LayerNorm.bias")
 _HF_EMBEDDINGS = "electra.embeddings."
 LM_HEAD_WEIGHT = "generator_lm_head.weight"
-ARCHITECTURES = {DISCRIMINATOR: "ElectraForPreTraining", GENERATOR: "ElectraForMaskedLM"}
+QUESTION_ANSWERING = "question_answering"  # to-hf's directory for a SQuAD-fine-tuned model.
+ARCHITECTURES = {DISCRIMINATOR: "ElectraForPreTraining", GENERATOR: "ElectraForMaskedLM",
+                 QUESTION_ANSWERING: "ElectraForQuestionAnswering"}
 
 
 
@@ -566,3 +568,46 @@ def masked_lm_params_to_hf(params: Mapping[str, Any], model_config: ml_collectio
                        "checkpoint's config is not the one it was trained with")
   state[LM_HEAD_WEIGHT] = state[_HF_EMBEDDINGS + "word_embeddings.weight"].copy()
   return state, hf_config(cfg, GENERATOR, pad_token_id)
+
+
+def question_answering_params_to_hf(params: Mapping[str, Any],
+                                    model_config: ml_collections.ConfigDict,
+                                    encoder_network: str, head: str,
+                                    pad_token_id: int | None = None
+                                    ) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+  """The `ElectraForQuestionAnswering` state dict and config of a SQuAD-fine-tuned model with
+  independent start and end heads (`finetune/qa/heads.py`, joint_prediction=False).
+
+  transformers' qa_outputs is one Linear(H, 2) whose rows are the start and end scorers:
+  our `span_start` and `span_end` dense(1) layers, stacked. The encoder maps as the
+  discriminator's (`electra.*`). An answerability head, if any, is not part of the result.
+
+  Raises:
+    ElectraError: the parameters lack the encoder or the independent span heads.
+  """
+  missing = [p for p in ("embeddings", encoder_network, head) if p not in params]
+  if missing:
+    raise ElectraError(f"the fine-tuned parameters lack {', '.join(missing)}; the checkpoint is "
+                       "not a complete SQuAD model: re-run the fine-tuning with save_model=True")
+  heads = params[head]
+  if "span_end" not in heads or "span_start" not in heads:
+    raise ElectraError(
+        "this model's end head is conditioned on the start (joint_prediction=True), which "
+        "transformers' ElectraForQuestionAnswering has no counterpart for; fine-tune with "
+        "--config.joint_prediction=False to export it")
+  tree = encoder_lib.unstack_layers({"embeddings": params["embeddings"],
+                                     DISCRIMINATOR: params[encoder_network]})
+  state = {}
+  for path, value in jax.tree_util.tree_leaves_with_path(tree):
+    _, key, transpose = hf_name(_path_keys(path))
+    value = np.asarray(value, dtype=np.float32)
+    state[key] = np.ascontiguousarray(value.T) if transpose else value.copy()
+  kernels = [np.asarray(heads[n]["kernel"], np.float32)[:, 0] for n in ("span_start", "span_end")]
+  biases = [np.asarray(heads[n]["bias"], np.float32)[0] for n in ("span_start", "span_end")]
+  state["qa_outputs.weight"] = np.stack(kernels)  # [2, H]: row 0 start, row 1 end.
+  state["qa_outputs.bias"] = np.asarray(biases, np.float32)
+  disc, _ = electra.encoder_configs(model_config)
+  config = hf_config(disc, DISCRIMINATOR, pad_token_id)
+  config["architectures"] = [ARCHITECTURES[QUESTION_ANSWERING]]
+  config["num_labels"] = 2
+  return state, config

@@ -1,21 +1,26 @@
-"""`python -m electra_jax.finetune`: GLUE fine-tuning from the command line (see `runner`)."""
+"""`python -m electra_jax.finetune`: GLUE (configs/glue.py, see `runner`) or SQuAD
+(configs/squad.py, see `qa.runner`) fine-tuning from the command line."""
 
 from absl import app
 from absl import flags
 from ml_collections import config_flags
 
 from electra_jax import cli
+from electra_jax.errors import ElectraError
 from electra_jax.finetune import runner
+from electra_jax.finetune.qa import runner as qa_runner
 from electra_jax.training import parallel
 
-__doc__ = runner.__doc__  # pylint: disable=redefined-builtin
+__doc__ = (runner.__doc__ + "\nSQuAD:\n" + qa_runner.__doc__.split("\n", 1)[1]
+           )  # pylint: disable=redefined-builtin
 
 FLAGS = flags.FLAGS
 
 
 def _define_flags() -> None:
   config_flags.DEFINE_config_file(
-      "config", None, "Fine-tuning config (configs/glue.py); override fields with --config.a=v.",
+      "config", None, "Fine-tuning config (configs/glue.py or configs/squad.py); override "
+      "fields with --config.a=v.",
       lock_config=True)
   flags.DEFINE_string("workdir", None, "Directory for results, predictions and TensorBoard logs.")
   cli.define_show_config()
@@ -25,8 +30,16 @@ def _define_flags() -> None:
 def main(argv: list[str]) -> None:
   if len(argv) > 1:
     raise app.UsageError(f"unexpected arguments: {argv[1:]}")
+  config = FLAGS.config
+  if qa_runner.is_qa_config(config):
+    parallel.initialize_distributed()
+    qa_runner.run(config, FLAGS.workdir)
+    return
+  if str(config.task).strip().startswith("squad"):
+    raise ElectraError(f"task={config.task} is SQuAD, which has its own config: pass "
+                       "--config=configs/squad.py")
   parallel.initialize_distributed()
-  runner.run(FLAGS.config, FLAGS.workdir)
+  runner.run(config, FLAGS.workdir)
 
 
 if __name__ == "__main__":

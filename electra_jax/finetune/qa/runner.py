@@ -1,0 +1,426 @@
+r"""SQuAD 1.1 and 2.0 fine-tuning and evaluation of a pretrained encoder (ELECTRA's discriminator).
+
+  python -m electra_jax.finetune --config=configs/squad.py --workdir=DIR \
+      --config.init_checkpoint=PRETRAIN_WORKDIR --config.task=squad1 --config.data_dir=SQUAD_DIR
+
+For every seed: restore the shared embeddings and the checkpoint's encoder network (as GLUE
+fine-tuning does), add the original ELECTRA's answer heads (`heads`), train on the windows of
+the training questions with AdamW, layer-wise decay, warmup and linear decay on the shared
+training core (`electra_jax.finetune.runner.train_seed`: resumable, signal-safe, metrics and
+TensorBoard), then predict every dev question (`postprocess`) and score it with the official
+metrics (`metrics`). Outputs, under --workdir:
+
+  results.json                           per-seed dev metrics and their medians, with GLUE's
+  <task>/seed_<s>/dev_metrics.json       one seed's metrics (a finished seed is not rerun)
+  <task>/seed_<s>/eval.json              the official script's output for it (percent)
+  <task>/seed_<s>/predictions.json       {question id: answer} (official format; "" = no answer)
+  <task>/seed_<s>/null_odds.json         squad2: {question id: null odds} (official na-prob file)
+  <task>/seed_<s>/nbest_predictions.json the n-best spans of each question, with probabilities
+  <task>/seed_<s>/model/                 the fine-tuned model (save_model), for convert to-hf
+  <task>/predictions.json, null_odds.json  the median seed's
+  <task>/seed_<s>/metrics.jsonl, tensorboard/<task>/seed_<s>/   training metrics
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import statistics
+from typing import Any
+
+from absl import logging
+import jax
+import jax.numpy as jnp
+import ml_collections
+import numpy as np
+
+from electra_jax import fileio
+from electra_jax import logs
+from electra_jax import workdirs
+from electra_jax.data import tokenizer as tokenizer_lib
+from electra_jax.errors import ElectraError
+from electra_jax.finetune import runner as finetune
+from electra_jax.finetune.qa import data as qa_data
+from electra_jax.finetune.qa import heads
+from electra_jax.finetune.qa import metrics as qa_metrics
+from electra_jax.finetune.qa import postprocess
+from electra_jax.training import interrupt
+from electra_jax.training import metrics as metrics_lib
+from electra_jax.training import optimizer as optim
+from electra_jax.training import parallel
+from electra_jax.training import pretrained as pretrained_lib
+from electra_jax.training import ranges
+from electra_jax.training import trainer as trainer_lib
+from electra_jax.training.state import TrainState
+
+NUM_EPOCHS = 2.0  # The original's SQuAD epochs.
+NULL_THRESHOLD_POLICIES = ("best_f1", "best_exact", "fixed")
+BATCH_RANKS = {"input_ids": 2, "input_mask": 2, "segment_ids": 2, "start_positions": 1,
+               "end_positions": 1, "is_impossible": 1}
+QA_RANGES = (
+    ("max_train_examples", "[0, inf)"),
+    ("max_eval_examples", "[0, inf)"),
+    ("weight_decay", "[0, inf)"),
+    ("adam_b1", "[0, 1)"),
+    ("adam_b2", "[0, 1)"),
+    ("adam_eps", "(0, inf)"),
+    ("max_grad_norm", "[0, inf)"),
+    ("hidden_dropout_prob", "[0, 1)"),
+    ("attention_dropout_prob", "[0, 1)"),
+    ("answerable_weight", "[0, inf)"),
+)
+
+
+def is_qa_config(config: ml_collections.ConfigDict) -> bool:
+  """A SQuAD config (configs/squad.py) rather than a GLUE one."""
+  return "doc_stride" in config
+
+
+def validate(config: ml_collections.ConfigDict) -> None:
+  """Raises ElectraError for a SQuAD config that cannot work, naming the field and the fix."""
+  qa_data.check_task(config.task)
+  finetune.validate_training(config, QA_RANGES)
+  checks = [
+      (config.data_source in ("json", "tfds"),
+       f"data_source={config.data_source!r}; use 'json' (the official files in data_dir) or "
+       "'tfds'"),
+      (config.data_source != "json" or bool(config.data_dir),
+       "--config.data_dir is required with data_source=json: the folder holding "
+       f"{qa_data.FILES[(config.task, 'train')]} and {qa_data.FILES[(config.task, 'dev')]} "
+       "(or set --config.data_source=tfds)"),
+      (config.max_query_length >= 1,
+       f"max_query_length={config.max_query_length} must be at least 1"),
+      (config.doc_stride >= 1, f"doc_stride={config.doc_stride} must be at least 1"),
+      (config.beam_size >= 1, f"beam_size={config.beam_size} must be at least 1"),
+      (config.n_best_size >= 1, f"n_best_size={config.n_best_size} must be at least 1"),
+      (config.max_answer_length >= 1,
+       f"max_answer_length={config.max_answer_length} must be at least 1"),
+      (config.null_threshold_policy in NULL_THRESHOLD_POLICIES,
+       f"null_threshold_policy={config.null_threshold_policy!r}; choose one of "
+       f"{', '.join(NULL_THRESHOLD_POLICIES)}"),
+      (config.task != "squad2" or config.answerable_classifier or not config.joint_prediction,
+       "task=squad2 with joint_prediction=True needs answerable_classifier=True: the joint "
+       "head's beam gives no [CLS] score for the null odds (set --config.answerable_classifier"
+       "=True, or --config.joint_prediction=False)"),
+  ]
+  for ok, message in checks:
+    if not ok:
+      raise ElectraError(message)
+  max_doc = config.max_seq_length - config.max_query_length - 3
+  if max_doc < 1:
+    raise ElectraError(
+        f"max_seq_length={config.max_seq_length} leaves no room for the context after a "
+        f"question of max_query_length={config.max_query_length} tokens and [CLS], [SEP], "
+        "[SEP]; raise --config.max_seq_length or lower --config.max_query_length")
+  if config.doc_stride > max_doc:
+    logging.warning("doc_stride=%d is longer than a window's %d context tokens: tokens between "
+                    "windows are never seen; lower --config.doc_stride", config.doc_stride,
+                    max_doc)
+  ranges.check_ranges(config, QA_RANGES)
+
+
+def uses_answerable(config: ml_collections.ConfigDict) -> bool:
+  """The answerability head is trained: SQuAD 2.0 with answerable_classifier."""
+  return config.task == "squad2" and config.answerable_classifier
+
+
+@dataclasses.dataclass(frozen=True)
+class Recipe:
+  """The resolved learning rate, layer decay and epochs of the run."""
+  learning_rate: float
+  layer_decay: float
+  num_epochs: float
+  size: str
+
+
+def resolve_recipe(config: ml_collections.ConfigDict, hidden_size: int) -> Recipe:
+  size = finetune.model_size(config, hidden_size)
+  lr = (config.learning_rate if config.learning_rate > 0
+        else finetune.SIZE_LEARNING_RATES[size])
+  decay = (config.layerwise_lr_decay if config.layerwise_lr_decay > 0
+           else finetune.SIZE_LAYER_DECAY[size])
+  epochs = config.num_epochs if config.num_epochs > 0 else NUM_EPOCHS
+  return Recipe(float(lr), float(decay), float(epochs), size)
+
+
+def build_setup(config: ml_collections.ConfigDict, encoder: Any, recipe: Recipe,
+                num_train_steps: int, devices=None,
+                encoder_name: str = pretrained_lib.DEFAULT_ENCODER["network"]
+                ) -> finetune.FinetuneSetup:
+  """The question answerer, its layer-wise-decay optimizer and jitted steps.
+
+  The train step conditions the joint end head on the gold start; the eval step (dropout off)
+  returns what `postprocess.predict_answers` reads: the beam (joint) or the logits.
+  """
+  answerable = uses_answerable(config)
+  model = heads.QuestionAnswerer(
+      encoder, joint_prediction=config.joint_prediction, beam_size=config.beam_size,
+      answerable_classifier=answerable,
+      answerable_uses_start_logits=config.answerable_uses_start_logits,
+      encoder_name=encoder_name, head_init=config.head_init)
+  dummy = np.zeros((1, config.max_seq_length), np.int32)  # Host arrays: no device is touched.
+  dummy_start = np.zeros((1,), np.int32)
+
+  def init_params(key):
+    head_rng, state_rng = jax.random.split(key)
+    return model.init({"params": head_rng}, dummy, dummy, dummy, dummy_start)["params"], state_rng
+
+  def loss_fn(params, batch, rng, deterministic, step=None):
+    del step
+    inputs = (batch["input_ids"], batch["input_mask"], batch["segment_ids"])
+    if deterministic:  # Prediction: no loss, the outputs postprocessing needs.
+      out = model.apply({"params": params}, *inputs, deterministic=True,
+                        beam=config.joint_prediction)
+      return jnp.zeros((), jnp.float32), {}, out
+    out = model.apply({"params": params}, *inputs, batch["start_positions"],
+                      deterministic=False, rngs={"dropout": rng})
+    losses = heads.span_losses(out, batch["start_positions"], batch["end_positions"],
+                               batch["is_impossible"], config.answerable_weight, answerable)
+    loss = jnp.sum(losses) if config.loss_reduction == "sum" else jnp.mean(losses)
+    return loss, {"loss": metrics_lib.ratio(jnp.sum(losses), losses.shape[0])}, {}
+
+  settings = optim.OptimizerSettings(
+      learning_rate=recipe.learning_rate,
+      warmup_steps=int(config.warmup_fraction * num_train_steps), total_steps=num_train_steps,
+      weight_decay=config.weight_decay, b1=config.adam_b1, b2=config.adam_b2,
+      eps=config.adam_eps, max_grad_norm=config.max_grad_norm,
+      bias_correction=config.adam_bias_correction)
+  group_of, groups = optim.layerwise_decay_groups(encoder.num_layers, recipe.layer_decay,
+                                                  config.original_layer_decay)
+  trainer = trainer_lib.build_trainer(
+      init_params=init_params, loss_fn=loss_fn,
+      make_optimizer=lambda params: optim.build_optimizer(params, settings, group_of, groups),
+      mesh_config=config.mesh, batch_ranks=BATCH_RANKS,
+      batch_sizes={"batch_size": config.batch_size, "eval_batch_size": config.eval_batch_size},
+      devices=devices)
+  parallel.check_heads_divide(encoder.num_heads, trainer.mesh, trainer.rules, "encoder")
+  return finetune.FinetuneSetup(model=model, trainer=trainer, encoder_name=encoder_name)
+
+
+def predict_outputs(setup: finetune.FinetuneSetup, state: TrainState,
+                    features: qa_data.Features, batch_size: int) -> dict[str, np.ndarray]:
+  """The eval step's outputs for every window, as numpy arrays over the windows."""
+  chunks: dict[str, list[np.ndarray]] = {}
+  rng = jax.random.PRNGKey(0)  # Unused: the eval step has no dropout.
+  for batch, real in finetune.padded_batches(features.arrays, batch_size, tuple(BATCH_RANKS)):
+    _, out = setup.trainer.eval_step(state, setup.trainer.put_batch(batch, batch_size), rng)
+    for key, value in jax.device_get(out).items():
+      chunks.setdefault(key, []).append(np.asarray(value)[:real])
+  return {k: np.concatenate(v) for k, v in chunks.items()}
+
+
+def evaluate(config: ml_collections.ConfigDict, features: qa_data.Features,
+             outputs: dict[str, np.ndarray]) -> tuple[dict[str, float], dict[str, Any]]:
+  """(metrics as fractions for results.json, files to write: predictions, null_odds, nbest,
+  eval) of the dev questions from the windows' outputs."""
+  squad2 = config.task == "squad2"
+  answerable = uses_answerable(config)
+  predictions, no_span = postprocess.predict_answers(
+      features, outputs, n_best_size=config.n_best_size,
+      max_answer_length=config.max_answer_length, joint=config.joint_prediction,
+      with_null=squad2, answerable_classifier=answerable)
+  if no_span:
+    logging.warning("%d of %d questions had no valid span in any window (answered \"\")",
+                    no_span, len(predictions))
+  golds = qa_data.gold_answers(features.questions)
+  texts = {qid: p.text for qid, p in predictions.items()}
+  files: dict[str, Any] = {"nbest_predictions.json": {q: p.nbest for q, p in predictions.items()}}
+  if not squad2:
+    official = qa_metrics.evaluate_v1(golds, texts)
+    files["predictions.json"] = texts
+    metrics = {"dev/exact_match": official["exact_match"] / 100, "dev/f1": official["f1"] / 100}
+  else:
+    odds = {qid: float(p.null_odds) for qid, p in predictions.items()}
+    if config.null_threshold_policy == "fixed":
+      threshold = float(config.null_threshold)
+    else:
+      metric = "f1" if config.null_threshold_policy == "best_f1" else "exact"
+      _, threshold = qa_metrics.best_null_threshold(golds, texts, odds, metric)
+    official = qa_metrics.evaluate_v2(golds, texts, odds, threshold)
+    official["null_threshold"] = threshold
+    files["predictions.json"] = qa_metrics.apply_null_threshold(texts, odds, threshold)
+    files["null_odds.json"] = odds
+    metrics = {"dev/exact_match": official["exact"] / 100, "dev/f1": official["f1"] / 100,
+               "dev/null_threshold": threshold}
+    for key in ("HasAns_exact", "HasAns_f1", "NoAns_exact", "NoAns_f1", "best_exact",
+                "best_f1"):
+      if key in official:
+        metrics[f"dev/{key}"] = official[key] / 100
+  official["no_valid_span"] = no_span
+  files["eval.json"] = official
+  return metrics, files
+
+
+def _write_json(path: str, value: Any) -> None:
+  fileio.write_atomic(path, json.dumps(value, indent=2, ensure_ascii=False) + "\n")
+
+
+def save_model(config: ml_collections.ConfigDict, state: TrainState,
+               weights: pretrained_lib.Pretrained, model_config: ml_collections.ConfigDict,
+               tokenizer_info: pretrained_lib.TokenizerInfo | None, step: int,
+               directory: str) -> None:
+  """The fine-tuned embeddings, encoder and heads as an electra-jax checkpoint that
+  `load_pretrained` and `convert to-hf` read; its meta records the task and the heads."""
+  params = jax.tree.map(np.asarray, jax.device_get(state.params))
+  finetuned = {"task": config.task, "head": heads.HEAD,
+               "joint_prediction": bool(config.joint_prediction),
+               "answerable_classifier": uses_answerable(config),
+               "answerable_uses_start_logits": bool(config.answerable_uses_start_logits),
+               "max_seq_length": int(config.max_seq_length)}
+  encoder = {**weights.encoder, "head": heads.HEAD}
+  encoder.pop("embeddings_delta", None)  # Folded into the embeddings when loaded.
+  pretrained_lib.save_pretrained(directory, params, model_config, tokenizer_info, step=step,
+                                 overwrite=True, source=weights.path,
+                                 extra_meta={"encoder": encoder, "finetuned": finetuned})
+
+
+def num_train_steps(config: ml_collections.ConfigDict, num_windows: int, recipe: Recipe) -> int:
+  """ceil(training windows x epochs / batch size), at least 1."""
+  return max(1, int(math.ceil(num_windows * recipe.num_epochs / config.batch_size)))
+
+
+def finetune_seed(config: ml_collections.ConfigDict, train: qa_data.Features,
+                  dev: qa_data.Features, weights: pretrained_lib.Pretrained,
+                  tokenizer: tokenizer_lib.SubwordTokenizer, setup: finetune.FinetuneSetup,
+                  recipe: Recipe, seed: int, seed_dir: str) -> dict[str, Any]:
+  """Trains and evaluates one seed; returns its dev_metrics.json record."""
+  task = config.task
+  num_steps = num_train_steps(config, len(train), recipe)
+  logging.info("%s seed %d: %d steps (%.3g epochs of %d windows of %d questions, batch %d), "
+               "lr %.2e, layer decay %.2f (%s recipe)", task, seed, num_steps,
+               recipe.num_epochs, len(train), train.stats.questions, config.batch_size,
+               recipe.learning_rate, recipe.layer_decay, recipe.size)
+
+  def batches(start_step):
+    stream = finetune.train_batches(train.arrays, config.batch_size, num_steps, seed)
+    for i, batch in enumerate(stream):
+      if i >= start_step:
+        yield batch
+
+  trained = finetune.train_seed(config, task, setup, weights, batches, num_steps, seed,
+                                seed_dir)
+  outputs = predict_outputs(setup, trained.state, dev, config.eval_batch_size)
+  metrics, files = evaluate(config, dev, outputs)
+  trained.log.write_scalars(num_steps, {f"eval/{k}": v for k, v in metrics.items()})
+  trained.log.close()
+  if jax.process_index() == 0:
+    fileio.makedirs(seed_dir)
+    for name, value in files.items():
+      _write_json(fileio.join(seed_dir, name), value)
+    if config.save_model:
+      if fileio.is_remote(seed_dir):
+        logging.warning("save_model: the fine-tuned model is written to local directories "
+                        "only; %s is remote, so it is not saved", seed_dir)
+      else:
+        save_model(config, trained.state, weights, weights.model_config,
+                   pretrained_lib.TokenizerInfo.of(tokenizer), num_steps,
+                   fileio.join(seed_dir, "model"))
+  result = {"task": task, "seed": seed, "metrics": metrics, "steps": num_steps,
+            "train_questions": train.stats.questions, "train_windows": len(train),
+            "dev_questions": dev.stats.questions, "dev_windows": len(dev),
+            "train_seconds": trained.train_seconds, "learning_rate": recipe.learning_rate,
+            "layer_decay": recipe.layer_decay, "num_epochs": recipe.num_epochs,
+            "init_checkpoint": weights.path, "pretrain_step": weights.step}
+  logging.info("%s seed %d: %s (%.0f s)", task, seed,
+               " | ".join(f"{k} {100 * v:.2f}" for k, v in sorted(metrics.items())
+                          if not k.endswith("threshold")), trained.train_seconds)
+  finetune.finish_seed(task, seed, seed_dir, result, trained.stopped_by)
+  return result
+
+
+def summarize(results: list[dict[str, Any]]) -> dict[str, Any]:
+  """Per-seed metrics, each metric's median and the median seed (by dev F1)."""
+  names = sorted(results[0]["metrics"])
+  scores = [r["metrics"]["dev/f1"] for r in results]
+  order = np.argsort(scores, kind="stable")
+  return {"primary_metric": "f1",
+          "seeds": {str(r["seed"]): r["metrics"] for r in results},
+          "median": {n: float(statistics.median(r["metrics"][n] for r in results))
+                     for n in names},
+          "median_score": float(statistics.median(scores)),
+          "median_seed": int(results[int(order[(len(order) - 1) // 2])]["seed"])}
+
+
+def load_features(config: ml_collections.ConfigDict, tokenizer: tokenizer_lib.SubwordTokenizer
+                  ) -> tuple[qa_data.Features, qa_data.Features]:
+  """Training and dev windows of the configured task (max_*_examples applied)."""
+  read = lambda split: qa_data.read_split(config.task, split, config.data_source,
+                                          config.data_dir, config.tfds_data_dir)[0]
+  train_questions, dev_questions = read("train"), read("dev")
+  if config.max_train_examples > 0:
+    train_questions = train_questions[:config.max_train_examples]
+  if config.max_eval_examples > 0:
+    dev_questions = dev_questions[:config.max_eval_examples]
+  featurize = lambda questions, training: qa_data.featurize(
+      questions, tokenizer, config.max_seq_length, config.max_query_length, config.doc_stride,
+      training=training)
+  train, dev = featurize(train_questions, True), featurize(dev_questions, False)
+  logging.info("%s train: %s", config.task, train.stats.summary())
+  logging.info("%s dev: %s", config.task, dev.stats.summary())
+  return train, dev
+
+
+def run(config: ml_collections.ConfigDict, workdir: str) -> dict[str, Any]:
+  """Fine-tunes and evaluates every configured seed; returns the results.json entry."""
+  validate(config)
+  workdir = fileio.absolute(workdir)
+  workdirs.prepare(workdir)
+  with workdirs.lock(workdir, enabled=jax.process_index() == 0), \
+      logs.to_file(fileio.join(workdir, "log.txt")):
+    return _run_in(config, workdir)
+
+
+def _run_in(config: ml_collections.ConfigDict, workdir: str) -> dict[str, Any]:
+  task = config.task
+  is_chief = jax.process_index() == 0
+  if is_chief:
+    fileio.write_atomic(fileio.join(workdir, "config.json"),
+                        config.to_json_best_effort(indent=2))
+  weights = pretrained_lib.load_pretrained(config.init_checkpoint)
+  encoder = finetune.encoder_config(config, weights.model_config)
+  tokenizer = finetune.load_tokenizer(config, weights)
+  recipe = resolve_recipe(config, encoder.hidden_size)
+  logging.info("SQuAD fine-tuning (%s) from %s (pretraining step %d, H=%d, L=%d)", task,
+               weights.path, weights.step, encoder.hidden_size, encoder.num_layers)
+  features = setup = None
+  results = []
+  for seed in range(config.seed, config.seed + config.num_seeds):
+    seed_dir = fileio.join(workdir, task, f"seed_{seed}")
+    done = fileio.join(seed_dir, "dev_metrics.json")
+    if fileio.isfile(done):
+      results.append(json.loads(fileio.read_bytes(done).decode("utf-8")))
+      logging.info("%s seed %d is done already (%s); delete it to rerun", task, seed, done)
+      continue
+    interrupt.check(f"before {task} seed {seed}; the finished seeds' results are kept and the "
+                    "same command runs the rest")
+    if features is None:
+      features = load_features(config, tokenizer)
+      setup = build_setup(config, encoder, recipe,
+                          num_train_steps(config, len(features[0]), recipe),
+                          encoder_name=weights.encoder_network)
+      interrupt.check(f"while preparing {task}, before seed {seed}; the finished seeds' "
+                      "results are kept and the same command runs the rest")
+    results.append(finetune_seed(config, features[0], features[1], weights, tokenizer, setup,
+                                 recipe, seed, seed_dir))
+  summary = summarize(results)
+  if is_chief:
+    source = fileio.join(workdir, task, f"seed_{summary['median_seed']}")
+    for name in ("predictions.json", "null_odds.json"):
+      if fileio.isfile(fileio.join(source, name)):
+        fileio.copy(fileio.join(source, name), fileio.join(workdir, task, name))
+    path = fileio.join(workdir, "results.json")
+    previous = (json.loads(fileio.read_bytes(path).decode("utf-8"))
+                if fileio.isfile(path) else {})
+    fileio.write_atomic(path, json.dumps({**previous, task: summary}, indent=2,
+                                         sort_keys=True) + "\n")
+  median = summary["median"]
+  line = (f"{task} dev (median of {len(results)} seed(s)): EM {100 * median['dev/exact_match']:.2f}"
+          f" F1 {100 * median['dev/f1']:.2f}")
+  if "dev/best_f1" in median:
+    line += (f" | HasAns F1 {100 * median.get('dev/HasAns_f1', float('nan')):.2f} NoAns F1 "
+             f"{100 * median.get('dev/NoAns_f1', float('nan')):.2f} | null threshold "
+             f"{median['dev/null_threshold']:.3f} ({config.null_threshold_policy})")
+  logging.info("Results in %s/results.json and %s/%s/predictions.json", workdir, workdir, task)
+  print(line, flush=True)
+  return summary

@@ -1,0 +1,261 @@
+"""SQuAD fine-tuning end to end: a tiny model learns the synthetic category task (SQuAD 1.1
+through the command line, SQuAD 2.0 with the original's joint and answerability heads), the
+null threshold answers "no answer" where it should, the official output files, resuming a
+finished seed, the export to transformers' ElectraForQuestionAnswering (same logits), and the
+errors a user can hit."""
+
+import json
+import os
+import subprocess
+import sys
+
+import flax.linen as nn
+import jax
+import numpy as np
+import pytest
+
+from electra_jax.errors import ElectraError
+from electra_jax.finetune.qa import data as qa_data
+from electra_jax.finetune.qa import heads
+from electra_jax.finetune.qa import runner
+from electra_jax.training import pretrained
+from tests import squad_testing
+from tests import testing
+
+
+def _learning_config(checkpoint, data_dir, task, **overrides):
+  """A recipe for a model trained from scratch in under a minute (the original's is for
+  pretrained encoders): lr 1e-3, no layer decay, no dropout, the mean loss."""
+  config = testing.load_config("squad")
+  config.init_checkpoint = checkpoint
+  config.data_dir = data_dir
+  config.task = task
+  config.max_seq_length = 48
+  config.max_query_length = 8
+  config.doc_stride = 16
+  config.learning_rate = 1e-3
+  config.layerwise_lr_decay = 1.0
+  config.loss_reduction = "mean"
+  config.hidden_dropout_prob = 0.0
+  config.attention_dropout_prob = 0.0
+  config.batch_size = 32
+  config.eval_batch_size = 64
+  config.log_every_steps = 100
+  config.update(overrides)
+  return config
+
+
+@pytest.fixture(scope="module")
+def checkpoint(tmp_path_factory):
+  return squad_testing.random_checkpoint(str(tmp_path_factory.mktemp("squad_model")))
+
+
+@pytest.fixture(scope="module")
+def squad2_run(tmp_path_factory, checkpoint):
+  """(config, workdir, summary) of SQuAD 2.0 on the category task: 2400 questions (a third
+  unanswerable), 8 epochs, the original's joint head and answerability classifier."""
+  root = tmp_path_factory.mktemp("squad2")
+  data_dir = squad_testing.write_category_task(str(root / "data"), squad2=True, num_train=2400,
+                                               num_dev=150)
+  config = _learning_config(checkpoint, data_dir, "squad2", num_epochs=8.0)
+  workdir = str(root / "run")
+  return config, workdir, runner.run(config, workdir)
+
+
+@pytest.mark.slow
+def test_squad2_learns_and_the_null_threshold_answers_no_answer(squad2_run):
+  config, workdir, summary = squad2_run
+  assert config.joint_prediction and config.answerable_classifier  # The original's heads.
+  seed_dir = os.path.join(workdir, "squad2", "seed_0")
+  official = json.load(open(os.path.join(seed_dir, "eval.json")))
+  # Guessing a span of one to four of ~40 tokens is right well under 1% of the time; picking
+  # one of the three or four entities at most 1/3; answering "" everywhere scores 1/3.
+  assert official["HasAns_exact"] > 70 and official["NoAns_exact"] > 90, official
+  assert official["exact"] > 80 and official["f1"] >= official["exact"]
+  # The threshold chosen on dev is the official best_f1 threshold, and the reported F1 is
+  # the best F1.
+  assert official["null_threshold"] == official["best_f1_thresh"]
+  assert official["f1"] == pytest.approx(official["best_f1"])
+  predictions = json.load(open(os.path.join(seed_dir, "predictions.json")))
+  odds = json.load(open(os.path.join(seed_dir, "null_odds.json")))
+  dev = json.load(open(os.path.join(config.data_dir, "dev-v2.0.json")))["data"][0]["paragraphs"]
+  qids = [p["qas"][0]["id"] for p in dev]
+  assert sorted(predictions) == sorted(qids) == sorted(odds)
+  unanswerable = [p["qas"][0]["id"] for p in dev if p["qas"][0].get("is_impossible")]
+  # "" exactly where the odds exceed the threshold; mostly the unanswerable questions.
+  threshold = official["null_threshold"]
+  assert all((predictions[q] == "") == (odds[q] > threshold) for q in qids)
+  assert np.mean([predictions[q] == "" for q in unanswerable]) > 0.9
+  assert np.mean([odds[q] for q in unanswerable]) > np.mean(
+      [odds[q] for q in qids if q not in unanswerable])
+  nbest = json.load(open(os.path.join(seed_dir, "nbest_predictions.json")))
+  assert all(1 <= len(v) <= config.n_best_size for v in nbest.values())
+  # results.json: fractions, as GLUE's; the task's copies of the median seed's files.
+  results = json.load(open(os.path.join(workdir, "results.json")))["squad2"]
+  assert results["median"]["dev/f1"] == pytest.approx(official["f1"] / 100)
+  assert results == json.loads(json.dumps(summary))
+  assert json.load(open(os.path.join(workdir, "squad2", "predictions.json"))) == predictions
+  assert os.path.isfile(os.path.join(workdir, "tensorboard", "squad2", "seed_0",
+                                     os.listdir(os.path.join(workdir, "tensorboard", "squad2",
+                                                             "seed_0"))[0]))
+
+
+@pytest.mark.slow
+def test_a_finished_seed_is_not_rerun_and_a_fixed_threshold_is_used_as_given(squad2_run):
+  config, workdir, summary = squad2_run
+  again = runner.run(config, workdir)  # Seed 0 is done: read back, nothing trained.
+  assert again == summary
+  # A fixed threshold is used as given: here one no null odds exceed.
+  seed_dir = os.path.join(workdir, "squad2", "seed_0")
+  fixed = config.copy_and_resolve_references()
+  fixed.null_threshold_policy = "fixed"
+  fixed.null_threshold = 1e9  # Never "no answer": every question gets its best span.
+  dev = qa_data.read_split("squad2", "dev", "json", config.data_dir)[0]
+  model = pretrained.load_pretrained(os.path.join(seed_dir, "model"), parts=None)
+  tokenizer = model.tokenizer.load()
+  features = qa_data.featurize(dev, tokenizer, config.max_seq_length, config.max_query_length,
+                               config.doc_stride, training=False)
+  module = heads.QuestionAnswerer(
+      runner.finetune.encoder_config(config, model.model_config), joint_prediction=True,
+      beam_size=config.beam_size, answerable_classifier=True)
+  outputs = module.apply({"params": model.params}, features.arrays["input_ids"],
+                         features.arrays["input_mask"], features.arrays["segment_ids"],
+                         beam=True)
+  outputs = jax.tree.map(np.asarray, outputs)
+  metrics, files = runner.evaluate(fixed, features, outputs)
+  assert metrics["dev/null_threshold"] == 1e9
+  assert "" not in files["predictions.json"].values()
+  assert metrics["dev/NoAns_exact"] == 0.0
+  # The saved model predicts what the run reported (same weights, same postprocessing).
+  best, _ = runner.evaluate(config, features, outputs)
+  assert best["dev/f1"] == pytest.approx(summary["median"]["dev/f1"], abs=1e-6)
+
+
+@pytest.mark.slow
+def test_squad1_from_the_command_line_learns_and_exports_to_transformers(tmp_path, checkpoint):
+  import torch  # pylint: disable=import-outside-toplevel
+  import transformers  # pylint: disable=import-outside-toplevel
+  data_dir = squad_testing.write_category_task(str(tmp_path / "data"), squad2=False,
+                                               num_train=1000, num_dev=100, seed=1)
+  workdir = str(tmp_path / "run")
+  flags = [f"--config.init_checkpoint={checkpoint}", f"--config.data_dir={data_dir}",
+           "--config.task=squad1", "--config.max_seq_length=48", "--config.max_query_length=8",
+           "--config.doc_stride=16", "--config.learning_rate=1e-3",
+           "--config.layerwise_lr_decay=1.0", "--config.loss_reduction=mean",
+           "--config.hidden_dropout_prob=0", "--config.attention_dropout_prob=0",
+           "--config.num_epochs=10", "--config.eval_batch_size=50",
+           "--config.joint_prediction=False"]
+  result = subprocess.run(
+      testing.main_command(workdir, *flags, config="configs/squad.py",
+                           module="electra_jax.finetune"),
+      cwd=testing.REPO, env=testing.main_env(), capture_output=True, text=True, timeout=600,
+      check=False)
+  assert result.returncode == 0, result.stderr[-3000:]
+  assert "squad1 dev (median of 1 seed(s)): EM" in result.stdout
+  official = json.load(open(os.path.join(workdir, "squad1", "seed_0", "eval.json")))
+  assert official["exact_match"] > 60 and official["f1"] > 70, official
+  predictions = json.load(open(os.path.join(workdir, "squad1", "predictions.json")))
+  assert len(predictions) == 100 and all(isinstance(v, str) for v in predictions.values())
+  assert not os.path.exists(os.path.join(workdir, "squad1", "null_odds.json"))
+
+  # Export: ElectraForQuestionAnswering gives our start and end logits.
+  model_dir = os.path.join(workdir, "squad1", "seed_0", "model")
+  out = str(tmp_path / "hf")
+  export = subprocess.run(
+      [sys.executable, "-m", "electra_jax.convert", "to-hf", f"--checkpoint={model_dir}",
+       f"--output={out}"], cwd=testing.REPO, env=testing.main_env(), capture_output=True,
+      text=True, timeout=300, check=False)
+  assert export.returncode == 0, export.stderr[-2000:]
+  assert "ElectraForQuestionAnswering" in export.stdout
+  hf = transformers.ElectraForQuestionAnswering.from_pretrained(
+      os.path.join(out, "question_answering")).eval()
+  ours = pretrained.load_pretrained(model_dir, parts=None)
+  assert ours.finetuned["task"] == "squad1" and not ours.finetuned["joint_prediction"]
+  config = testing.load_config("squad")
+  config.max_seq_length = 48
+  config.hidden_dropout_prob = config.attention_dropout_prob = 0.0
+  module = heads.QuestionAnswerer(
+      runner.finetune.encoder_config(config, ours.model_config), joint_prediction=False)
+  dev = qa_data.read_split("squad1", "dev", "json", data_dir)[0][:4]
+  features = qa_data.featurize(dev, ours.tokenizer.load(), 48, 8, 16, training=False)
+  inputs = {k: features.arrays[k] for k in ("input_ids", "input_mask", "segment_ids")}
+  jax_out = module.apply({"params": ours.params}, *inputs.values())
+  with torch.no_grad():
+    torch_out = hf(input_ids=torch.tensor(inputs["input_ids"], dtype=torch.long),
+                   attention_mask=torch.tensor(inputs["input_mask"], dtype=torch.long),
+                   token_type_ids=torch.tensor(inputs["segment_ids"], dtype=torch.long))
+  mask = np.asarray(heads.answer_mask(inputs["input_mask"], inputs["segment_ids"])) > 0
+  for name in ("start_logits", "end_logits"):
+    np.testing.assert_allclose(np.asarray(jax_out[name])[mask],
+                               torch_out[name].numpy()[mask], atol=2e-4, rtol=1e-4)
+
+
+def test_a_joint_head_is_refused_by_to_hf_in_one_line(tmp_path, checkpoint):
+  """A model fine-tuned with the original's joint head has no transformers class."""
+  from electra_jax import convert  # pylint: disable=import-outside-toplevel
+  model = pretrained.load_pretrained(checkpoint, parts=None)
+  config = testing.load_config("squad")
+  config.max_seq_length = 48
+  module = heads.QuestionAnswerer(runner.finetune.encoder_config(config, model.model_config),
+                                  joint_prediction=True, answerable_classifier=True)
+  dummy = np.zeros((1, 16), np.int32)
+  qa_params = nn.meta.unbox(module.init(jax.random.PRNGKey(0), dummy, dummy, dummy,
+                                        np.zeros(1, np.int32))["params"])
+  params = {"embeddings": model.params["embeddings"],
+            "discriminator": model.params["discriminator"],
+            "qa_head": jax.tree.map(np.asarray, qa_params["qa_head"])}
+  pretrained.save_pretrained(
+      str(tmp_path / "joint"), params, model.model_config, model.tokenizer,
+      extra_meta={"encoder": {"objective": "electra", "network": "discriminator",
+                              "head": "qa_head"},
+                  "finetuned": {"task": "squad2", "head": "qa_head", "joint_prediction": True,
+                                "answerable_classifier": True}})
+  with pytest.raises(ElectraError, match="joint_prediction=True .*--config.joint_prediction=False"):
+    convert.to_hf(str(tmp_path / "joint"), str(tmp_path / "hf"))
+  assert not os.path.exists(tmp_path / "hf")
+
+
+@pytest.mark.parametrize("overrides, message", [
+    ({"data_dir": ""}, "--config.data_dir is required with data_source=json"),
+    ({"task": "squad3"}, "not a SQuAD task; use --config.task=squad1"),
+    ({"data_source": "csv"}, "data_source='csv'; use 'json'"),
+    ({"task": "squad2", "answerable_classifier": False},
+     "task=squad2 with joint_prediction=True needs answerable_classifier=True"),
+    ({"max_seq_length": 40, "max_query_length": 40}, "max_seq_length=40 leaves no room"),
+    ({"null_threshold_policy": "best"}, "null_threshold_policy='best'; choose one of"),
+    ({"doc_stride": 0}, "doc_stride=0 must be at least 1"),
+    ({"answerable_weight": -1.0}, "answerable_weight"),
+    ({"init_checkpoint": ""}, "--config.init_checkpoint is required"),
+])
+def test_config_errors_name_the_field(overrides, message):
+  config = testing.load_config("squad")
+  config.init_checkpoint = "/somewhere"
+  config.data_dir = "/data"
+  config.update(overrides)
+  with pytest.raises(ElectraError, match=message.replace("(", r"\(")):
+    runner.validate(config)
+
+
+def test_cli_errors_are_one_line(tmp_path, checkpoint):
+  """A SQuAD task with the GLUE config, and a data directory without the SQuAD files."""
+  glue = subprocess.run(
+      testing.main_command(str(tmp_path / "a"), "--config.task=squad1",
+                           f"--config.init_checkpoint={checkpoint}", "--config.data_dir=/x",
+                           config="configs/glue.py", module="electra_jax.finetune"),
+      cwd=testing.REPO, env=testing.main_env(), capture_output=True, text=True, timeout=300,
+      check=False)
+  assert glue.returncode == 1
+  assert glue.stderr.strip().splitlines()[-1].endswith(
+      "task=squad1 is SQuAD, which has its own config: pass --config=configs/squad.py")
+  missing = subprocess.run(
+      testing.main_command(str(tmp_path / "b"), f"--config.init_checkpoint={checkpoint}",
+                           f"--config.data_dir={tmp_path}", "--config.max_seq_length=48",
+                           "--config.max_query_length=8",
+                           config="configs/squad.py",
+                           module="electra_jax.finetune"),
+      cwd=testing.REPO, env=testing.main_env(), capture_output=True, text=True, timeout=300,
+      check=False)
+  assert missing.returncode == 1
+  last = missing.stderr.strip().splitlines()[-1]
+  assert "train-v1.1.json does not exist; put the official SQuAD files" in last
+  assert "Traceback" not in missing.stderr
