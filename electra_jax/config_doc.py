@@ -26,6 +26,7 @@ _PACKAGE = os.path.dirname(os.path.abspath(__file__))
 DEFAULTS = {
     "pretrain": (("", "pretrain/default_config.py"),),
     "finetune": (("", "finetune/default_config.py"), ("", "pretrain/default_config.py")),
+    "squad": (("", "finetune/qa/default_config.py"), ("", "pretrain/default_config.py")),
     "experiments": (("", "experiments/default_config.py"),
                     ("finetune.", "finetune/default_config.py"),
                     ("finetune.", "pretrain/default_config.py")),
@@ -99,8 +100,10 @@ def _flatten(config: Any, prefix: str = "") -> list[tuple[str, Any]]:
 
 
 def kind_of(config_file: str) -> str:
-  """Which kind of config `config_file` holds: pretrain, finetune or experiments."""
+  """Which kind of config `config_file` holds: pretrain, finetune, squad or experiments."""
   name = os.path.basename(config_file)
+  if name == "squad.py" or "squad" in name:
+    return "squad"
   if name == "glue.py" or "finetune" in name:
     return "finetune"
   if "experiments" in os.path.normpath(config_file).split(os.sep):

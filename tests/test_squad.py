@@ -17,6 +17,7 @@ import pytest
 from electra_jax.errors import ElectraError
 from electra_jax.finetune.qa import data as qa_data
 from electra_jax.finetune.qa import heads
+from electra_jax.finetune.qa import metrics as qa_metrics
 from electra_jax.finetune.qa import runner
 from electra_jax.training import pretrained
 from tests import squad_testing
@@ -88,6 +89,12 @@ def test_squad2_learns_and_the_null_threshold_answers_no_answer(squad2_run):
   assert np.mean([predictions[q] == "" for q in unanswerable]) > 0.9
   assert np.mean([odds[q] for q in unanswerable]) > np.mean(
       [odds[q] for q in qids if q not in unanswerable])
+  # The official script on these files (predictions already "" above the threshold, so any
+  # threshold at least as high) gives the same scores.
+  golds = qa_data.gold_answers(qa_data.read_split("squad2", "dev", "json", config.data_dir)[0])
+  again = qa_metrics.evaluate_v2(golds, predictions, odds, 1e9)
+  assert again["exact"] == pytest.approx(official["exact"])
+  assert again["f1"] == pytest.approx(official["f1"])
   nbest = json.load(open(os.path.join(seed_dir, "nbest_predictions.json")))
   assert all(1 <= len(v) <= config.n_best_size for v in nbest.values())
   # results.json: fractions, as GLUE's; the task's copies of the median seed's files.
@@ -259,3 +266,24 @@ def test_cli_errors_are_one_line(tmp_path, checkpoint):
   last = missing.stderr.strip().splitlines()[-1]
   assert "train-v1.1.json does not exist; put the official SQuAD files" in last
   assert "Traceback" not in missing.stderr
+
+
+def test_original_recipe_is_the_default():
+  config = testing.load_config("squad")
+  assert (config.max_seq_length, config.max_query_length, config.doc_stride) == (512, 64, 128)
+  assert (config.n_best_size, config.max_answer_length, config.beam_size) == (20, 30, 20)
+  assert config.joint_prediction and config.answerable_classifier
+  assert config.answerable_uses_start_logits and config.answerable_weight == 0.5
+  assert config.null_threshold == -2.75 and config.null_threshold_policy == "best_f1"
+  assert (config.batch_size, config.warmup_fraction, config.weight_decay) == (32, 0.1, 0.01)
+  assert config.loss_reduction == "sum" and not config.adam_bias_correction
+  assert config.head_init == "glorot_uniform"
+  small = runner.resolve_recipe(config, hidden_size=256)
+  assert (small.learning_rate, small.layer_decay, small.num_epochs) == (3e-4, 0.8, 2.0)
+  base = runner.resolve_recipe(config, hidden_size=768)
+  assert (base.learning_rate, base.layer_decay, base.size) == (1e-4, 0.8, "base")
+  large = runner.resolve_recipe(config, hidden_size=1024)
+  assert (large.learning_rate, large.layer_decay, large.size) == (5e-5, 0.9, "large")
+  config.learning_rate, config.num_epochs = 2e-4, 3.0
+  custom = runner.resolve_recipe(config, hidden_size=256)
+  assert (custom.learning_rate, custom.num_epochs) == (2e-4, 3.0)
