@@ -31,7 +31,7 @@ import pytest  # pylint: disable=g-import-not-at-top,g-bad-import-order
 # files fill the other worker, instead of a long file starting last and running alone.
 _LONGEST_FIRST = ("test_score.py", "test_tpu_compile.py", "test_meshes.py", "test_ablations.py", "test_reliability.py",
                   "test_multidevice.py", "test_multiprocess.py", "test_experiments.py",
-                  "test_finetune.py", "test_cli.py", "test_models.py")
+                  "test_finetune.py", "test_squad.py", "test_cli.py", "test_models.py")
 
 
 def pytest_collection_modifyitems(items):

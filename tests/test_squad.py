@@ -140,8 +140,6 @@ def test_a_finished_seed_is_not_rerun_and_a_fixed_threshold_is_used_as_given(squ
 
 @pytest.mark.slow
 def test_squad1_from_the_command_line_learns_and_exports_to_transformers(tmp_path, checkpoint):
-  import torch  # pylint: disable=import-outside-toplevel
-  import transformers  # pylint: disable=import-outside-toplevel
   data_dir = squad_testing.write_category_task(str(tmp_path / "data"), squad2=False,
                                                num_train=1000, num_dev=100, seed=1)
   workdir = str(tmp_path / "run")
@@ -174,19 +172,31 @@ def test_squad1_from_the_command_line_learns_and_exports_to_transformers(tmp_pat
       text=True, timeout=300, check=False)
   assert export.returncode == 0, export.stderr[-2000:]
   assert "ElectraForQuestionAnswering" in export.stdout
-  hf = transformers.ElectraForQuestionAnswering.from_pretrained(
-      os.path.join(out, "question_answering")).eval()
+  _assert_transformers_gives_our_logits(os.path.join(out, "question_answering"), model_dir,
+                                        data_dir, "squad1", max_seq_length=48)
+
+
+def _assert_transformers_gives_our_logits(hf_dir, model_dir, data_dir, task, max_seq_length):
+  """ElectraForQuestionAnswering from `hf_dir` gives the start and end logits of our saved
+  model on dev windows, wherever an answer may be (the original masks the rest)."""
+  import torch  # pylint: disable=import-outside-toplevel
+  import transformers  # pylint: disable=import-outside-toplevel
+  hf = transformers.ElectraForQuestionAnswering.from_pretrained(hf_dir).eval()
   ours = pretrained.load_pretrained(model_dir, parts=None)
-  assert ours.finetuned["task"] == "squad1" and not ours.finetuned["joint_prediction"]
+  assert ours.finetuned["task"] == task and not ours.finetuned["joint_prediction"]
   config = testing.load_config("squad")
-  config.max_seq_length = 48
+  config.max_seq_length = max_seq_length
   config.hidden_dropout_prob = config.attention_dropout_prob = 0.0
   module = heads.QuestionAnswerer(
-      runner.finetune.encoder_config(config, ours.model_config), joint_prediction=False)
-  dev = qa_data.read_split("squad1", "dev", "json", data_dir)[0][:4]
-  features = qa_data.featurize(dev, ours.tokenizer.load(), 48, 8, 16, training=False)
+      runner.finetune.encoder_config(config, ours.model_config), joint_prediction=False,
+      encoder_name=ours.encoder_network)
+  dev = qa_data.read_split(task, "dev", "json", data_dir)[0][:4]
+  features = qa_data.featurize(dev, ours.tokenizer.load(), max_seq_length, 8, 8,
+                               training=False)
   inputs = {k: features.arrays[k] for k in ("input_ids", "input_mask", "segment_ids")}
-  jax_out = module.apply({"params": ours.params}, *inputs.values())
+  params = {k: v for k, v in ours.params.items()
+            if k in ("embeddings", ours.encoder_network, heads.HEAD)}
+  jax_out = module.apply({"params": params}, *inputs.values())
   with torch.no_grad():
     torch_out = hf(input_ids=torch.tensor(inputs["input_ids"], dtype=torch.long),
                    attention_mask=torch.tensor(inputs["input_mask"], dtype=torch.long),
@@ -195,6 +205,40 @@ def test_squad1_from_the_command_line_learns_and_exports_to_transformers(tmp_pat
   for name in ("start_logits", "end_logits"):
     np.testing.assert_allclose(np.asarray(jax_out[name])[mask],
                                torch_out[name].numpy()[mask], atol=2e-4, rtol=1e-4)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("choice", ["mlm", "gdes"])
+def test_squad_from_other_objectives_checkpoints_trains_and_exports(tmp_path,
+                                                                   corpus_and_tokenizer, choice):
+  """The encoder of an MLM-objective checkpoint ("encoder") and GDES's (shared embeddings plus
+  the discriminator's delta) fine-tune on SQuAD 2.0 and export, as for GLUE."""
+  from electra_jax import convert  # pylint: disable=import-outside-toplevel
+  from electra_jax.pretrain import loop as pretrain_loop  # pylint: disable=import-outside-toplevel
+  files, model = corpus_and_tokenizer
+  config = testing.fast_config(files, model)
+  config.train.num_train_steps = config.train.eval_every_steps = 4
+  if choice == "mlm":
+    config.objective.name = "mlm"
+  else:
+    config.model.weight_sharing = "gdes"
+  pretrain_dir = str(tmp_path / "pretrain")
+  pretrain_loop.train_and_evaluate(config, pretrain_dir)
+  data_dir = squad_testing.write_category_task(str(tmp_path / "data"), squad2=True,
+                                               num_train=24, num_dev=6, max_words=12)
+  squad = _learning_config(pretrain_dir, data_dir, "squad2", max_seq_length=32,
+                           doc_stride=8, batch_size=8, num_epochs=1.0,
+                           joint_prediction=False)
+  summary = runner.run(squad, str(tmp_path / "squad"))
+  assert 0.0 <= summary["median"]["dev/f1"] <= 1.0
+  model_dir = str(tmp_path / "squad" / "squad2" / "seed_0" / "model")
+  saved = pretrained.load_pretrained(model_dir, parts=None)
+  assert set(saved.params) == {"embeddings", saved.encoder_network, heads.HEAD}
+  assert saved.encoder_network == ("encoder" if choice == "mlm" else "discriminator")
+  written = convert.to_hf(model_dir, str(tmp_path / "hf"))
+  assert list(written) == ["question_answering"]
+  _assert_transformers_gives_our_logits(written["question_answering"], model_dir, data_dir,
+                                        "squad2", max_seq_length=32)
 
 
 def test_a_joint_head_is_refused_by_to_hf_in_one_line(tmp_path, checkpoint):
