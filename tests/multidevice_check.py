@@ -59,6 +59,40 @@ def finetune_losses(pretrain_config):
           state, setup.trainer.put_batch(finetune.with_labels(batch, task), 8))
       losses.append(float(metrics["loss"][0]))
     out[f"finetune_{name}_losses"] = losses
+  out.update(squad_losses(config, encoder, weights, data, seq))
+  return out
+
+
+def squad_losses(config, encoder, weights, data, seq):
+  """SQuAD 2.0 fine-tuning losses and the joint head's beam on 1 and on 8 devices."""
+  import numpy as np  # pylint: disable=import-outside-toplevel
+  from electra_jax.finetune import runner as finetune  # pylint: disable=import-outside-toplevel
+  from electra_jax.finetune.qa import runner as qa  # pylint: disable=import-outside-toplevel
+  squad = testing.load_config("squad")
+  squad.update(task="squad2", max_seq_length=seq, max_query_length=8, batch_size=8,
+               eval_batch_size=8, hidden_dropout_prob=0.0, attention_dropout_prob=0.0,
+               beam_size=4)
+  rng = np.random.default_rng(1)
+  batch_data = {k: data[k] for k in ("input_ids", "input_mask", "segment_ids")}
+  batch_data["segment_ids"] = np.broadcast_to((np.arange(seq) >= 8).astype(np.int32),
+                                              batch_data["input_ids"].shape).copy()
+  batch_data["start_positions"] = rng.integers(8, seq, 24).astype(np.int32)
+  batch_data["end_positions"] = batch_data["start_positions"]
+  batch_data["is_impossible"] = (rng.random(24) < 0.3).astype(np.float32)
+  recipe = qa.resolve_recipe(squad, encoder.hidden_size)
+  out = {}
+  for name, devices in (("one", jax.devices()[:1]), ("eight", jax.devices())):
+    setup = qa.build_setup(squad, encoder, recipe, 3, devices=devices)
+    state = finetune.initial_state(setup, weights, seed=0)
+    losses = []
+    for batch in finetune.train_batches(batch_data, 8, 3, seed=0):
+      state, metrics = setup.trainer.train_step(state, setup.trainer.put_batch(batch, 8))
+      losses.append(float(metrics["loss"][0]))
+    out[f"squad_{name}_losses"] = losses
+    _, beam = setup.trainer.eval_step(
+        state, setup.trainer.put_batch({k: v[:8] for k, v in batch_data.items()}, 8),
+        jax.random.PRNGKey(0))
+    out[f"squad_{name}_beam"] = np.asarray(beam["end_top_log_probs"]).ravel().tolist()
   return out
 
 

@@ -32,6 +32,15 @@ def test_eight_devices_give_the_single_device_finetuning_losses(report):
                              rtol=2e-5)
 
 
+def test_eight_devices_give_the_single_device_squad_losses_and_beam(report):
+  """SQuAD 2.0 (joint head, answerability classifier): training and the prediction beam."""
+  assert report["squad_one_losses"][-1] != report["squad_one_losses"][0]
+  np.testing.assert_allclose(report["squad_eight_losses"], report["squad_one_losses"],
+                             rtol=2e-5)
+  np.testing.assert_allclose(report["squad_eight_beam"], report["squad_one_beam"], rtol=1e-4,
+                             atol=1e-4)
+
+
 def test_batch_is_sharded_over_the_data_axis(report):
   assert report["one_batch_devices"] == 1
   assert report["eight_batch_devices"] == 8
