@@ -4,6 +4,7 @@ r"""`python -m electra_jax.score`: the discriminator as a scorer of text, from t
       [--format=jsonl|pretty] [--threshold=0.5] [--batch_size=64] [--max_length=0]
   python -m electra_jax.score sentences --checkpoint=RUN [--input=...] [--output=...]
   python -m electra_jax.score rerank --checkpoint=RUN [--input=...] [--output=...]
+  python -m electra_jax.score sentences|rerank|tokens --checkpoint=RUN --scorer=pll ...
   python -m electra_jax.score evaluate --checkpoint=RUN --output_dir=DIR \
       [--text=HELDOUT.txt] [--glue_dir=GLUE] [--max_sentences=2000] [--seed=0]
 
@@ -20,6 +21,11 @@ candidates separated by tabs), or JSON lines with "text" (rerank: "candidates") 
              "windows"}
   rerank     {"line", "id"?, "order" (candidate indices, best first), "candidates": [{"text",
              "fluency"}], "best"}
+
+With --scorer=pll, the masked LM's pseudo-log-likelihood (electra_jax/score/pll.py: an MLM
+objective's encoder, or an ELECTRA run's generator; one pass per token): tokens give
+"log_prob" per token, sentences {"pll", "mean" (per token), "num_tokens"}, rerank orders by
+"pll"; a text longer than one window is a line error.
 
 A line that cannot be scored (empty, bad JSON, no "text") gives {"line", "error"} and is
 counted in the summary printed to stderr; nothing is dropped. `evaluate` writes
@@ -57,6 +63,10 @@ def _define_flags() -> None:
   flags.DEFINE_integer("max_length", 0, "Positions per window ([CLS] and [SEP] included); 0: "
                        "the model's max_position_embeddings. Longer texts use windows.")
   flags.DEFINE_enum("dtype", "float32", ["float32", "bfloat16"], "Compute dtype.")
+  flags.DEFINE_enum("scorer", "discriminator", ["discriminator", "pll"],
+                    "tokens, sentences, rerank: the discriminator's P(replaced), or the masked "
+                    "LM's pseudo-log-likelihood (one pass per token; an MLM objective's encoder "
+                    "or an ELECTRA run's generator).")
   flags.DEFINE_string("text", None, "evaluate: held-out sentences, one per line; by default "
                       "the sentences of the documents the pretraining run held out.")
   flags.DEFINE_string("glue_dir", "", "evaluate: a GLUE root with CoLA/ for zero-shot "
@@ -94,8 +104,47 @@ def mark_suspicious(text: str, tokens: list[dict[str, Any]], threshold: float,
   return "".join(out)
 
 
+def _score_pll(command: str, scorer, records: list[textio.Record], out: TextIO,
+               counts: dict[str, int]) -> None:
+  """`_score` with the pseudo-log-likelihood scorer (no windows: a longer text is an error)."""
+  for record in records:
+    texts = record.candidates if command == "rerank" else [record.text]
+    if record.error is None and any(scorer.too_long(t) for t in texts):
+      record.error = (f"longer than the {scorer.max_length - 2} tokens --scorer=pll scores in "
+                      "one window; split it")
+  good = [r for r in records if r.error is None]
+  if command == "tokens":
+    results = scorer.score_tokens([r.text for r in good], FLAGS.batch_size)
+  elif command == "sentences":
+    results = scorer.score_sentences([r.text for r in good], FLAGS.batch_size)
+  else:
+    results = scorer.rerank([r.candidates for r in good], FLAGS.batch_size)
+  by_record = dict(zip((id(r) for r in good), results))
+  for record in records:
+    if record.error is not None:
+      counts["errors"] += 1
+      logging.warning("line %d: %s", record.line, record.error)
+      textio.write_record(out, {**record.base(), "error": record.error})
+      continue
+    result = by_record[id(record)]
+    if command == "tokens":
+      textio.write_record(out, {**record.base(), "text": record.text, "tokens": result})
+    elif command == "sentences":
+      textio.write_record(out, {**record.base(), "text": record.text, **vars(result)})
+    else:
+      order, scores = result
+      candidates = [{"text": c, **vars(s)} for c, s in zip(record.candidates, scores,
+                                                           strict=True)]
+      textio.write_record(out, {**record.base(), "order": order, "candidates": candidates,
+                                "best": record.candidates[order[0]]})
+    counts["scored"] += 1
+
+
 def _score(command: str, scorer, records: list[textio.Record], out: TextIO,
            pretty: bool, color: bool, counts: dict[str, int]) -> None:
+  if FLAGS.scorer == "pll":
+    _score_pll(command, scorer, records, out, counts)
+    return
   kwargs = {"batch_size": FLAGS.batch_size, "max_length": FLAGS.max_length or None}
   good = [r for r in records if r.error is None]
   if command == "tokens":
@@ -160,8 +209,18 @@ def main(argv: list[str]) -> None:
     raise ElectraError(f"unexpected arguments after {argv[1]!r}: {' '.join(argv[2:])}; values "
                        "are given as flags, e.g. --checkpoint=RUN")
   command = argv[1]
-  from electra_jax.score import load_scorer  # pylint: disable=import-outside-toplevel
-  scorer = load_scorer(FLAGS.checkpoint, dtype=FLAGS.dtype)
+  if FLAGS.scorer == "pll":
+    if command == "evaluate":
+      raise ElectraError("evaluate compares scorers with the discriminator's; drop "
+                         "--scorer=pll (or use it with tokens, sentences or rerank)")
+    if FLAGS.format == "pretty":
+      raise ElectraError("--format=pretty marks the discriminator's suspicious words; drop it "
+                         "with --scorer=pll")
+    from electra_jax.score import pll  # pylint: disable=import-outside-toplevel
+    scorer = pll.load_pll_scorer(FLAGS.checkpoint, dtype=FLAGS.dtype)
+  else:
+    from electra_jax.score import load_scorer  # pylint: disable=import-outside-toplevel
+    scorer = load_scorer(FLAGS.checkpoint, dtype=FLAGS.dtype)
   if command == "evaluate":
     from electra_jax.score import evaluate  # pylint: disable=import-outside-toplevel
     if not FLAGS.output_dir:
