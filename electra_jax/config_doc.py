@@ -26,7 +26,8 @@ _PACKAGE = os.path.dirname(os.path.abspath(__file__))
 DEFAULTS = {
     "pretrain": (("", "pretrain/default_config.py"),),
     "finetune": (("", "finetune/default_config.py"), ("", "pretrain/default_config.py")),
-    "squad": (("", "finetune/qa/default_config.py"), ("", "pretrain/default_config.py")),
+    "squad": (("", "finetune/qa/default_config.py"), ("", "finetune/default_config.py"),
+              ("", "pretrain/default_config.py")),
     "experiments": (("", "experiments/default_config.py"),
                     ("finetune.", "finetune/default_config.py"),
                     ("finetune.", "pretrain/default_config.py")),

@@ -72,6 +72,13 @@ def get_config():
   # kernel when attention_dropout_prob is 0, else "xla"); the checkpoint's choice is not used.
   config.attention = "auto"
 
+  config.write_test_predictions = True  # Write GLUE submission files for the test splits.
+  add_run_fields(config)
+  return config
+
+
+def add_run_fields(config: ml_collections.ConfigDict) -> None:
+  """The fields of how a fine-tuning job runs, shared by every task's config (GLUE, SQuAD)."""
   config.seed = 0  # First seed (head init, dropout, data order).
   config.num_seeds = 1  # Seeds seed..seed+num_seeds-1 are run; the report gives each and the median.
   config.log_every_steps = 100  # Steps between progress lines and metric writes.
@@ -81,8 +88,6 @@ def get_config():
   # A step whose loss or gradients are not finite is never applied; "stop": end the seed with
   # an error naming the step; "skip": go on without it (counted as train/nonfinite_steps).
   config.nonfinite_policy = "stop"
-  config.write_test_predictions = True  # Write GLUE submission files for the test splits.
 
   # Mesh and logical-axis rules, exactly as in pretraining (see electra_jax/pretrain/default_config.py).
   config.mesh = default_config.get_config().mesh
-  return config

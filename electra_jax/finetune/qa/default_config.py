@@ -12,7 +12,7 @@ docs/FIDELITY.md.
 
 import ml_collections
 
-from electra_jax.pretrain import default_config
+from electra_jax.finetune import default_config as finetune_config
 
 
 def get_config():
@@ -84,19 +84,10 @@ def get_config():
   # kernel when attention_dropout_prob is 0, else "xla").
   config.attention = "auto"
 
-  config.seed = 0  # First seed (head init, dropout, data order).
-  config.num_seeds = 1  # Seeds seed..seed+num_seeds-1 are run; the report gives each and the median.
-  config.log_every_steps = 100  # Steps between progress lines and metric writes.
-  # Steps between checkpoints of a running seed (resumed after a crash, deleted when the seed
-  # is done); 0: checkpoint only when a preemption is announced.
-  config.checkpoint_every_steps = 0
-  # A step whose loss or gradients are not finite is never applied; "stop": end the seed with
-  # an error naming the step; "skip": go on without it (counted as train/nonfinite_steps).
-  config.nonfinite_policy = "stop"
   # Write each seed's fine-tuned encoder and heads to <task>/seed_<s>/model/ (for
   # `python -m electra_jax.convert to-hf`, e.g. ElectraForQuestionAnswering).
   config.save_model = True
-
-  # Mesh and logical-axis rules, exactly as in pretraining (see electra_jax/pretrain/default_config.py).
-  config.mesh = default_config.get_config().mesh
+  # seed, num_seeds, log_every_steps, checkpoint_every_steps, nonfinite_policy and the mesh, as
+  # for GLUE.
+  finetune_config.add_run_fields(config)
   return config
