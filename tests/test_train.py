@@ -109,6 +109,7 @@ def test_closing_line_names_the_checkpoint_and_the_next_commands():
   assert line.startswith("done: step 1000 of 1000; checkpoint /runs/small/checkpoints/1000.")
   for command in ("python -m electra_jax.finetune", "--config.init_checkpoint=/runs/small",
                   "python -m electra_jax.convert to-hf --checkpoint=/runs/small",
+                  "--config=configs/squad.py --config.task=squad1",
                   "python -m electra_jax.score sentences --checkpoint=/runs/small"):
     assert command in line
   assert "stop_at_step" in train.closing_line("/runs/small", 400, 1000)

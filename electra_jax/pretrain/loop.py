@@ -310,7 +310,8 @@ def closing_line(workdir: str, step: int, total: int) -> str:
     where = f"done: step {step} of {total}; checkpoint {checkpoint}"
   return (f"{where}. Next: fine-tune with python -m electra_jax.finetune "
           f"--config=configs/glue.py --workdir={workdir}_glue --config.init_checkpoint={workdir} "
-          f"--config.data_dir=GLUE_DIR; export with python -m electra_jax.convert to-hf "
+          f"--config.data_dir=GLUE_DIR (SQuAD: --config=configs/squad.py --config.task=squad1 "
+          f"--config.data_dir=SQUAD_DIR); export with python -m electra_jax.convert to-hf "
           f"--checkpoint={workdir} --output={workdir}_hf; score text with python -m "
           f"electra_jax.score sentences --checkpoint={workdir} --input=FILE")
 
