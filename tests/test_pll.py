@@ -133,10 +133,17 @@ def test_score_command_with_pll(tmp_path):
   assert "sentences: 2 scored, 1 not scored" in result.stderr
   ranked = run("rerank", f"--input={tmp_path / 'lists.txt'}")
   row = json.loads(ranked.stdout.splitlines()[0])
-  order, scores = scorer.rerank([["w1 w2", "t3 u4 w9"]])[0]
-  assert row["order"] == order and row["best"] == ["w1 w2", "t3 u4 w9"][order[0]]
-  assert [c["pll"] for c in row["candidates"]] == pytest.approx([s.pll for s in scores],
-                                                                abs=1e-4)
+  ranking = scorer.rerank([["w1 w2", "t3 u4 w9"]])[0]
+  assert row["order"] == ranking.order
+  assert row["best"] == ["w1 w2", "t3 u4 w9"][ranking.order[0]]
+  assert [c["pll"] for c in row["candidates"]] == pytest.approx(ranking.fluency, abs=1e-4)
+  assert ranking.fluency == pytest.approx(
+      [s.pll for s in scorer.score_sentences(["w1 w2", "t3 u4 w9"])])
+  per_token = run("rerank", f"--input={tmp_path / 'lists.txt'}", "--per_token")
+  row = json.loads(per_token.stdout.splitlines()[0])
+  means = [s.mean for s in scorer.score_sentences(["w1 w2", "t3 u4 w9"])]
+  assert [c["pll_per_token"] for c in row["candidates"]] == pytest.approx(means, abs=1e-5)
+  assert row["order"] == sorted(range(2), key=lambda j: -means[j])
   tokens = run("tokens", f"--input={tmp_path / 'in.txt'}")
   first = json.loads(tokens.stdout.splitlines()[0])
   assert [t["text"] for t in first["tokens"]] == ["which", "city", "?", "t3", "u4"]

@@ -185,6 +185,20 @@ def test_evaluate_writes_its_report(scorer, trained_tiny, tmp_path, monkeypatch)
   with open(tmp_path / "eval" / "reliability.png", "rb") as f:
     assert f.read(8) == b"\x89PNG\r\n\x1a\n"
   assert "reranking: original first" in evaluate.summary(results)
+  # The discriminator against the generator's pseudo-log-likelihood, on the same lists.
+  scorers = results["scorers"]
+  assert scorers["network"] == "generator" and scorers["sentences"] > 40
+  for name in ("discriminator", "pll", "pll_per_token"):
+    assert scorers[name]["sentences"] == scorers["sentences"]
+    assert 0 <= scorers[name]["original_ranked_first"] <= 1
+    assert scorers[name]["seconds_per_candidate"] > 0
+  # PLL runs one pass per token: slower per sentence than the discriminator's one pass.
+  assert scorers["pll"]["seconds_per_candidate"] > scorers["discriminator"]["seconds_per_candidate"]
+  assert "scorer pll: original first" in evaluate.summary(results)
+  # A sum of log-probabilities prefers the shorter sentence: a deletion beats the original
+  # more often under the sum than under the mean per token.
+  assert (scorers["pll"]["original_beats"]["delete"]
+          < scorers["pll_per_token"]["original_beats"]["delete"])
 
 
 def test_evaluation_defaults_to_the_runs_own_held_out_documents(scorer):

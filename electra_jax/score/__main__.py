@@ -25,7 +25,7 @@ candidates separated by tabs), or JSON lines with "text" (rerank: "candidates") 
 With --scorer=pll, the masked LM's pseudo-log-likelihood (electra_jax/score/pll.py: an MLM
 objective's encoder, or an ELECTRA run's generator; one pass per token): tokens give
 "log_prob" per token, sentences {"pll", "mean" (per token), "num_tokens"}, rerank orders by
-"pll"; a text longer than one window is a line error.
+"pll" (by the mean with --per_token); a text longer than one window is a line error.
 
 A line that cannot be scored (empty, bad JSON, no "text") gives {"line", "error"} and is
 counted in the summary printed to stderr; nothing is dropped. `evaluate` writes
@@ -67,6 +67,8 @@ def _define_flags() -> None:
                     "tokens, sentences, rerank: the discriminator's P(replaced), or the masked "
                     "LM's pseudo-log-likelihood (one pass per token; an MLM objective's encoder "
                     "or an ELECTRA run's generator).")
+  flags.DEFINE_bool("per_token", False, "rerank --scorer=pll: rank by the PLL's mean per token "
+                    "(length-normalised) instead of its sum, which favours shorter candidates.")
   flags.DEFINE_string("text", None, "evaluate: held-out sentences, one per line; by default "
                       "the sentences of the documents the pretraining run held out.")
   flags.DEFINE_string("glue_dir", "", "evaluate: a GLUE root with CoLA/ for zero-shot "
@@ -132,11 +134,12 @@ def _score_pll(command: str, scorer, records: list[textio.Record], out: TextIO,
     elif command == "sentences":
       textio.write_record(out, {**record.base(), "text": record.text, **vars(result)})
     else:
-      order, scores = result
-      candidates = [{"text": c, **vars(s)} for c, s in zip(record.candidates, scores,
-                                                           strict=True)]
-      textio.write_record(out, {**record.base(), "order": order, "candidates": candidates,
-                                "best": record.candidates[order[0]]})
+      key = "pll_per_token" if scorer.per_token else "pll"
+      candidates = [{"text": c, key: v} for c, v in zip(record.candidates, result.fluency,
+                                                        strict=True)]
+      textio.write_record(out, {**record.base(), "order": result.order,
+                                "candidates": candidates,
+                                "best": record.candidates[result.order[0]]})
     counts["scored"] += 1
 
 
@@ -218,6 +221,7 @@ def main(argv: list[str]) -> None:
                          "with --scorer=pll")
     from electra_jax.score import pll  # pylint: disable=import-outside-toplevel
     scorer = pll.load_pll_scorer(FLAGS.checkpoint, dtype=FLAGS.dtype)
+    scorer.per_token = FLAGS.per_token
   else:
     from electra_jax.score import load_scorer  # pylint: disable=import-outside-toplevel
     scorer = load_scorer(FLAGS.checkpoint, dtype=FLAGS.dtype)

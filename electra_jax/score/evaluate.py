@@ -16,12 +16,18 @@ r"""How good the discriminator is as a scorer: calibration, zero-shot grammatica
   repeat): how often the original has the highest fluency (chance 1/5), and per kind how often
   the original beats that variant (chance 1/2); and, with a generator, each sentence against
   4 corruptions by the generator (chance 1/5).
+* Scorers (when the checkpoint has a masked LM: its generator, or an MLM objective's encoder):
+  the same edit reranking by the discriminator's fluency (a mean per token), by the masked LM's
+  pseudo-log-likelihood (`pll`, a sum: it favours shorter candidates, e.g. deletions) and by
+  its mean per token (`pll_per_token`), on up to 300 sentences that fit one window, with the
+  time per sentence of each (compiled; PLL runs one pass per token).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
+import time
 from typing import Any, Sequence
 
 from absl import logging
@@ -36,6 +42,7 @@ from electra_jax.models import electra
 from electra_jax.pretrain.objectives import ops
 from electra_jax.score import edits as edits_lib
 from electra_jax.score import loader
+from electra_jax.score import pll
 from electra_jax.score import windows
 from electra_jax.score.loader import Scorer
 from electra_jax.training import metrics as metrics_lib
@@ -43,6 +50,9 @@ from electra_jax.training import pretrained
 
 CALIBRATION_BINS = 10
 GENERATOR_ROUNDS = 4  # Generator-corrupted versions of each sentence for reranking.
+# Sentences the discriminator and the masked LM's PLL are compared on (PLL costs one forward
+# pass per token; each list is scored twice, the second pass timed).
+COMPARISON_SENTENCES = 300
 
 
 def expected_calibration_error(probs: np.ndarray, labels: np.ndarray,
@@ -226,6 +236,44 @@ def reranking(scorer: Scorer, sentences: Sequence[str],
                              for k, v in wins.items()}}
 
 
+def _timed_reranking(scorer, sentences, variants, **kwargs) -> dict[str, Any]:
+  """`reranking`, run twice: the result and the seconds per scored candidate of the second
+  (compiled) pass."""
+  reranking(scorer, sentences[:8], variants[:8], **kwargs)  # Compiles the common buckets.
+  start = time.perf_counter()
+  result = reranking(scorer, sentences, variants, **kwargs)
+  seconds = time.perf_counter() - start
+  candidates = result["sentences"] * result["candidates_per_sentence"]
+  result["seconds_per_candidate"] = seconds / candidates if candidates else float("nan")
+  return result
+
+
+def scorer_comparison(scorer: Scorer, sentences: Sequence[str],
+                      variants: Sequence[dict[str, edits_lib.Edit]],
+                      limit: int = COMPARISON_SENTENCES, **kwargs) -> dict[str, Any] | None:
+  """The discriminator's fluency against the masked LM's pseudo-log-likelihood (the
+  checkpoint's generator, or an MLM objective's encoder: `electra_jax.score.pll`) on the same
+  edited lists: how often each ranks the original first, how often it beats each kind of
+  edit, and the seconds per candidate sentence. None when the checkpoint has no masked LM.
+  Only sentences whose candidates all fit one window are compared (PLL has no windows)."""
+  try:
+    masked_lm = pll.from_weights(scorer.weights)
+  except ElectraError as e:
+    logging.info("No PLL comparison: %s", e)
+    return None
+  fits = [i for i, (s, v) in enumerate(zip(sentences, variants, strict=True))
+          if not any(masked_lm.too_long(t) for t in [s, *(e.text for e in v.values())])]
+  fits = fits[:limit]
+  chosen = [sentences[i] for i in fits]
+  chosen_variants = [variants[i] for i in fits]
+  batch_size = kwargs.get("batch_size", 64)
+  return {"sentences": len(fits), "network": masked_lm.network,
+          "discriminator": _timed_reranking(scorer, chosen, chosen_variants, **kwargs),
+          "pll": _timed_reranking(masked_lm, chosen, chosen_variants, batch_size=batch_size),
+          "pll_per_token": _timed_reranking(dataclasses.replace(masked_lm, per_token=True),
+                                            chosen, chosen_variants, batch_size=batch_size)}
+
+
 def _best_threshold(scores: np.ndarray, labels: np.ndarray) -> tuple[float, float]:
   """(threshold, MCC) maximising MCC of `score > threshold` against labels."""
   candidates = np.unique(scores)
@@ -316,6 +364,9 @@ def evaluate(scorer: Scorer, sentences: Sequence[str], output_dir: str,
   results["reranking"] = reranking(scorer, sentences, variants, **kwargs)
   if samples is not None:
     results["generator_reranking"] = generator_reranking(scorer, samples, **kwargs)
+  comparison = scorer_comparison(scorer, sentences, variants, **kwargs)
+  if comparison is not None:
+    results["scorers"] = comparison
   if glue_dir:
     results["cola"] = cola(scorer, glue_dir, cola_examples, **kwargs)
   fileio.write_atomic(fileio.join(output_dir, "evaluation.json"),
@@ -367,6 +418,13 @@ def summary(results: dict[str, Any]) -> str:
                  f"{100 * g['original_ranked_first']:.1f}% of {g['sentences']} lists of "
                  f"{g['candidates_per_sentence']} (chance {100 * g['chance']:.1f}%), beats a "
                  f"sample {100 * g['original_beats_a_sample']:.1f}%")
+  if "scorers" in results:
+    c = results["scorers"]
+    for name in ("discriminator", "pll", "pll_per_token"):
+      r = c[name]
+      lines.append(f"scorer {name}: original first in {100 * r['original_ranked_first']:.1f}% "
+                   f"of {r['sentences']} lists, {1000 * r['seconds_per_candidate']:.2f} ms per "
+                   "sentence")
   if "cola" in results:
     c = results["cola"]
     lines.append(f"CoLA dev (zero-shot fluency): AUC {c['dev_auc']:.3f}, MCC {c['dev_mcc']:.3f} "

@@ -32,6 +32,7 @@ from electra_jax.errors import ElectraError
 from electra_jax.models import electra
 from electra_jax.models import encoder as enc
 from electra_jax.models import masked_lm
+from electra_jax.score import loader
 from electra_jax.score import windows
 from electra_jax.training import pretrained
 
@@ -70,6 +71,9 @@ class PseudoLikelihoodScorer:
   params: dict[str, Any]
   tokenizer: tokenizer_lib.SubwordTokenizer | None
   network: str  # Which network scores: "encoder" (MLM objectives) or "generator" (ELECTRA).
+  # rerank by the mean per token (length-normalised) instead of the sum: a sum favours
+  # shorter candidates (every token adds a negative log-probability).
+  per_token: bool = False
 
   def __post_init__(self):
     def log_probs(params, ids, mask, positions):
@@ -139,19 +143,22 @@ class PseudoLikelihoodScorer:
               "log_prob": float(p)} for i, (a, b), p in zip(ids, spans, row, strict=True)]
             for text, (ids, spans), row in zip(texts, encoded, scores, strict=True)]
 
-  def rerank(self, candidate_lists: Sequence[Sequence[str]], batch_size: int = 64
-             ) -> list[tuple[list[int], list[SentencePLL]]]:
-    """Each list's candidate indices by PLL, best (highest) first (empty candidates last),
-    with their scores."""
+  def rerank(self, candidate_lists: Sequence[Sequence[str]], batch_size: int = 64,
+             **unused) -> list[loader.Ranking]:
+    """Each list's candidates by PLL (by its mean per token with `per_token`), best (highest)
+    first (empty candidates last, ties in input order); `Ranking.fluency` holds those scores,
+    as the discriminator's `rerank` holds its fluencies, so the evaluation compares the two
+    through one interface."""
+    del unused  # The discriminator's window arguments: PLL is one window.
     flat = [text for candidates in candidate_lists for text in candidates]
     scores = self.score_sentences(flat, batch_size)
     out, i = [], 0
     for candidates in candidate_lists:
-      own = scores[i:i + len(candidates)]
+      own = [s.mean if self.per_token else s.pll for s in scores[i:i + len(candidates)]]
       i += len(candidates)
       order = sorted(range(len(candidates)),
-                     key=lambda j: (own[j].pll is None, -(own[j].pll or 0.0), j))
-      out.append((order, own))
+                     key=lambda j: (own[j] is None, -(own[j] or 0.0), j))
+      out.append(loader.Ranking(order=order, fluency=own))
     return out
 
   def score_sentences(self, texts: Sequence[str], batch_size: int = 64) -> list[SentencePLL]:
@@ -177,7 +184,12 @@ def load_pll_scorer(path: str, dtype: str = "float32") -> PseudoLikelihoodScorer
   """
   if dtype not in electra.DTYPES:
     raise ElectraError(f"dtype={dtype!r}; choose one of {', '.join(sorted(electra.DTYPES))}")
-  weights = pretrained.load_pretrained(path, parts=None)
+  return from_weights(pretrained.load_pretrained(path, parts=None), dtype)
+
+
+def from_weights(weights: pretrained.Pretrained, dtype: str = "float32"
+                 ) -> PseudoLikelihoodScorer:
+  """`load_pll_scorer` of weights already loaded (every part: `load_pretrained(parts=None)`)."""
   model_config = weights.model_config.copy_and_resolve_references()
   model_config.dtype = dtype
   discriminator, generator = electra.encoder_configs(model_config)
