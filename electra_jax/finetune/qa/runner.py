@@ -31,6 +31,7 @@ from typing import Any
 
 from absl import logging
 import jax
+from jax.experimental import multihost_utils
 import jax.numpy as jnp
 import ml_collections
 import numpy as np
@@ -256,13 +257,20 @@ def _write_json(path: str, value: Any) -> None:
   fileio.write_atomic(path, json.dumps(value, indent=2, ensure_ascii=False) + "\n")
 
 
-def save_model(config: ml_collections.ConfigDict, state: TrainState,
+def host_params(state: TrainState) -> Any:
+  """The state's parameters as numpy arrays on every process (gathered across hosts when the
+  mesh spans several; every process must call it)."""
+  if jax.process_count() > 1:
+    return jax.tree.map(np.asarray, multihost_utils.process_allgather(state.params, tiled=True))
+  return jax.tree.map(np.asarray, jax.device_get(state.params))
+
+
+def save_model(config: ml_collections.ConfigDict, params: Any,
                weights: pretrained_lib.Pretrained, model_config: ml_collections.ConfigDict,
                tokenizer_info: pretrained_lib.TokenizerInfo | None, step: int,
                directory: str) -> None:
-  """The fine-tuned embeddings, encoder and heads as an electra-jax checkpoint that
-  `load_pretrained` and `convert to-hf` read; its meta records the task and the heads."""
-  params = jax.tree.map(np.asarray, jax.device_get(state.params))
+  """The fine-tuned embeddings, encoder and heads (`host_params`) as an electra-jax checkpoint
+  that `load_pretrained` and `convert to-hf` read; its meta records the task and the heads."""
   finetuned = {"task": config.task, "head": heads.HEAD,
                "joint_prediction": bool(config.joint_prediction),
                "answerable_classifier": uses_answerable(config),
@@ -304,6 +312,7 @@ def finetune_seed(config: ml_collections.ConfigDict, train: qa_data.Features,
   metrics, files = evaluate(config, dev, outputs)
   trained.log.write_scalars(num_steps, {f"eval/{k}": v for k, v in metrics.items()})
   trained.log.close()
+  params = host_params(trained.state) if config.save_model else None
   if jax.process_index() == 0:
     fileio.makedirs(seed_dir)
     for name, value in files.items():
@@ -313,7 +322,7 @@ def finetune_seed(config: ml_collections.ConfigDict, train: qa_data.Features,
         logging.warning("save_model: the fine-tuned model is written to local directories "
                         "only; %s is remote, so it is not saved", seed_dir)
       else:
-        save_model(config, trained.state, weights, weights.model_config,
+        save_model(config, params, weights, weights.model_config,
                    pretrained_lib.TokenizerInfo.of(tokenizer), num_steps,
                    fileio.join(seed_dir, "model"))
   result = {"task": task, "seed": seed, "metrics": metrics, "steps": num_steps,
