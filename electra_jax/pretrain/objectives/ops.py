@@ -299,3 +299,32 @@ def straight_through_one_hot(rng: jax.Array, logits: jax.Array, temperature: flo
   soft = jax.nn.softmax(noisy, axis=-1)
   hard = jax.nn.one_hot(sampled, logits.shape[-1], dtype=jnp.float32)
   return sampled, hard + (soft - jax.lax.stop_gradient(soft))  # Exactly `hard` forward.
+
+
+# --------------------------------------------------------------------------------------------
+# Electric (Clark et al. 2020, "Pre-Training Transformers as Energy-Based Cloze Models"): the
+# discriminator's per-token output is an energy E, and noise-contrastive estimation against
+# the noise model q classifies each token as data or noise with the logit of "noise"
+#   E_t + log q(x_t | x_without_t) + log(rho / (1 - rho)),
+# rho the share of positions replaced (the original code's constant mask_prob, not the count
+# of one sequence), log q without gradient. At the optimum exp(-E_t) is p(x_t | context).
+
+def noise_log_probs(noise_logits: jax.Array, token_ids: jax.Array) -> jax.Array:
+  """log q(token_ids | context) under the noise model's logits, with no gradient into q.
+
+  noise_logits: float [B, T, V] (untempered, as the original); token_ids: int [B, T], the
+  tokens actually present (replaced or not). Returns float32 [B, T]."""
+  log_q = jnp.take_along_axis(jax.nn.log_softmax(noise_logits.astype(jnp.float32), axis=-1),
+                              token_ids[..., None], axis=-1)[..., 0]
+  return jax.lax.stop_gradient(log_q)
+
+
+def electric_logits(energies: jax.Array, log_q: jax.Array, noise_share: float) -> jax.Array:
+  """float32 [B, T] logits of "this token is noise": energies + log q + log(rho / (1 - rho)).
+
+  energies: float [B, T], the discriminator's outputs; log_q: `noise_log_probs` (no gradient);
+  noise_share: rho in (0, 1), the expected share of positions replaced by noise."""
+  if not 0.0 < noise_share < 1.0:
+    raise ValueError(f"noise_share={noise_share} must be in (0, 1)")
+  return (energies.astype(jnp.float32) + jax.lax.stop_gradient(log_q)
+          + float(np.log(noise_share / (1.0 - noise_share))))
