@@ -84,7 +84,7 @@ def run_score_benchmark(checkpoint: str, texts: Sequence[str] | None = None,
   held-out sentences); returns the numbers `report` prints."""
   if batch_size < 1 or repeats < 1:
     raise ElectraError(f"--batch_size={batch_size} and --repeats={repeats} must be at least 1")
-  scorer = load_scorer(checkpoint)
+  scorer = load_scorer(checkpoint, kind="discriminator")  # P(replaced), not energies.
   if texts is None:
     texts = evaluate.run_held_out_sentences(scorer, sentences)
   texts = list(texts)[:sentences] if sentences else list(texts)

@@ -14,6 +14,11 @@ overlapping windows (`electra_jax.score.windows`) in which every token gets exac
 Only `embeddings`, the encoder network and its head are read (never the generator or the
 optimizer slots). The checkpoint's `meta` says which networks those are (the objective records
 them), so the loader names no objective's parameters itself.
+
+The same network scores an Electric checkpoint, whose head outputs energies instead of
+"replaced" logits: `load_scorer` picks by the recorded objective (`kind="auto"`) and wraps it
+in `electra_jax.score.energy.EnergyScorer`; asking an Electric checkpoint for P(replaced)
+(`kind="discriminator"`), or an ELECTRA one for energies, is an ElectraError.
 """
 
 from __future__ import annotations
@@ -158,9 +163,7 @@ class Scorer:
     for candidates in candidate_lists:
       fluency = [scores[i + j].fluency for j in range(len(candidates))]
       i += len(candidates)
-      order = sorted(range(len(candidates)),
-                     key=lambda j: (fluency[j] is None, -(fluency[j] or 0.0), j))
-      out.append(Ranking(order=order, fluency=fluency))
+      out.append(Ranking(order=best_first(fluency), fluency=fluency))
     return out
 
 
@@ -231,13 +234,39 @@ class Ranking:
   fluency: list[float | None]
 
 
+def best_first(values: Sequence[float | None]) -> list[int]:
+  """Indices of `values`, highest first; None (a candidate with no tokens) last, and ties in
+  input order. Every scorer's `rerank` orders by it."""
+  return sorted(range(len(values)), key=lambda j: (values[j] is None, -(values[j] or 0.0), j))
+
+
 def probabilities(logits: np.ndarray) -> np.ndarray:
   """P(replaced) = sigmoid(logits), in float64."""
   return 1.0 / (1.0 + np.exp(-np.asarray(logits, np.float64)))
 
 
-def load_scorer(path: str, dtype: str = "float32") -> Scorer:
-  """The encoder, head and tokenizer of the checkpoint at `path`.
+# What `load_scorer` can build: `auto` picks by the objective the checkpoint records.
+SCORERS = ("auto", "discriminator", "energy")
+# Objectives whose encoder head outputs an energy per token (p(x_t | context) ~ exp(-E_t)),
+# not a logit of "replaced".
+ENERGY_OBJECTIVES = ("electric",)
+
+
+def load_weights(path: str) -> pretrained.Pretrained:
+  """Every parameter group of the checkpoint at `path` (see `load_scorer`), or of a Hugging
+  Face directory converted in memory."""
+  if _is_hf_directory(path):
+    return _from_hf_directory(path)
+  return pretrained.load_pretrained(path, parts=None)
+
+
+def is_energy_checkpoint(weights: pretrained.Pretrained) -> bool:
+  """The checkpoint's objective trains its head to output energies (Electric)."""
+  return weights.encoder.get("objective") in ENERGY_OBJECTIVES
+
+
+def load_scorer(path: str, dtype: str = "float32", kind: str = "auto"):
+  """The encoder, head and tokenizer of the checkpoint at `path`, as a scorer.
 
   Args:
     path: a pretraining workdir, a checkpoints/ or checkpoints/<step>/ directory, the output
@@ -245,15 +274,47 @@ def load_scorer(path: str, dtype: str = "float32") -> Scorer:
       `ElectraForPreTraining` directory (config.json + weights, e.g. `to-hf`'s
       `discriminator/`, with its vocab.txt or sentencepiece model).
     dtype: compute dtype, float32 or bfloat16.
+    kind: "discriminator" (a `Scorer`: P(replaced) per token), "energy" (an
+      `electra_jax.score.energy.EnergyScorer`: an Electric checkpoint's energies) or "auto"
+      (energy for an Electric checkpoint, the discriminator otherwise).
   Raises:
-    ElectraError: no checkpoint there, or it has no head for its encoder.
+    ElectraError: no checkpoint there, it has no head for its encoder, or `kind` does not fit
+      the objective that trained it.
   """
   if dtype not in electra.DTYPES:
     raise ElectraError(f"dtype={dtype!r}; choose one of {', '.join(sorted(electra.DTYPES))}")
-  if _is_hf_directory(path):
-    weights = _from_hf_directory(path)
-  else:
-    weights = pretrained.load_pretrained(path, parts=None)
+  if kind not in SCORERS:
+    raise ElectraError(f"kind={kind!r}; choose one of {', '.join(SCORERS)}")
+  return from_weights(load_weights(path), dtype, kind)
+
+
+def from_weights(weights: pretrained.Pretrained, dtype: str = "float32", kind: str = "auto"):
+  """`load_scorer` of weights already loaded (every part: `load_weights`)."""
+  energy = is_energy_checkpoint(weights)
+  objective = weights.encoder.get("objective")
+  if kind == "auto":
+    kind = "energy" if energy else "discriminator"
+  if kind == "discriminator" and energy:
+    raise ElectraError(
+        f"the checkpoint {weights.path} was trained with the {objective} objective: its head "
+        "gives each token an energy, not a probability of having been replaced; score it with "
+        "--scorer=energy (or the default --scorer=auto; from Python, load_scorer(path, "
+        "kind=\"energy\"))")
+  if kind == "energy" and not energy:
+    right = "--scorer=discriminator" if weights.encoder.get("head") else "--scorer=pll"
+    raise ElectraError(
+        f"the checkpoint {weights.path} was trained with the {objective} objective, whose "
+        f"head gives no energies (Electric's does); score it with {right} (or the default "
+        "--scorer=auto)")
+  network = _network(weights, dtype)
+  if kind == "energy":
+    from electra_jax.score import energy as energy_lib  # pylint: disable=import-outside-toplevel
+    return energy_lib.EnergyScorer(network)
+  return network
+
+
+def _network(weights: pretrained.Pretrained, dtype: str) -> Scorer:
+  """The encoder and its head as a `Scorer` (whatever the head's output means)."""
   encoder, head = weights.encoder["network"], weights.encoder["head"]
   if not head:
     raise ElectraError(

@@ -74,6 +74,7 @@ class PseudoLikelihoodScorer:
   # rerank by the mean per token (length-normalised) instead of the sum: a sum favours
   # shorter candidates (every token adds a negative log-probability).
   per_token: bool = False
+  path: str = ""  # The checkpoint it was loaded from.
 
   def __post_init__(self):
     def log_probs(params, ids, mask, positions):
@@ -156,14 +157,14 @@ class PseudoLikelihoodScorer:
     for candidates in candidate_lists:
       own = [s.mean if self.per_token else s.pll for s in scores[i:i + len(candidates)]]
       i += len(candidates)
-      order = sorted(range(len(candidates)),
-                     key=lambda j: (own[j] is None, -(own[j] or 0.0), j))
-      out.append(loader.Ranking(order=order, fluency=own))
+      out.append(loader.Ranking(order=loader.best_first(own), fluency=own))
     return out
 
-  def score_sentences(self, texts: Sequence[str], batch_size: int = 64) -> list[SentencePLL]:
+  def score_sentences(self, texts: Sequence[str], batch_size: int = 64, **unused
+                      ) -> list[SentencePLL]:
     """Each text's PLL (the sum of its tokens' masked log-probabilities), the mean per token
-    and the token count."""
+    and the token count. (`unused`: the other scorers' window arguments.)"""
+    del unused
     if self.tokenizer is None:
       raise ElectraError("the checkpoint has no tokenizer to score text with; keep the "
                          "tokenizer/ folder beside it")
@@ -212,4 +213,4 @@ def from_weights(weights: pretrained.Pretrained, dtype: str = "float32"
   model = MaskedLanguageModel(config, *names)
   tokenizer = weights.tokenizer.load() if weights.tokenizer is not None else None
   return PseudoLikelihoodScorer(model=model, params={n: params[n] for n in names},
-                                tokenizer=tokenizer, network=network)
+                                tokenizer=tokenizer, network=network, path=weights.path)
