@@ -1,7 +1,7 @@
 r"""How good the discriminator is as a scorer: calibration, zero-shot grammaticality, reranking.
 
   python -m electra_jax.score evaluate --checkpoint=RUN --text=heldout.txt \
-      [--glue_dir=GLUE] --output_dir=DIR
+      [--glue_dir=GLUE] [--electric=ELECTRIC_RUN] [--mlm=MLM_RUN] --output_dir=DIR
 
 * Calibration: tokens of held-out sentences corrupted (a) by the run's own generator (15% of
   the tokens masked and sampled, as in pretraining; when the checkpoint has a generator) and
@@ -16,11 +16,18 @@ r"""How good the discriminator is as a scorer: calibration, zero-shot grammatica
   repeat): how often the original has the highest fluency (chance 1/5), and per kind how often
   the original beats that variant (chance 1/2); and, with a generator, each sentence against
   4 corruptions by the generator (chance 1/5).
-* Scorers (when the checkpoint has a masked LM: its generator, or an MLM objective's encoder):
-  the same edit reranking by the discriminator's fluency (a mean per token), by the masked LM's
-  pseudo-log-likelihood (`pll`, a sum: it favours shorter candidates, e.g. deletions) and by
-  its mean per token (`pll_per_token`), on up to 300 sentences that fit one window, with the
-  time per sentence of each (compiled; PLL runs one pass per token).
+* Scorers (`scorers`; when there is something to compare the discriminator with): the
+  discriminator's fluency (a mean per token, `discriminator`); the masked LM's
+  pseudo-log-likelihood (`pll`, a sum: it favours shorter candidates, e.g. deletions) and its
+  mean per token (`pll_per_token`), of --mlm's checkpoint or else the checkpoint's own masked
+  LM (its generator, or an MLM objective's encoder); an Electric checkpoint's energy score
+  (--electric: `energy`, -sum of the energies, and `energy_per_token`, -their mean). Each on
+  the same up to 300 sentences that fit one window of every scorer (PLL has no windows):
+  the edit reranking, the time per sentence (compiled; PLL runs one pass per token), the
+  reranking against the same generator samples (`generator_reranking`) and, with --glue_dir,
+  zero-shot CoLA (`cola`) on the examples that fit. The scorers see the same texts (each
+  tokenizes them itself), so their tokenizers may differ; `same_tokenization` says whether
+  they do on these sentences.
 """
 
 from __future__ import annotations
@@ -156,18 +163,30 @@ def generator_calibration(scorer: Scorer, samples: GeneratorSamples, **kwargs
   return _calibration(probs, np.concatenate(samples.labels[0]))
 
 
-def generator_reranking(scorer: Scorer, samples: GeneratorSamples, **kwargs) -> dict[str, Any]:
-  """How often a sentence outranks its generator-corrupted versions by fluency (as text:
-  every candidate, the original too, is the tokenizer's decoding of its ids)."""
-  tok = scorer.tokenizer
-  lists = [[tok.decode(original)] + [tok.decode(rnd[i]) for rnd in samples.corrupted]
+def generator_lists(tokenizer, samples: GeneratorSamples) -> list[list[str] | None]:
+  """Per sentence, its candidates as text, the original first and then each round's sample
+  (the tokenizer's decoding of their ids, the original's too), or None when two candidates are
+  the same text or one is empty."""
+  lists = [[tokenizer.decode(original)] + [tokenizer.decode(rnd[i]) for rnd in samples.corrupted]
            for i, original in enumerate(samples.originals)]
-  keep = [i for i, candidates in enumerate(lists)
-          if len(set(candidates)) == len(candidates) and all(candidates)]
-  rankings = scorer.rerank([lists[i] for i in keep], **kwargs)
+  return [candidates if len(set(candidates)) == len(candidates) and all(candidates) else None
+          for candidates in lists]
+
+
+def generator_reranking(scorer: Scorer, samples: GeneratorSamples,
+                        lists: Sequence[Sequence[str]] | None = None, **kwargs
+                        ) -> dict[str, Any]:
+  """How often a sentence outranks its generator-corrupted versions by fluency (as text:
+  every candidate, the original too, is the tokenizer's decoding of its ids). `lists`: the
+  candidate lists to rank (default: every usable one of `generator_lists`), so that several
+  scorers rank the same texts."""
+  if lists is None:
+    lists = [c for c in generator_lists(scorer.tokenizer, samples) if c is not None]
+  rankings = scorer.rerank(lists, **kwargs)
   rounds = len(samples.corrupted)
-  beats = [float(r.fluency[0] > r.fluency[j]) for r in rankings for j in range(1, rounds + 1)]
-  return {"sentences": len(keep), "candidates_per_sentence": 1 + rounds,
+  beats = [float(r.fluency[0] > r.fluency[j]) for r in rankings for j in range(1, rounds + 1)
+           if r.fluency[0] is not None and r.fluency[j] is not None]
+  return {"sentences": len(lists), "candidates_per_sentence": 1 + rounds,
           "original_ranked_first": float(np.mean([r.order[0] == 0 for r in rankings]))
           if rankings else float("nan"),
           "chance": 1 / (1 + rounds),
@@ -248,30 +267,118 @@ def _timed_reranking(scorer, sentences, variants, **kwargs) -> dict[str, Any]:
   return result
 
 
+# The scorers `scorer_comparison` compares, and which sentence value each ranks by.
+SCORER_VALUES = {"discriminator": "fluency", "pll": "pll", "pll_per_token": "mean",
+                 "energy": "score", "energy_per_token": "mean"}
+
+
+def _comparison_scorers(scorer: Scorer, electric=None, masked_lm=None
+                        ) -> dict[str, tuple[Any, Any]]:
+  """name -> (the scorer that ranks, the scorer whose `score_sentences` gives its value)."""
+  if masked_lm is None:
+    try:
+      masked_lm = pll.from_weights(scorer.weights)
+    except ElectraError as e:
+      logging.info("No PLL comparison: %s", e)
+  out = {"discriminator": (scorer, scorer)}
+  if masked_lm is not None:
+    out["pll"] = (dataclasses.replace(masked_lm, per_token=False), masked_lm)
+    out["pll_per_token"] = (dataclasses.replace(masked_lm, per_token=True), masked_lm)
+  if electric is not None:
+    out["energy"] = (dataclasses.replace(electric, per_token=False), electric)
+    out["energy_per_token"] = (dataclasses.replace(electric, per_token=True), electric)
+  return out
+
+
+def _fits_every_window(scorers: Sequence[Any]):
+  """A test of a text: it fits one window of every scorer (by its own tokenizer)."""
+  def fits(text: str) -> bool:
+    return all(len(s.tokenizer.encode(text)) + 2 <= s.max_length for s in scorers)
+  return fits
+
+
+def sentence_values(scorers: dict[str, tuple[Any, Any]], texts: Sequence[str], **kwargs
+                    ) -> dict[str, np.ndarray]:
+  """Each scorer's value of each text (-inf for a text without tokens); a scorer and its
+  per-token variant share one pass."""
+  by_base: dict[int, list] = {}
+  for name, (_, base) in scorers.items():
+    by_base.setdefault(id(base), [base, []])[1].append(name)
+  out = {}
+  for base, names in by_base.values():
+    scores = base.score_sentences(list(texts), **kwargs)
+    for name in names:
+      values = [getattr(x, SCORER_VALUES[name]) for x in scores]
+      out[name] = np.array([-np.inf if v is None else v for v in values], np.float64)
+  return out
+
+
 def scorer_comparison(scorer: Scorer, sentences: Sequence[str],
                       variants: Sequence[dict[str, edits_lib.Edit]],
+                      samples: GeneratorSamples | None = None, electric=None, masked_lm=None,
+                      glue_dir: str = "", cola_examples: int = 0,
                       limit: int = COMPARISON_SENTENCES, **kwargs) -> dict[str, Any] | None:
-  """The discriminator's fluency against the masked LM's pseudo-log-likelihood (the
-  checkpoint's generator, or an MLM objective's encoder: `electra_jax.score.pll`) on the same
-  edited lists: how often each ranks the original first, how often it beats each kind of
-  edit, and the seconds per candidate sentence. None when the checkpoint has no masked LM.
-  Only sentences whose candidates all fit one window are compared (PLL has no windows)."""
-  try:
-    masked_lm = pll.from_weights(scorer.weights)
-  except ElectraError as e:
-    logging.info("No PLL comparison: %s", e)
+  """The discriminator's fluency against the masked LM's pseudo-log-likelihood (`masked_lm`, by
+  default the checkpoint's generator or an MLM objective's encoder: `electra_jax.score.pll`) and
+  an Electric checkpoint's energies (`electric`, an `energy.EnergyScorer`), each as a sum and
+  per token, on the same texts.
+
+  Per scorer: the edit reranking (how often the original ranks first, how often it beats each
+  kind of edit) with the seconds per candidate sentence (compiled); with `samples`, the
+  reranking of each sentence against the same generator samples (`generator_lists` of the
+  discriminator's tokenizer: texts, which every scorer tokenizes itself); with `glue_dir`,
+  zero-shot CoLA (`cola_examples` of each split, 0: all). Only sentences (and CoLA examples)
+  that fit one window of every scorer are used (PLL has no windows), at most `limit`
+  sentences. None when there is nothing to compare the discriminator with.
+
+  The scorers are compared on texts, not token ids, so checkpoints with different tokenizers
+  can be compared: each sees the same strings. `same_tokenization` records, per scorer,
+  whether its tokenizer splits the chosen sentences as the discriminator's does.
+  """
+  scorers = _comparison_scorers(scorer, electric, masked_lm)
+  if len(scorers) == 1:
     return None
-  fits = [i for i, (s, v) in enumerate(zip(sentences, variants, strict=True))
-          if not any(masked_lm.too_long(t) for t in [s, *(e.text for e in v.values())])]
-  fits = fits[:limit]
-  chosen = [sentences[i] for i in fits]
-  chosen_variants = [variants[i] for i in fits]
-  batch_size = kwargs.get("batch_size", 64)
-  return {"sentences": len(fits), "network": masked_lm.network,
-          "discriminator": _timed_reranking(scorer, chosen, chosen_variants, **kwargs),
-          "pll": _timed_reranking(masked_lm, chosen, chosen_variants, batch_size=batch_size),
-          "pll_per_token": _timed_reranking(dataclasses.replace(masked_lm, per_token=True),
-                                            chosen, chosen_variants, batch_size=batch_size)}
+  bases = list({id(base): base for _, base in scorers.values()}.values())
+  fits = _fits_every_window(bases)
+  chosen_ids = []
+  for i, (sentence, variant) in enumerate(zip(sentences, variants, strict=True)):
+    if len(chosen_ids) == limit:
+      break
+    if all(fits(t) for t in [sentence, *(e.text for e in variant.values())]):
+      chosen_ids.append(i)
+  chosen = [sentences[i] for i in chosen_ids]
+  chosen_variants = [variants[i] for i in chosen_ids]
+  generator = None
+  if samples is not None:
+    lists = generator_lists(scorer.tokenizer, samples)
+    generator = [lists[i] for i in chosen_ids
+                 if lists[i] is not None and all(fits(t) for t in lists[i])]
+  cola_data, values = None, {}
+  if glue_dir:
+    cola_data = {split: [(text, label) for text, label in zip(*data, strict=True)
+                         if fits(text)]
+                 for split, data in read_cola(glue_dir, cola_examples).items()}
+    values = sentence_values(scorers, [t for pairs in cola_data.values() for t, _ in pairs],
+                             **kwargs)
+  reference = scorer.tokenizer.encode_batch(chosen)
+  results: dict[str, Any] = {"sentences": len(chosen_ids)}
+  if "pll" in scorers:
+    results["network"] = scorers["pll"][1].network
+  results["checkpoints"] = {name: getattr(base, "path", None) or base.weights.path
+                            for name, (_, base) in scorers.items()}
+  for name, (ranker, base) in scorers.items():
+    result = _timed_reranking(ranker, chosen, chosen_variants, **kwargs)
+    result["same_tokenization"] = base.tokenizer.encode_batch(chosen) == reference
+    if generator is not None:
+      result["generator_reranking"] = generator_reranking(ranker, samples, lists=generator,
+                                                          **kwargs)
+    if cola_data is not None and all(cola_data.values()):
+      train = len(cola_data["train"])
+      result["cola"] = cola_metrics(
+          (values[name][:train], np.array([label for _, label in cola_data["train"]])),
+          (values[name][train:], np.array([label for _, label in cola_data["dev"]])))
+    results[name] = result
+  return results
 
 
 def _best_threshold(scores: np.ndarray, labels: np.ndarray) -> tuple[float, float]:
@@ -285,25 +392,42 @@ def _best_threshold(scores: np.ndarray, labels: np.ndarray) -> tuple[float, floa
   return best
 
 
-def cola(scorer: Scorer, glue_dir: str, max_examples: int = 0, **kwargs) -> dict[str, Any]:
-  """Zero-shot CoLA: fluency against acceptability (1 = acceptable)."""
+def read_cola(glue_dir: str, max_examples: int = 0
+              ) -> dict[str, tuple[list[str], np.ndarray]]:
+  """CoLA's train and dev sentences with their acceptability labels (1 = acceptable), at most
+  `max_examples` of each (0: all)."""
   from electra_jax.finetune import glue  # pylint: disable=import-outside-toplevel
   task = glue.get_task("cola")
-  splits = {}
+  out = {}
   for split in ("train", "dev"):
     examples = glue.read_split(task, glue_dir, split)
     if max_examples:
       examples = examples[:max_examples]
-    scores = scorer.score_sentences([e.text_a for e in examples], **kwargs)
-    fluency = np.array([s.fluency if s.fluency is not None else -np.inf for s in scores])
-    splits[split] = (fluency, np.array([e.label for e in examples]))
-  threshold, train_mcc = _best_threshold(*splits["train"])
-  dev_scores, dev_labels = splits["dev"]
-  return {"dev_examples": int(dev_labels.size), "train_examples": int(splits["train"][1].size),
+    out[split] = ([e.text_a for e in examples], np.array([e.label for e in examples]))
+  return out
+
+
+def cola_metrics(train: tuple[np.ndarray, np.ndarray], dev: tuple[np.ndarray, np.ndarray]
+                 ) -> dict[str, Any]:
+  """Zero-shot CoLA from (scores, labels) of train and dev: dev AUC, and dev MCC at the
+  threshold that maximises the train MCC."""
+  threshold, train_mcc = _best_threshold(*train)
+  dev_scores, dev_labels = dev
+  return {"dev_examples": int(dev_labels.size), "train_examples": int(train[1].size),
           "dev_auc": metrics_lib.binary_auc(dev_scores, dev_labels),
           "threshold": threshold, "train_mcc": train_mcc,
           "dev_mcc": glue_metrics.matthews_corrcoef(
               dev_labels, (dev_scores > threshold).astype(int))}
+
+
+def cola(scorer: Scorer, glue_dir: str, max_examples: int = 0, **kwargs) -> dict[str, Any]:
+  """Zero-shot CoLA: fluency against acceptability (1 = acceptable)."""
+  splits = {}
+  for split, (texts, labels) in read_cola(glue_dir, max_examples).items():
+    scores = scorer.score_sentences(texts, **kwargs)
+    splits[split] = (np.array([s.fluency if s.fluency is not None else -np.inf
+                               for s in scores]), labels)
+  return cola_metrics(splits["train"], splits["dev"])
 
 
 def read_sentences(path: str, limit: int, flag: str = "--text") -> list[str]:
@@ -346,10 +470,12 @@ def run_held_out_sentences(scorer: Scorer, limit: int, seed: int = 0) -> list[st
 
 
 def evaluate(scorer: Scorer, sentences: Sequence[str], output_dir: str,
-             glue_dir: str = "", seed: int = 0, cola_examples: int = 0,
-             **kwargs) -> dict[str, Any]:
+             glue_dir: str = "", seed: int = 0, cola_examples: int = 0, electric=None,
+             masked_lm=None, **kwargs) -> dict[str, Any]:
   """Runs every evaluation, writes OUTPUT_DIR/evaluation.json and reliability.png, returns
-  the results."""
+  the results. `electric`: an `energy.EnergyScorer`, and `masked_lm`: a
+  `pll.PseudoLikelihoodScorer` (default: the checkpoint's own masked LM), compared with the
+  discriminator in "scorers" (`scorer_comparison`)."""
   fileio.makedirs(output_dir)
   results: dict[str, Any] = {"checkpoint": scorer.weights.path, "sentences": len(sentences)}
   variants = edit_variants(sentences, seed)
@@ -364,7 +490,9 @@ def evaluate(scorer: Scorer, sentences: Sequence[str], output_dir: str,
   results["reranking"] = reranking(scorer, sentences, variants, **kwargs)
   if samples is not None:
     results["generator_reranking"] = generator_reranking(scorer, samples, **kwargs)
-  comparison = scorer_comparison(scorer, sentences, variants, **kwargs)
+  comparison = scorer_comparison(scorer, sentences, variants, samples=samples,
+                                 electric=electric, masked_lm=masked_lm, glue_dir=glue_dir,
+                                 cola_examples=cola_examples, **kwargs)
   if comparison is not None:
     results["scorers"] = comparison
   if glue_dir:
@@ -420,11 +548,20 @@ def summary(results: dict[str, Any]) -> str:
                  f"sample {100 * g['original_beats_a_sample']:.1f}%")
   if "scorers" in results:
     c = results["scorers"]
-    for name in ("discriminator", "pll", "pll_per_token"):
+    for name in SCORER_VALUES:
+      if name not in c:
+        continue
       r = c[name]
-      lines.append(f"scorer {name}: original first in {100 * r['original_ranked_first']:.1f}% "
-                   f"of {r['sentences']} lists, {1000 * r['seconds_per_candidate']:.2f} ms per "
-                   "sentence")
+      line = (f"scorer {name}: original first in {100 * r['original_ranked_first']:.1f}% of "
+              f"{r['sentences']} lists (beats " + ", ".join(
+                  f"{k} {100 * v:.1f}%" for k, v in r["original_beats"].items()) + ")")
+      if "generator_reranking" in r:
+        g = r["generator_reranking"]
+        line += (f", first against the generator's samples in "
+                 f"{100 * g['original_ranked_first']:.1f}% of {g['sentences']}")
+      if "cola" in r:
+        line += f", CoLA dev AUC {r['cola']['dev_auc']:.3f} MCC {r['cola']['dev_mcc']:.3f}"
+      lines.append(line + f", {1000 * r['seconds_per_candidate']:.2f} ms per sentence")
   if "cola" in results:
     c = results["cola"]
     lines.append(f"CoLA dev (zero-shot fluency): AUC {c['dev_auc']:.3f}, MCC {c['dev_mcc']:.3f} "
