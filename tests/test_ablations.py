@@ -83,8 +83,9 @@ def group_grads(objective, params, batch, rng=1, step=0, **weights):
 
 def test_registry_has_the_papers_objectives():
   assert set(objectives.OBJECTIVES) == {"electra", "electra_15", "mlm", "replace_mlm",
-                                        "all_tokens_mlm"}
+                                        "all_tokens_mlm", "electric"}
   for name, encoder in (("electra", "discriminator"), ("electra_15", "discriminator"),
+                        ("electric", "discriminator"),
                         ("mlm", "encoder"), ("replace_mlm", "encoder"),
                         ("all_tokens_mlm", "encoder")):
     assert objectives.objective_class(name).encoder == encoder
@@ -415,6 +416,7 @@ def test_two_stage_needs_equal_sizes():
 
 CHOICES = {
     "electra_15": {"objective.name": "electra_15"},
+    "electric": {"objective.name": "electric"},
     "mlm": {"objective.name": "mlm", "objective.mask_token_prob": 0.8,
             "objective.random_token_prob": 0.1},
     "replace_mlm": {"objective.name": "replace_mlm"},
@@ -486,7 +488,7 @@ def test_every_choice_trains_resumes_fine_tunes_and_exports(tmp_path, corpus_and
   written = convert.to_hf(straight, str(tmp_path / "hf"))
   assert set(written) == ({"masked_lm"} if encoder == "encoder" else
                           {"discriminator"} | ({"generator"} if choice not in (
-                              "uniform", "unigram") else set()))
+                              "uniform", "unigram", "electric") else set()))
   if os.path.isdir(GLUE_DIR):
     glue = testing.load_config("glue")
     glue.update({"init_checkpoint": straight, "data_dir": GLUE_DIR, "task": "rte",

@@ -13,11 +13,16 @@ from electra_jax.models import electra
 from tests.testing import load_config
 
 
-def reference(q, k, v, mask):
-  """softmax(q k^T / sqrt(d) with padded keys excluded) v in float64 numpy; [B, T, N, D]."""
+def reference(q, k, v, mask, causal="none"):
+  """softmax(q k^T / sqrt(d) with padded keys excluded) v in float64 numpy; [B, T, N, D].
+  causal "ltr" / "rtl": query i also sees only keys j <= i / j >= i."""
   q, k, v = (np.asarray(x, np.float64) for x in (q, k, v))
   scores = np.einsum("bqnd,bknd->bnqk", q, k) / np.sqrt(q.shape[-1])
-  scores = np.where(mask[:, None, None, :] > 0, scores, -np.inf)
+  allowed = np.broadcast_to(mask[:, None, None, :] > 0, scores.shape)
+  i, j = np.arange(q.shape[1])[:, None], np.arange(q.shape[1])[None, :]
+  if causal != "none":
+    allowed = allowed & ((j <= i) if causal == "ltr" else (j >= i))
+  scores = np.where(allowed, scores, -np.inf)
   probs = np.exp(scores - scores.max(-1, keepdims=True))
   probs /= probs.sum(-1, keepdims=True)
   return np.einsum("bnqk,bknd->bqnd", probs, v)
@@ -34,10 +39,30 @@ def inputs(batch=3, seq_len=128, heads=2, size=64, seed=0):
   return q, k, v, mask
 
 
-def run(name, q, k, v, mask):
+def run(name, q, k, v, mask, causal="none"):
   fn = attention.get_attention(name)
   return fn(q, k, v, mask, dropout_rng=None, dropout_rate=0.0, deterministic=True,
-            dtype=jnp.float32)
+            dtype=jnp.float32, causal=causal)
+
+
+@pytest.mark.parametrize("name", ["xla", "splash"])
+@pytest.mark.parametrize("causal", ["ltr", "rtl"])
+def test_causal_attention_equals_the_reference(name, causal):
+  """Electric's towers: each real query sees itself and the real keys on one side only."""
+  q, k, v, mask = inputs(batch=2)
+  got = np.asarray(run(name, q, k, v, mask, causal))
+  want = reference(q, k, v, mask, causal)
+  real = mask > 0
+  np.testing.assert_allclose(got[real], want[real], atol=2e-5, rtol=2e-5)
+  # Not the unmasked answer: the direction changes every real position but one end.
+  full = reference(q, k, v, mask)
+  assert np.abs(got[real] - full[real]).max() > 0.1
+
+
+def test_an_unknown_direction_is_refused():
+  q, k, v, mask = inputs(batch=1)
+  with pytest.raises(ValueError, match="causal='up'"):
+    run("xla", q, k, v, mask, "up")
 
 
 @pytest.mark.parametrize("name", ["xla", "splash"])

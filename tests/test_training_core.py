@@ -108,9 +108,12 @@ def test_settings_for_a_group_the_objective_lacks_are_an_error():
 FLOPS_TOLERANCE = (1.0, 1.15)
 
 
-@pytest.mark.parametrize("name,batch,seq", [("tiny", 8, 64), ("small", 4, 128)])
-def test_analytic_flops_match_xla_cost_analysis(name, batch, seq):
+@pytest.mark.parametrize("name,batch,seq,objective", [("tiny", 8, 64, "electra"),
+                                                     ("small", 4, 128, "electra"),
+                                                     ("tiny", 8, 64, "electric")])
+def test_analytic_flops_match_xla_cost_analysis(name, batch, seq, objective):
   config = testing.load_config(name)
+  config.objective.name = objective
   config.train.batch_size, config.data.max_seq_length = batch, seq
   setup = pretrain.build_setup(config, benchmark.SPECIAL)
   trainer = setup.trainer

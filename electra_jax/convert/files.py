@@ -361,7 +361,11 @@ def convert_to_hf(checkpoint: str, output_dir: str, overwrite: bool = False) -> 
                       "the encoder and its MLM head without it.", MASKED_LM)
   else:
     models = _electra_models(loaded, pad_id)
-  if not masked_lm and not question_answering and GENERATOR not in models:
+  if loaded.encoder.get("objective") == "electric":
+    logging.info("Electric: %s/ holds the energy network (its head's output is the energy); "
+                 "the two-tower noise model has no Hugging Face counterpart and is not "
+                 "exported.", DISCRIMINATOR)
+  elif not masked_lm and not question_answering and GENERATOR not in models:
     logging.warning("The checkpoint %s has no generator; writing the discriminator only.",
                     loaded.path)
   parent = os.path.dirname(output_dir)

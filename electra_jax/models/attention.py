@@ -2,12 +2,15 @@
 
 Every implementation is
 
-  attend(query, key, value, input_mask, *, dropout_rng, dropout_rate, deterministic, dtype)
-      -> context
+  attend(query, key, value, input_mask, *, dropout_rng, dropout_rate, deterministic, dtype,
+         causal="none") -> context
 
 with query, key, value: [B, T, N, D] (N heads of size D), input_mask: int [B, T] (1 for real
 tokens, 0 for padding; padded keys get no attention) and context: [B, T, N, D]. Outputs at
-padded query positions are unspecified (every caller ignores them).
+padded query positions are unspecified (every caller ignores them). `causal` (`CAUSAL`) limits
+what each query sees further: "ltr", the keys at its position and to its left; "rtl", those at
+its position and to its right (the two towers of Electric's noise model, as the original's
+`ltr` / `rtl` attention masks, which include the diagonal).
 
   "xla"     softmax(Q K^T / sqrt(D) + padding bias) V in plain XLA ops, with dropout on the
             attention probabilities (`attention_dropout_prob`, the paper's 0.1). Any device,
@@ -47,6 +50,21 @@ from electra_jax.errors import ElectraError
 AttentionFn = Callable[..., jax.Array]
 FUSED = ("cudnn", "splash")  # Implementations without attention dropout.
 SPLASH_BLOCK = 128  # Splash attention's sequence tiles: T must be a multiple.
+CAUSAL = ("none", "ltr", "rtl")  # Directions a query may look in (see the module docstring).
+
+
+def check_causal(causal: str) -> None:
+  if causal not in CAUSAL:
+    raise ValueError(f"causal={causal!r}; choose one of {', '.join(CAUSAL)}")
+
+
+def causal_allowed(seq_len: int, causal: str) -> np.ndarray | None:
+  """bool [T, T] (query, key) pairs a `causal` direction allows; None for "none"."""
+  check_causal(causal)
+  if causal == "none":
+    return None
+  ones = np.ones((seq_len, seq_len), bool)
+  return np.tril(ones) if causal == "ltr" else np.triu(ones)
 
 
 def bias_from_mask(input_mask: jax.Array, dtype: Any) -> jax.Array:
@@ -57,11 +75,15 @@ def bias_from_mask(input_mask: jax.Array, dtype: Any) -> jax.Array:
 
 
 def xla_attention(query, key, value, input_mask, *, dropout_rng, dropout_rate: float,
-                  deterministic: bool, dtype) -> jax.Array:
-  """softmax(Q K^T / sqrt(D) + padding bias) V in plain XLA ops (flax's
+                  deterministic: bool, dtype, causal: str = "none") -> jax.Array:
+  """softmax(Q K^T / sqrt(D) + padding (and causal) bias) V in plain XLA ops (flax's
   `dot_product_attention`), with dropout on the attention probabilities."""
+  bias = bias_from_mask(input_mask, dtype)  # [B, 1, 1, T]
+  allowed = causal_allowed(query.shape[1], causal)
+  if allowed is not None:
+    bias = bias + jnp.where(jnp.asarray(allowed), 0.0, jnp.finfo(dtype).min / 2).astype(dtype)
   return nn.dot_product_attention(
-      query, key, value, bias=bias_from_mask(input_mask, dtype), dropout_rng=dropout_rng,
+      query, key, value, bias=bias, dropout_rng=dropout_rng,
       dropout_rate=dropout_rate, broadcast_dropout=False, deterministic=deterministic,
       dtype=dtype)
 
@@ -73,17 +95,20 @@ def _no_dropout(name: str, dropout_rate: float, deterministic: bool) -> None:
 
 
 def cudnn_attention(query, key, value, input_mask, *, dropout_rng, dropout_rate: float,
-                    deterministic: bool, dtype) -> jax.Array:
-  """cuDNN fused attention (GPU, bfloat16/float16); padded keys excluded by key lengths."""
+                    deterministic: bool, dtype, causal: str = "none") -> jax.Array:
+  """cuDNN fused attention (GPU, bfloat16/float16); padded keys excluded by key lengths,
+  "ltr" as cuDNN's causal mask, "rtl" as an explicit [1, 1, T, T] mask."""
   del dropout_rng
   _no_dropout("cudnn", dropout_rate, deterministic)
   lengths = jnp.sum(input_mask, axis=-1).astype(jnp.int32)
+  allowed = causal_allowed(query.shape[1], causal)
+  mask = jnp.asarray(allowed)[None, None] if causal == "rtl" else None
   return jax.nn.dot_product_attention(
-      query.astype(dtype), key.astype(dtype), value.astype(dtype),
-      key_value_seq_lengths=lengths, implementation="cudnn")
+      query.astype(dtype), key.astype(dtype), value.astype(dtype), mask=mask,
+      is_causal=causal == "ltr", key_value_seq_lengths=lengths, implementation="cudnn")
 
 
-def _splash_kernel(num_heads: int, seq_len: int, interpret: bool):
+def _splash_kernel(num_heads: int, seq_len: int, interpret: bool, causal: str = "none"):
   """A splash kernel for one [N, T, D] example, built per trace: it holds its mask metadata as
   arrays, which a kernel cached across traces (a scan over layers, jit) would leak as tracers."""
   from jax.experimental.pallas.ops.tpu.splash_attention import (  # pylint: disable=import-outside-toplevel
@@ -92,7 +117,13 @@ def _splash_kernel(num_heads: int, seq_len: int, interpret: bool):
   sizes = splash.BlockSizes(block_q=block, block_kv=block, block_kv_compute=block,
                             block_q_dkv=block, block_kv_dkv=block, block_kv_dkv_compute=block,
                             block_q_dq=block, block_kv_dq=block)
-  mask = masks.MultiHeadMask([masks.FullMask((seq_len, seq_len))] * num_heads)
+  if causal == "ltr":
+    one = masks.CausalMask((seq_len, seq_len))
+  elif causal == "rtl":
+    one = masks.NumpyMask(causal_allowed(seq_len, "rtl"))
+  else:
+    one = masks.FullMask((seq_len, seq_len))
+  mask = masks.MultiHeadMask([one] * num_heads)
   kernel = splash.make_splash_mha(mask, block_sizes=sizes, head_shards=1, q_seq_shards=1,
                                   interpret=interpret)
   return kernel, splash.SegmentIds
@@ -113,14 +144,15 @@ def _splash_interpret(mesh) -> bool:
   return platform != "tpu"
 
 
-def _splash_local(query, key, value, segments, *, dtype, interpret: bool) -> jax.Array:
+def _splash_local(query, key, value, segments, *, dtype, interpret: bool,
+                  causal: str = "none") -> jax.Array:
   """Splash attention on the arrays one device holds (or on global arrays with no mesh).
 
   query, key, value: [B, T, N, D]; segments: int32 [B, T] (1 real, 0 padding) -> [B, T, N, D].
   One kernel call per example (vmap), each over all N heads as [N, T, D].
   """
   _, seq_len, num_heads, head_size = query.shape
-  kernel, segment_ids = _splash_kernel(num_heads, seq_len, interpret)
+  kernel, segment_ids = _splash_kernel(num_heads, seq_len, interpret, causal)
   scale = 1.0 / jnp.sqrt(jnp.float32(head_size)).astype(dtype)
   # [B, T, N, D] -> [B, N, T, D], one kernel call per example.
   q, k, v = (jnp.swapaxes(x.astype(dtype), 1, 2) for x in (query * scale, key, value))
@@ -166,7 +198,7 @@ def _splash_specs(mesh, batch_size: int, num_heads: int) -> tuple[PartitionSpec,
 
 
 def splash_attention(query, key, value, input_mask, *, dropout_rng, dropout_rate: float,
-                     deterministic: bool, dtype) -> jax.Array:
+                     deterministic: bool, dtype, causal: str = "none") -> jax.Array:
   """The Pallas TPU splash-attention kernel: query, key, value [B, T, N, D], input_mask int
   [B, T] -> context [B, T, N, D]. Padding as segment ids (real tokens 1, padding 0, so real
   queries see only real keys). T must be a multiple of 128; no attention dropout.
@@ -187,7 +219,9 @@ def splash_attention(query, key, value, input_mask, *, dropout_rng, dropout_rate
                        "attention 'xla'")
   mesh = jax.sharding.get_abstract_mesh()
   segments = input_mask.astype(jnp.int32)
-  local = functools.partial(_splash_local, dtype=dtype, interpret=_splash_interpret(mesh))
+  check_causal(causal)
+  local = functools.partial(_splash_local, dtype=dtype, interpret=_splash_interpret(mesh),
+                            causal=causal)
   if mesh.empty or mesh.size == 1:
     return local(query, key, value, segments)
   qkv_spec, segment_spec = _splash_specs(mesh, batch_size, num_heads)

@@ -60,6 +60,9 @@ class EncoderConfig:
       (`encoder/layers/...`, a leading axis of num_layers) instead of unrolling them
       (`encoder/layer_0/...`, ...): the same function, compiled once instead of L times.
       `stack_layers` / `unstack_layers` convert between the two layouts.
+    causal: which keys each position attends to (`attention.CAUSAL`): "none" (all, the
+      encoders), "ltr" (itself and those to its left) or "rtl" (itself and those to its
+      right): the two towers of Electric's noise model (`electra_jax.models.electric`).
   """
   vocab_size: int
   embedding_size: int
@@ -78,6 +81,7 @@ class EncoderConfig:
   attention: str = "xla"
   plain_dense_init: str = "glorot_uniform"
   scan_layers: bool = False
+  causal: str = "none"
 
   @property
   def head_size(self) -> int:
@@ -167,7 +171,8 @@ class SelfAttention(nn.Module):
                                        dtype=cfg.dtype, seq_len=seq_len)
     context = attention.get_attention(implementation)(
         query, key, value, input_mask, dropout_rng=dropout_rng,
-        dropout_rate=cfg.attention_dropout_prob, deterministic=deterministic, dtype=cfg.dtype)
+        dropout_rate=cfg.attention_dropout_prob, deterministic=deterministic, dtype=cfg.dtype,
+        causal=cfg.causal)
     return context.reshape(batch, seq_len, cfg.hidden_size)
 
 

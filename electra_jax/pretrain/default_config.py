@@ -58,7 +58,9 @@ def get_config() -> ml_collections.ConfigDict:
   # Pretraining objective (electra_jax/pretrain/objectives): "electra" (replaced-token
   # detection), "electra_15" (its loss only over the masked positions), "mlm" (BERT),
   # "replace_mlm" (MLM on generator-corrupted inputs), "all_tokens_mlm" (Replace MLM predicting
-  # every token, with a copy gate).
+  # every token, with a copy gate), "electric" (an energy-based cloze model trained by noise-
+  # contrastive estimation against a two-tower noise model of the generator's size; configs/
+  # electric.py).
   objective.name = "electra"
   objective.mask_prob = 0.15  # Share of real tokens the generator predicts.
   objective.max_predictions = -1  # Masked slots per sequence; -1: int((mask_prob+0.005)*T).

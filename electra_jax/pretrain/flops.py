@@ -40,6 +40,13 @@ def mlm_head_forward(cfg: EncoderConfig, positions: int) -> float:
       positions, cfg.embedding_size, cfg.vocab_size)
 
 
+def cloze_head_forward(cfg: EncoderConfig, tokens: int) -> float:
+  """Electric's two-tower cloze head at every one of `tokens` (B x T) positions: dense(2H -> E)
+  on both towers' states and the tied output layer."""
+  return matmul(tokens, 2 * cfg.hidden_size, cfg.embedding_size) + matmul(
+      tokens, cfg.embedding_size, cfg.vocab_size)
+
+
 def token_classifier_forward(cfg: EncoderConfig, tokens: int) -> float:
   """ELECTRA's discriminator head on every token: dense(H -> H) then dense(H -> 1)."""
   return matmul(tokens, cfg.hidden_size, cfg.hidden_size) + matmul(tokens, cfg.hidden_size, 1)

@@ -20,6 +20,7 @@ from electra_jax.pretrain.objectives.corruption import GENERATORS, Masking, Samp
 from electra_jax.pretrain.objectives.electra import (ALGORITHMS, ESTIMATORS,
                                                      Electra15Objective, ElectraObjective,
                                                      MleSchedule)
+from electra_jax.pretrain.objectives.electric import ElectricObjective
 from electra_jax.pretrain.objectives.masked_lm import (AllTokensMLMObjective,
                                                        MaskedLMObjective, ReplaceMLMObjective)
 from electra_jax.pretrain.objectives.ops import (  # pylint: disable=unused-import
@@ -30,8 +31,8 @@ from electra_jax.pretrain.objectives.ops import (  # pylint: disable=unused-impo
 
 # config.objective.name -> the objective's class.
 OBJECTIVES: dict[str, type[Objective]] = {
-    cls.name: cls for cls in (ElectraObjective, Electra15Objective, MaskedLMObjective,
-                              ReplaceMLMObjective, AllTokensMLMObjective)
+    cls.name: cls for cls in (ElectraObjective, Electra15Objective, ElectricObjective,
+                              MaskedLMObjective, ReplaceMLMObjective, AllTokensMLMObjective)
 }
 
 

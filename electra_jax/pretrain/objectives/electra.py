@@ -56,6 +56,23 @@ _GROUP_OF_TOP = {"embeddings": "embeddings",
                  **{top: "discriminator" for top in _DISCRIMINATOR_TOPS}}
 
 
+def scored_tokens(outputs: Sequence[Mapping[str, np.ndarray]], key: str) -> np.ndarray:
+  """outputs[i][key] at the tokens each batch's "input_mask" scores, concatenated."""
+  return np.concatenate([o[key][o["input_mask"].astype(bool)] for o in outputs])
+
+
+def replaced_token_extras(metrics: Mapping[str, float],
+                          outputs: Sequence[Mapping[str, np.ndarray]]) -> dict[str, float]:
+  """disc_auc of the outputs' "disc_probs" against "disc_labels" over every scored token, and
+  all_original_accuracy (the accuracy of always answering "original", to read disc_accuracy
+  against)."""
+  extras = {"all_original_accuracy": 1.0 - metrics["replaced_fraction"]}
+  if outputs:
+    extras["disc_auc"] = metrics_lib.binary_auc(scored_tokens(outputs, "disc_probs"),
+                                                scored_tokens(outputs, "disc_labels"))
+  return extras
+
+
 @dataclasses.dataclass(frozen=True)
 class MleSchedule:
   """The weight of the generator's MLM loss in adversarial training, by step.
@@ -342,14 +359,7 @@ class ElectraObjective(Objective):
 
   def eval_extras(self, metrics: Mapping[str, float],
                   outputs: Sequence[Mapping[str, np.ndarray]]) -> dict[str, float]:
-    """disc_auc over every scored token, and all_original_accuracy (the accuracy of always
-    answering "original", to read disc_accuracy against)."""
-    probs = [o["disc_probs"][o["input_mask"].astype(bool)] for o in outputs]
-    labels = [o["disc_labels"][o["input_mask"].astype(bool)] for o in outputs]
-    extras = {"all_original_accuracy": 1.0 - metrics["replaced_fraction"]}
-    if outputs:
-      extras["disc_auc"] = metrics_lib.binary_auc(np.concatenate(probs), np.concatenate(labels))
-    return extras
+    return replaced_token_extras(metrics, outputs)
 
   def flops_per_step(self, batch_size: int, seq_len: int) -> float:
     """Generator (encoder + MLM head at the B x P masked slots, when learned) and
