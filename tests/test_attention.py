@@ -91,13 +91,15 @@ def test_gradients_equal_the_xla_paths(name):
 
 
 @pytest.mark.skipif(jax.default_backend() != "gpu", reason="cuDNN attention needs a GPU")
-def test_cudnn_equals_the_reference_on_a_gpu():
+@pytest.mark.parametrize("causal", ["none", "ltr", "rtl"])
+def test_cudnn_equals_the_reference_on_a_gpu(causal):
   q, k, v, mask = inputs()
   got = np.asarray(attention.cudnn_attention(
       q, k, v, mask, dropout_rng=None, dropout_rate=0.0, deterministic=True,
-      dtype=jnp.bfloat16), np.float32)
+      dtype=jnp.bfloat16, causal=causal), np.float32)
   real = mask > 0
-  np.testing.assert_allclose(got[real], reference(q, k, v, mask)[real], atol=3e-2, rtol=3e-2)
+  np.testing.assert_allclose(got[real], reference(q, k, v, mask, causal)[real], atol=3e-2,
+                             rtol=3e-2)
 
 
 @pytest.mark.parametrize("name, platform, dtype, dropout, seq_len, want", [

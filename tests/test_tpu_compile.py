@@ -298,3 +298,15 @@ def test_splash_attention_compiles_in_a_sharded_step_for_a_tpu():
                                              with_xla_flops=False)
   assert report["attention"] == "splash" and report["fits"]
   assert "tpu_custom_call" in compiled.as_text()
+
+
+@needs_libtpu
+def test_electrics_one_directional_towers_compile_with_splash_for_a_tpu():
+  """Electric's left-to-right and right-to-left towers as splash masks (causal and its mirror)
+  in the real Mosaic kernel, beside the bidirectional energy network."""
+  config = tiny(**{"data.max_seq_length": 128, "model.attention": "splash",
+                   "model.dtype": "bfloat16", "mesh.data": 4, "objective.name": "electric"})
+  report, compiled = topology.compile_report(config, tpu_slices.parse("v5litepod-4"),
+                                             with_xla_flops=False)
+  assert report["attention"] == "splash" and report["fits"]
+  assert compiled.as_text().count("tpu_custom_call") >= 3
