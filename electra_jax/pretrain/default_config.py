@@ -59,23 +59,26 @@ def get_config() -> ml_collections.ConfigDict:
   # detection), "electra_15" (its loss only over the masked positions), "mlm" (BERT),
   # "replace_mlm" (MLM on generator-corrupted inputs), "all_tokens_mlm" (Replace MLM predicting
   # every token, with a copy gate), "electric" (an energy-based cloze model trained by noise-
-  # contrastive estimation against a two-tower noise model of the generator's size; configs/
-  # electric.py).
+  # contrastive estimation against a two-tower noise model of the generator's size; see
+  # electra_jax/pretrain/objectives/electric.py).
   objective.name = "electra"
-  objective.mask_prob = 0.15  # Share of real tokens the generator predicts.
+  # Share of real tokens the generator predicts (electric: replaces; also its noise share rho).
+  objective.mask_prob = 0.15
   objective.max_predictions = -1  # Masked slots per sequence; -1: int((mask_prob+0.005)*T).
-  objective.mask_token_prob = 0.85  # Chosen positions shown as [MASK]; the rest stay as is.
+  # Chosen positions shown as [MASK]; the rest stay as is (electric shows no [MASK]).
+  objective.mask_token_prob = 0.85
   objective.random_token_prob = 0.0  # Chosen positions shown as a random token (BERT: 0.1).
   # How masked positions are drawn: "without_replacement" (exactly round(mask_prob * tokens)
   # distinct positions) or "with_replacement" (the original's independent draws, repeats
   # dropped: slightly fewer positions; see electra_jax/pretrain/objectives/ops.py).
   objective.masking_sampler = "without_replacement"
-  # Where replacements come from (electra, electra_15, replace_mlm, all_tokens_mlm): "learned"
+  # Where replacements come from (electra, electra_15, replace_mlm, all_tokens_mlm; electric
+  # takes only "learned", its two-tower noise model): "learned"
   # (the generator network), "uniform" (any non-special id), "unigram" (the training data's
   # token frequencies, counted once and stored in the workdir / shard directory).
   objective.generator = "learned"
-  objective.gen_weight = 1.0  # Weight of the generator's MLM loss.
-  objective.disc_weight = 50.0  # Weight of the discriminator's loss.
+  objective.gen_weight = 1.0  # Weight of the generator's MLM loss (electric: the cloze loss).
+  objective.disc_weight = 50.0  # Weight of the discriminator's loss (electric: the NCE loss).
   objective.temperature = 1.0  # Temperature of the generator's sampling softmax.
   objective.disallow_correct = False  # True: never sample the original token.
 
