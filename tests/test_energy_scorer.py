@@ -222,3 +222,25 @@ def test_evaluate_compares_the_energies_on_the_same_texts(checkpoints, tmp_path)
     assert f"scorer {name}: original first" in evaluate.summary(results)
   with open(tmp_path / "eval" / "evaluation.json") as f:
     assert set(names) <= set(json.load(f)["scorers"])
+
+
+def test_evaluate_command_with_electric_and_mlm(checkpoints, tmp_path):
+  """evaluate --electric --mlm: the PLL of another checkpoint's masked LM (an MLM objective's
+  encoder), every scorer's summary line; a non-Electric --electric is one clear error."""
+  mlm = pll_checkpoint(tmp_path, "mlm", objective="mlm")
+  (tmp_path / "held.txt").write_text("\n".join(_sentences(30, seed=11, low=4, high=9)) + "\n")
+  common = [f"--checkpoint={checkpoints['electra']}", f"--text={tmp_path / 'held.txt'}",
+            f"--output_dir={tmp_path / 'out'}"]
+  proc = _cli("evaluate", *common, f"--electric={checkpoints['electric']}", f"--mlm={mlm}")
+  assert proc.returncode == 0, proc.stderr[-2000:]
+  with open(tmp_path / "out" / "evaluation.json") as f:
+    scorers = json.load(f)["scorers"]
+  assert scorers["network"] == "encoder" and scorers["checkpoints"]["pll"].startswith(mlm)
+  assert scorers["checkpoints"]["energy"].startswith(checkpoints["electric"])
+  for name in ("discriminator", "pll", "pll_per_token", "energy", "energy_per_token"):
+    assert scorers[name]["sentences"] == scorers["sentences"] == 30
+    assert f"scorer {name}: original first" in proc.stdout
+  wrong = _cli("evaluate", *common, f"--electric={checkpoints['electra']}")
+  assert wrong.returncode == 1 and "objective, not Electric" in wrong.stderr
+  wrong = _cli("evaluate", *common, "--scorer=energy")
+  assert wrong.returncode == 1 and "drop --scorer=energy" in wrong.stderr

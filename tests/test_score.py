@@ -192,6 +192,12 @@ def test_evaluate_writes_its_report(scorer, trained_tiny, tmp_path, monkeypatch)
     assert scorers[name]["sentences"] == scorers["sentences"]
     assert 0 <= scorers[name]["original_ranked_first"] <= 1
     assert scorers[name]["seconds_per_candidate"] > 0
+    # Every scorer ranks the same generator samples (and, with GLUE, the same CoLA examples).
+    assert (scorers[name]["generator_reranking"]["sentences"]
+            == scorers["discriminator"]["generator_reranking"]["sentences"] > 30)
+    if glue_dir:
+      assert scorers[name]["cola"]["dev_examples"] == results["cola"]["dev_examples"]
+  assert "energy" not in scorers  # No --electric.
   # PLL runs one pass per token: slower per sentence than the discriminator's one pass.
   assert scorers["pll"]["seconds_per_candidate"] > scorers["discriminator"]["seconds_per_candidate"]
   assert "scorer pll: original first" in evaluate.summary(results)
