@@ -255,10 +255,18 @@ def reranking(scorer: Scorer, sentences: Sequence[str],
                              for k, v in wins.items()}}
 
 
+WARMUP_SENTENCES = 16
+
+
 def _timed_reranking(scorer, sentences, variants, **kwargs) -> dict[str, Any]:
-  """`reranking`, run twice: the result and the seconds per scored candidate of the second
-  (compiled) pass."""
-  reranking(scorer, sentences[:8], variants[:8], **kwargs)  # Compiles the common buckets.
+  """`reranking`, after a warm-up pass over a few sentences of every length (so that the
+  timed pass compiles no length bucket): the result and the seconds per scored candidate."""
+  by_length = sorted(range(len(sentences)),
+                     key=lambda i: max(len(t) for t in [sentences[i], *(
+                         e.text for e in variants[i].values())]))
+  spread = sorted({by_length[round(k * (len(by_length) - 1) / (WARMUP_SENTENCES - 1))]
+                   for k in range(WARMUP_SENTENCES)}) if sentences else []
+  reranking(scorer, [sentences[i] for i in spread], [variants[i] for i in spread], **kwargs)
   start = time.perf_counter()
   result = reranking(scorer, sentences, variants, **kwargs)
   seconds = time.perf_counter() - start
