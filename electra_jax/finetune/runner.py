@@ -450,11 +450,13 @@ def predict(setup: FinetuneSetup, state: TrainState, data: dict[str, np.ndarray]
 # --------------------------------------------------------------------------------------------
 # One seed, one task, the whole run.
 
-def _write_json(path: str, value: Any) -> None:
-  fileio.write_atomic(path, json.dumps(value, indent=2, sort_keys=True) + "\n")
+def write_json(path: str, value: Any) -> None:
+  """`value` as indented JSON (keys sorted, non-ASCII kept), written atomically."""
+  fileio.write_atomic(path, json.dumps(value, indent=2, sort_keys=True, ensure_ascii=False)
+                      + "\n")
 
 
-def _read_json(path: str) -> Any:
+def read_json(path: str) -> Any:
   return json.loads(fileio.read_bytes(path).decode("utf-8"))
 
 
@@ -541,7 +543,7 @@ def finish_seed(name: str, seed: int, seed_dir: str, result: dict[str, Any],
   checkpoint, and stops the job if a signal came during the seed's last step."""
   if jax.process_index() == 0:
     fileio.makedirs(seed_dir)
-    _write_json(fileio.join(seed_dir, "dev_metrics.json"), result)
+    write_json(fileio.join(seed_dir, "dev_metrics.json"), result)
     ckpt_dir = fileio.join(seed_dir, "checkpoints")
     if fileio.isdir(ckpt_dir):
       fileio.rmtree(ckpt_dir)
@@ -609,18 +611,72 @@ def primary_score(task: glue.Task, metrics: dict[str, float]) -> float:
   return float(metrics[f"{task.primary_split}/{task.primary_metric}"])
 
 
-def summarize(task: glue.Task, results: list[dict[str, Any]]) -> dict[str, Any]:
-  """Per-seed metrics, the median of each metric, and the median seed (by primary score)."""
+def summarize_seeds(results: list[dict[str, Any]], scores: list[float],
+                    primary_metric: str) -> dict[str, Any]:
+  """Per-seed metrics, the median of each metric and of `scores` (one per result, the task's
+  primary score), and the median seed: the lower middle one by score, ties in seed order."""
   names = sorted(results[0]["metrics"])
-  scores = [primary_score(task, r["metrics"]) for r in results]
   order = np.argsort(scores, kind="stable")
   median_seed = results[int(order[(len(order) - 1) // 2])]["seed"]
-  return {"primary_metric": task.primary_metric,
+  return {"primary_metric": primary_metric,
           "seeds": {str(r["seed"]): r["metrics"] for r in results},
           "median": {n: float(statistics.median(r["metrics"][n] for r in results))
                      for n in names},
           "median_score": float(statistics.median(scores)),
           "median_seed": int(median_seed)}
+
+
+def summarize(task: glue.Task, results: list[dict[str, Any]]) -> dict[str, Any]:
+  """`summarize_seeds` by the task's primary score."""
+  return summarize_seeds(results, [primary_score(task, r["metrics"]) for r in results],
+                         task.primary_metric)
+
+
+def run_seeds(config: ml_collections.ConfigDict, workdir: str, name: str,
+              prepare: Callable[[], Any], train_one: Callable[[Any, int, str], dict[str, Any]]
+              ) -> list[dict[str, Any]]:
+  """Every configured seed of task `name`, in WORKDIR/<name>/seed_<s>/: a seed whose
+  dev_metrics.json exists is read back, not rerun; `prepare()` (data and the compiled setup)
+  runs once, before the first seed that needs training; `train_one(prepared, seed, seed_dir)`
+  trains and evaluates one seed and returns its result. A stop signal between seeds (or during
+  the preparation) raises `Interrupted` with the finished seeds kept."""
+  prepared, results = None, []
+  for seed in range(config.seed, config.seed + config.num_seeds):
+    seed_dir = fileio.join(workdir, name, f"seed_{seed}")
+    done = fileio.join(seed_dir, "dev_metrics.json")
+    if fileio.isfile(done):
+      results.append(read_json(done))
+      logging.info("%s seed %d is done already (%s); delete it to rerun", name, seed, done)
+      continue
+    interrupt.check(f"before {name} seed {seed}; the finished seeds' results are kept and the "
+                    "same command runs the rest")
+    if prepared is None:
+      prepared = prepare()
+      interrupt.check(f"while preparing {name}, before seed {seed}; the finished seeds' "
+                      "results are kept and the same command runs the rest")
+    results.append(train_one(prepared, seed, seed_dir))
+  return results
+
+
+def merge_results(workdir: str, summary: dict[str, Any]) -> None:
+  """Adds the tasks of `summary` to WORKDIR/results.json (other tasks' entries are kept)."""
+  path = fileio.join(workdir, "results.json")
+  previous = read_json(path) if fileio.isfile(path) else {}
+  write_json(path, {**previous, **summary})
+
+
+def run_in_workdir(config: ml_collections.ConfigDict, workdir: str,
+                   body: Callable[[ml_collections.ConfigDict, str], Any]) -> Any:
+  """`body(config, workdir)` in a prepared and locked WORKDIR (the chief's lock), logging to
+  WORKDIR/log.txt, after the chief wrote the config to WORKDIR/config.json."""
+  workdir = fileio.absolute(workdir)
+  workdirs.prepare(workdir)
+  with workdirs.lock(workdir, enabled=jax.process_index() == 0), \
+      logs.to_file(fileio.join(workdir, "log.txt")):
+    if jax.process_index() == 0:
+      fileio.write_atomic(fileio.join(workdir, "config.json"),
+                          config.to_json_best_effort(indent=2))
+    return body(config, workdir)
 
 
 def results_table(summary: dict[str, dict[str, Any]]) -> str:
@@ -637,20 +693,13 @@ def run(config: ml_collections.ConfigDict, workdir: str) -> dict[str, Any]:
   """Fine-tunes every configured task and seed; returns the summary written to results.json."""
   validate(config)
   task_names(config)  # An unknown task fails before anything is written.
-  workdir = fileio.absolute(workdir)
-  workdirs.prepare(workdir)
-  with workdirs.lock(workdir, enabled=jax.process_index() == 0), \
-      logs.to_file(fileio.join(workdir, "log.txt")):
-    return _run_in(config, workdir)
+  return run_in_workdir(config, workdir, _run_in)
 
 
 def _run_in(config: ml_collections.ConfigDict, workdir: str) -> dict[str, Any]:
   """`run` in a prepared, locked workdir."""
   tasks = task_names(config)
   is_chief = jax.process_index() == 0
-  if is_chief:
-    fileio.write_atomic(fileio.join(workdir, "config.json"),
-                        config.to_json_best_effort(indent=2))
   weights = pretrained_lib.load_pretrained(config.init_checkpoint)
   encoder = encoder_config(config, weights.model_config)
   tokenizer = load_tokenizer(config, weights)
@@ -659,26 +708,18 @@ def _run_in(config: ml_collections.ConfigDict, workdir: str) -> dict[str, Any]:
   summary = {}
   for task in tasks:
     hyper = resolve_hyperparameters(config, task, encoder.hidden_size)
-    data = setup = None
-    results = []
-    for seed in range(config.seed, config.seed + config.num_seeds):
-      seed_dir = fileio.join(workdir, task.name, f"seed_{seed}")
-      done = fileio.join(seed_dir, "dev_metrics.json")
-      if fileio.isfile(done):
-        results.append(_read_json(done))
-        logging.info("%s seed %d is done already (%s); delete it to rerun", task.name, seed,
-                     done)
-        continue
-      interrupt.check(f"before {task.name} seed {seed}; the finished seeds' results are kept "
-                      "and the same command runs the rest")
-      if data is None:
-        data = load_task_data(config, task, tokenizer)
-        setup = build_setup(config, task, encoder, hyper, num_train_steps(config, data, hyper),
-                            encoder_name=weights.encoder_network)
-        interrupt.check(f"while preparing {task.name}, before seed {seed}; the finished seeds' "
-                        "results are kept and the same command runs the rest")
-      results.append(finetune_seed(config, task, data, weights, setup, hyper, seed,
-                                   seed_dir))
+
+    def prepare(task=task, hyper=hyper):
+      data = load_task_data(config, task, tokenizer)
+      return data, build_setup(config, task, encoder, hyper,
+                               num_train_steps(config, data, hyper),
+                               encoder_name=weights.encoder_network)
+
+    def train_one(prepared, seed, seed_dir, task=task, hyper=hyper):
+      data, setup = prepared
+      return finetune_seed(config, task, data, weights, setup, hyper, seed, seed_dir)
+
+    results = run_seeds(config, workdir, task.name, prepare, train_one)
     summary[task.name] = summarize(task, results)
     if is_chief and config.write_test_predictions:
       source = fileio.join(workdir, task.name, f"seed_{summary[task.name]['median_seed']}",
@@ -689,9 +730,7 @@ def _run_in(config: ml_collections.ConfigDict, workdir: str) -> dict[str, Any]:
         for name in fileio.listdir(source):
           fileio.copy(fileio.join(source, name), fileio.join(target, name))
   if is_chief:
-    path = fileio.join(workdir, "results.json")
-    previous = _read_json(path) if fileio.isfile(path) else {}
-    _write_json(path, {**previous, **summary})
+    merge_results(workdir, summary)
   logging.info("GLUE dev results in %s/results.json; x100, median over %d seed(s):", workdir,
                config.num_seeds)
   print(results_table(summary), flush=True)

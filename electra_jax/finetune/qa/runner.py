@@ -24,9 +24,7 @@ metrics (`metrics`). Outputs, under --workdir:
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
-import statistics
 from typing import Any
 
 from absl import logging
@@ -37,8 +35,6 @@ import ml_collections
 import numpy as np
 
 from electra_jax import fileio
-from electra_jax import logs
-from electra_jax import workdirs
 from electra_jax.data import tokenizer as tokenizer_lib
 from electra_jax.errors import ElectraError
 from electra_jax.finetune import runner as finetune
@@ -46,7 +42,6 @@ from electra_jax.finetune.qa import data as qa_data
 from electra_jax.finetune.qa import heads
 from electra_jax.finetune.qa import metrics as qa_metrics
 from electra_jax.finetune.qa import postprocess
-from electra_jax.training import interrupt
 from electra_jax.training import metrics as metrics_lib
 from electra_jax.training import optimizer as optim
 from electra_jax.training import parallel
@@ -253,10 +248,6 @@ def evaluate(config: ml_collections.ConfigDict, features: qa_data.Features,
   return metrics, files
 
 
-def _write_json(path: str, value: Any) -> None:
-  fileio.write_atomic(path, json.dumps(value, indent=2, ensure_ascii=False) + "\n")
-
-
 def host_params(state: TrainState) -> Any:
   """The state's parameters as numpy arrays on every process (gathered across hosts when the
   mesh spans several; every process must call it)."""
@@ -316,7 +307,7 @@ def finetune_seed(config: ml_collections.ConfigDict, train: qa_data.Features,
   if jax.process_index() == 0:
     fileio.makedirs(seed_dir)
     for name, value in files.items():
-      _write_json(fileio.join(seed_dir, name), value)
+      finetune.write_json(fileio.join(seed_dir, name), value)
     if config.save_model:
       if fileio.is_remote(seed_dir):
         logging.warning("save_model: the fine-tuned model is written to local directories "
@@ -339,16 +330,8 @@ def finetune_seed(config: ml_collections.ConfigDict, train: qa_data.Features,
 
 
 def summarize(results: list[dict[str, Any]]) -> dict[str, Any]:
-  """Per-seed metrics, each metric's median and the median seed (by dev F1)."""
-  names = sorted(results[0]["metrics"])
-  scores = [r["metrics"]["dev/f1"] for r in results]
-  order = np.argsort(scores, kind="stable")
-  return {"primary_metric": "f1",
-          "seeds": {str(r["seed"]): r["metrics"] for r in results},
-          "median": {n: float(statistics.median(r["metrics"][n] for r in results))
-                     for n in names},
-          "median_score": float(statistics.median(scores)),
-          "median_seed": int(results[int(order[(len(order) - 1) // 2])]["seed"])}
+  """`finetune.summarize_seeds` by dev F1."""
+  return finetune.summarize_seeds(results, [r["metrics"]["dev/f1"] for r in results], "f1")
 
 
 def load_features(config: ml_collections.ConfigDict, tokenizer: tokenizer_lib.SubwordTokenizer
@@ -373,56 +356,37 @@ def load_features(config: ml_collections.ConfigDict, tokenizer: tokenizer_lib.Su
 def run(config: ml_collections.ConfigDict, workdir: str) -> dict[str, Any]:
   """Fine-tunes and evaluates every configured seed; returns the results.json entry."""
   validate(config)
-  workdir = fileio.absolute(workdir)
-  workdirs.prepare(workdir)
-  with workdirs.lock(workdir, enabled=jax.process_index() == 0), \
-      logs.to_file(fileio.join(workdir, "log.txt")):
-    return _run_in(config, workdir)
+  return finetune.run_in_workdir(config, workdir, _run_in)
 
 
 def _run_in(config: ml_collections.ConfigDict, workdir: str) -> dict[str, Any]:
   task = config.task
   is_chief = jax.process_index() == 0
-  if is_chief:
-    fileio.write_atomic(fileio.join(workdir, "config.json"),
-                        config.to_json_best_effort(indent=2))
   weights = pretrained_lib.load_pretrained(config.init_checkpoint)
   encoder = finetune.encoder_config(config, weights.model_config)
   tokenizer = finetune.load_tokenizer(config, weights)
   recipe = resolve_recipe(config, encoder.hidden_size)
   logging.info("SQuAD fine-tuning (%s) from %s (pretraining step %d, H=%d, L=%d)", task,
                weights.path, weights.step, encoder.hidden_size, encoder.num_layers)
-  features = setup = None
-  results = []
-  for seed in range(config.seed, config.seed + config.num_seeds):
-    seed_dir = fileio.join(workdir, task, f"seed_{seed}")
-    done = fileio.join(seed_dir, "dev_metrics.json")
-    if fileio.isfile(done):
-      results.append(json.loads(fileio.read_bytes(done).decode("utf-8")))
-      logging.info("%s seed %d is done already (%s); delete it to rerun", task, seed, done)
-      continue
-    interrupt.check(f"before {task} seed {seed}; the finished seeds' results are kept and the "
-                    "same command runs the rest")
-    if features is None:
-      features = load_features(config, tokenizer)
-      setup = build_setup(config, encoder, recipe,
-                          num_train_steps(config, len(features[0]), recipe),
-                          encoder_name=weights.encoder_network)
-      interrupt.check(f"while preparing {task}, before seed {seed}; the finished seeds' "
-                      "results are kept and the same command runs the rest")
-    results.append(finetune_seed(config, features[0], features[1], weights, tokenizer, setup,
-                                 recipe, seed, seed_dir))
+
+  def prepare():
+    train, dev = load_features(config, tokenizer)
+    return train, dev, build_setup(config, encoder, recipe,
+                                   num_train_steps(config, len(train), recipe),
+                                   encoder_name=weights.encoder_network)
+
+  def train_one(prepared, seed, seed_dir):
+    train, dev, setup = prepared
+    return finetune_seed(config, train, dev, weights, tokenizer, setup, recipe, seed, seed_dir)
+
+  results = finetune.run_seeds(config, workdir, task, prepare, train_one)
   summary = summarize(results)
   if is_chief:
     source = fileio.join(workdir, task, f"seed_{summary['median_seed']}")
     for name in ("predictions.json", "null_odds.json"):
       if fileio.isfile(fileio.join(source, name)):
         fileio.copy(fileio.join(source, name), fileio.join(workdir, task, name))
-    path = fileio.join(workdir, "results.json")
-    previous = (json.loads(fileio.read_bytes(path).decode("utf-8"))
-                if fileio.isfile(path) else {})
-    fileio.write_atomic(path, json.dumps({**previous, task: summary}, indent=2,
-                                         sort_keys=True) + "\n")
+    finetune.merge_results(workdir, {task: summary})
   median = summary["median"]
   line = (f"{task} dev (median of {len(results)} seed(s)): EM {100 * median['dev/exact_match']:.2f}"
           f" F1 {100 * median['dev/f1']:.2f}")
