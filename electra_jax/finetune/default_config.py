@@ -36,22 +36,11 @@ def get_config():
   config.max_train_examples = 0  # Use only the first N training examples; 0: all (demos, tests).
   config.max_eval_examples = 0  # Evaluate on only the first N dev examples; 0: all.
 
-  config.model_size = "auto"  # small, base or large recipe; "auto": from the hidden size.
-  config.learning_rate = -1.0  # Peak learning rate; -1: 3e-4 small, 1e-4 base, 5e-5 large.
-  config.layerwise_lr_decay = -1.0  # Per-layer lr factor; -1: 0.8 (0.9 for large); 1: off.
-  # The original code's layer-wise decay has one extra factor (top layer decay^2, embeddings
-  # decay^(L+2)); False uses the intended decay^1 ... decay^(L+1). True reproduces the original.
-  config.original_layer_decay = False
+  add_recipe_fields(config)
   config.num_epochs = -1.0  # Training epochs; -1: 3, or 10 for RTE and STS-B.
   config.batch_size = 32  # Global training batch.
   config.eval_batch_size = 128  # Global batch for dev/test prediction (last batch is padded).
-  config.warmup_fraction = 0.1  # Share of the training steps spent warming up.
-  config.weight_decay = 0.01  # AdamW decoupled weight decay (not on LayerNorm or biases).
-  config.adam_b1 = 0.9  # Adam beta1.
-  config.adam_b2 = 0.999  # Adam beta2.
-  config.adam_eps = 1e-6  # Adam epsilon.
-  config.adam_bias_correction = False  # False: the original's AdamW (no bias correction).
-  config.max_grad_norm = 1.0  # Clip gradients to this global norm; 0 disables clipping.
+  add_optimizer_fields(config)
   config.head_dropout = 0.1  # Dropout on the [CLS] hidden state before the task head.
   # The task head's kernel initialiser: "glorot_uniform" (the original's tf.layers.dense
   # default) or "truncated_normal" (std = the encoder's initializer_range).
@@ -65,16 +54,42 @@ def get_config():
   # STS-B trains on score / 5 in [0, 1], as the original; predictions are mapped back to
   # [0, 5] for metrics and submission files.
   config.normalize_regression_targets = True
+  add_encoder_fields(config)
+
+  config.write_test_predictions = True  # Write GLUE submission files for the test splits.
+  add_run_fields(config)
+  return config
+
+
+def add_recipe_fields(config: ml_collections.ConfigDict) -> None:
+  """The learning-rate recipe every task shares (-1 / "auto": the original's for the size)."""
+  config.model_size = "auto"  # small, base or large recipe; "auto": from the hidden size.
+  config.learning_rate = -1.0  # Peak learning rate; -1: 3e-4 small, 1e-4 base, 5e-5 large.
+  config.layerwise_lr_decay = -1.0  # Per-layer lr factor; -1: 0.8 (0.9 for large); 1: off.
+  # The original code's layer-wise decay has one extra factor (top layer decay^2, embeddings
+  # decay^(L+2)); False uses the intended decay^1 ... decay^(L+1). True reproduces the original.
+  config.original_layer_decay = False
+
+
+def add_optimizer_fields(config: ml_collections.ConfigDict) -> None:
+  """The optimizer settings every task shares (the original's AdamW, warmup and clipping)."""
+  config.warmup_fraction = 0.1  # Share of the training steps spent warming up.
+  config.weight_decay = 0.01  # AdamW decoupled weight decay (not on LayerNorm or biases).
+  config.adam_b1 = 0.9  # Adam beta1.
+  config.adam_b2 = 0.999  # Adam beta2.
+  config.adam_eps = 1e-6  # Adam epsilon.
+  config.adam_bias_correction = False  # False: the original's AdamW (no bias correction).
+  config.max_grad_norm = 1.0  # Clip gradients to this global norm; 0 disables clipping.
+
+
+def add_encoder_fields(config: ml_collections.ConfigDict) -> None:
+  """How the pretrained encoder runs while fine-tuning, for every task."""
   config.hidden_dropout_prob = 0.1  # Encoder dropout (embeddings and residual branches).
   config.attention_dropout_prob = 0.1  # Encoder dropout on attention probabilities.
   config.dtype = "float32"  # Compute dtype: float32 or bfloat16 (parameters stay float32).
   # Attention implementation, as model.attention in pretraining ("auto": the platform's fused
   # kernel when attention_dropout_prob is 0, else "xla"); the checkpoint's choice is not used.
   config.attention = "auto"
-
-  config.write_test_predictions = True  # Write GLUE submission files for the test splits.
-  add_run_fields(config)
-  return config
 
 
 def add_run_fields(config: ml_collections.ConfigDict) -> None:

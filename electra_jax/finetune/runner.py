@@ -89,18 +89,30 @@ class Hyperparameters:
   size: str
 
 
-def resolve_hyperparameters(config: ml_collections.ConfigDict, task: glue.Task,
-                            hidden_size: int) -> Hyperparameters:
+def resolve_recipe(config: ml_collections.ConfigDict, hidden_size: int,
+                   default_epochs: float) -> Hyperparameters:
+  """The learning rate, layer decay and epochs of `config`, each -1 ("auto") taken from the
+  original recipe of the model's size (epochs: `default_epochs`)."""
   size = model_size(config, hidden_size)
   lr = config.learning_rate if config.learning_rate > 0 else SIZE_LEARNING_RATES[size]
   decay = config.layerwise_lr_decay if config.layerwise_lr_decay > 0 else SIZE_LAYER_DECAY[size]
-  epochs = config.num_epochs if config.num_epochs > 0 else (
-      10.0 if task.name in LONG_TASKS else 3.0)
+  epochs = config.num_epochs if config.num_epochs > 0 else default_epochs
   return Hyperparameters(float(lr), float(decay), float(epochs), size)
 
 
-# Fields with a range (electra_jax.training.ranges).
-FINETUNE_RANGES = (
+def resolve_hyperparameters(config: ml_collections.ConfigDict, task: glue.Task,
+                            hidden_size: int) -> Hyperparameters:
+  """`resolve_recipe` with the original's epochs for the task (10 for RTE and STS-B, else 3)."""
+  return resolve_recipe(config, hidden_size, 10.0 if task.name in LONG_TASKS else 3.0)
+
+
+def steps_for(num_examples: int, num_epochs: float, batch_size: int) -> int:
+  """ceil(examples x epochs / batch size), at least 1."""
+  return max(1, int(math.ceil(num_examples * num_epochs / batch_size)))
+
+
+# Fields with a range (electra_jax.training.ranges) that every fine-tuning task has.
+TRAINING_RANGES = (
     ("max_train_examples", "[0, inf)"),
     ("max_eval_examples", "[0, inf)"),
     ("weight_decay", "[0, inf)"),
@@ -108,10 +120,10 @@ FINETUNE_RANGES = (
     ("adam_b2", "[0, 1)"),
     ("adam_eps", "(0, inf)"),
     ("max_grad_norm", "[0, inf)"),
-    ("head_dropout", "[0, 1)"),
     ("hidden_dropout_prob", "[0, 1)"),
     ("attention_dropout_prob", "[0, 1)"),
 )
+FINETUNE_RANGES = (*TRAINING_RANGES, ("head_dropout", "[0, 1)"))  # GLUE's.
 
 
 def validate(config: ml_collections.ConfigDict) -> None:
@@ -463,8 +475,7 @@ def read_json(path: str) -> Any:
 def num_train_steps(config: ml_collections.ConfigDict, data: TaskData,
                     hyper: Hyperparameters) -> int:
   """ceil(training examples x epochs / batch size), at least 1."""
-  n_train = len(data.train["labels"])
-  return max(1, int(math.ceil(n_train * hyper.num_epochs / config.batch_size)))
+  return steps_for(len(data.train["labels"]), hyper.num_epochs, config.batch_size)
 
 
 @dataclasses.dataclass

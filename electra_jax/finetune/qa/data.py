@@ -362,6 +362,21 @@ def answer_tokens(spans: np.ndarray, start: int, end: int) -> tuple[int, int] | 
   return int(hit[0]), int(hit[-1])
 
 
+def context_room(max_seq_length: int, max_query_length: int) -> int:
+  """Context tokens a window holds after the longest question and [CLS], [SEP], [SEP].
+
+  Raises:
+    ElectraError: none (max_seq_length leaves no room for the context).
+  """
+  room = max_seq_length - min(max_query_length, max_seq_length) - 3
+  if room < 1:
+    raise ElectraError(
+        f"max_seq_length={max_seq_length} leaves no room for the context after a question of "
+        f"max_query_length={max_query_length} tokens and [CLS], [SEP], [SEP]; raise "
+        "--config.max_seq_length or lower --config.max_query_length")
+  return room
+
+
 def featurize(questions: Sequence[Question], tokenizer: tokenizer_lib.SubwordTokenizer,
               max_seq_length: int, max_query_length: int, doc_stride: int,
               training: bool) -> Features:
@@ -373,12 +388,7 @@ def featurize(questions: Sequence[Question], tokenizer: tokenizer_lib.SubwordTok
   Raises:
     ElectraError: max_seq_length leaves no room for the context after the question.
   """
-  max_tokens_for_doc = max_seq_length - min(max_query_length, max_seq_length) - 3
-  if max_tokens_for_doc < 1:
-    raise ElectraError(
-        f"max_seq_length={max_seq_length} leaves no room for the context after a question of "
-        f"max_query_length={max_query_length} tokens and [CLS], [SEP], [SEP]; raise "
-        "--config.max_seq_length or lower --config.max_query_length")
+  max_tokens_for_doc = context_room(max_seq_length, max_query_length)
   stats = FeatureStats(questions=len(questions))
   contexts: dict[int, tuple[list[int], np.ndarray]] = {}
   unique = {}

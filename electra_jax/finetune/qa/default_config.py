@@ -56,33 +56,17 @@ def get_config():
   # original's qa_na_threshold (for the answerability logit).
   config.null_threshold = -2.75
 
-  config.model_size = "auto"  # small, base or large recipe; "auto": from the hidden size.
-  config.learning_rate = -1.0  # Peak learning rate; -1: 3e-4 small, 1e-4 base, 5e-5 large.
-  config.layerwise_lr_decay = -1.0  # Per-layer lr factor; -1: 0.8 (0.9 for large); 1: off.
-  # The original code's layer-wise decay has one extra factor (top layer decay^2, embeddings
-  # decay^(L+2)); False uses the intended decay^1 ... decay^(L+1). True reproduces the original.
-  config.original_layer_decay = False
+  finetune_config.add_recipe_fields(config)
   config.num_epochs = -1.0  # Training epochs; -1: 2 (the original's for SQuAD).
   config.batch_size = 32  # Global training batch, in windows.
   config.eval_batch_size = 32  # Global batch of windows for dev prediction (last one padded).
-  config.warmup_fraction = 0.1  # Share of the training steps spent warming up.
-  config.weight_decay = 0.01  # AdamW decoupled weight decay (not on LayerNorm or biases).
-  config.adam_b1 = 0.9  # Adam beta1.
-  config.adam_b2 = 0.999  # Adam beta2.
-  config.adam_eps = 1e-6  # Adam epsilon.
-  config.adam_bias_correction = False  # False: the original's AdamW (no bias correction).
-  config.max_grad_norm = 1.0  # Clip gradients to this global norm; 0 disables clipping.
+  finetune_config.add_optimizer_fields(config)
   # The heads' kernel initialiser: "glorot_uniform" (the original's tf.layers.dense default)
   # or "truncated_normal" (std = the encoder's initializer_range).
   config.head_init = "glorot_uniform"
   # How per-window losses make the batch loss: "sum" (the original's reduce_sum) or "mean".
   config.loss_reduction = "sum"
-  config.hidden_dropout_prob = 0.1  # Encoder dropout (embeddings and residual branches).
-  config.attention_dropout_prob = 0.1  # Encoder dropout on attention probabilities.
-  config.dtype = "float32"  # Compute dtype: float32 or bfloat16 (parameters stay float32).
-  # Attention implementation, as model.attention in pretraining ("auto": the platform's fused
-  # kernel when attention_dropout_prob is 0, else "xla").
-  config.attention = "auto"
+  finetune_config.add_encoder_fields(config)
 
   # Write each seed's fine-tuned encoder and heads to <task>/seed_<s>/model/ (for
   # `python -m electra_jax.convert to-hf`, e.g. ElectraForQuestionAnswering).

@@ -23,8 +23,6 @@ metrics (`metrics`). Outputs, under --workdir:
 
 from __future__ import annotations
 
-import dataclasses
-import math
 from typing import Any
 
 from absl import logging
@@ -46,7 +44,6 @@ from electra_jax.training import metrics as metrics_lib
 from electra_jax.training import optimizer as optim
 from electra_jax.training import parallel
 from electra_jax.training import pretrained as pretrained_lib
-from electra_jax.training import ranges
 from electra_jax.training import trainer as trainer_lib
 from electra_jax.training.state import TrainState
 
@@ -54,18 +51,7 @@ NUM_EPOCHS = 2.0  # The original's SQuAD epochs.
 NULL_THRESHOLD_POLICIES = ("best_f1", "best_exact", "fixed")
 BATCH_RANKS = {"input_ids": 2, "input_mask": 2, "segment_ids": 2, "start_positions": 1,
                "end_positions": 1, "is_impossible": 1}
-QA_RANGES = (
-    ("max_train_examples", "[0, inf)"),
-    ("max_eval_examples", "[0, inf)"),
-    ("weight_decay", "[0, inf)"),
-    ("adam_b1", "[0, 1)"),
-    ("adam_b2", "[0, 1)"),
-    ("adam_eps", "(0, inf)"),
-    ("max_grad_norm", "[0, inf)"),
-    ("hidden_dropout_prob", "[0, 1)"),
-    ("attention_dropout_prob", "[0, 1)"),
-    ("answerable_weight", "[0, inf)"),
-)
+QA_RANGES = (*finetune.TRAINING_RANGES, ("answerable_weight", "[0, inf)"))
 
 
 def is_qa_config(config: ml_collections.ConfigDict) -> bool:
@@ -103,17 +89,11 @@ def validate(config: ml_collections.ConfigDict) -> None:
   for ok, message in checks:
     if not ok:
       raise ElectraError(message)
-  max_doc = config.max_seq_length - config.max_query_length - 3
-  if max_doc < 1:
-    raise ElectraError(
-        f"max_seq_length={config.max_seq_length} leaves no room for the context after a "
-        f"question of max_query_length={config.max_query_length} tokens and [CLS], [SEP], "
-        "[SEP]; raise --config.max_seq_length or lower --config.max_query_length")
+  max_doc = qa_data.context_room(config.max_seq_length, config.max_query_length)
   if config.doc_stride > max_doc:
     logging.warning("doc_stride=%d is longer than a window's %d context tokens: tokens between "
                     "windows are never seen; lower --config.doc_stride", config.doc_stride,
                     max_doc)
-  ranges.check_ranges(config, QA_RANGES)
 
 
 def uses_answerable(config: ml_collections.ConfigDict) -> bool:
@@ -121,23 +101,12 @@ def uses_answerable(config: ml_collections.ConfigDict) -> bool:
   return config.task == "squad2" and config.answerable_classifier
 
 
-@dataclasses.dataclass(frozen=True)
-class Recipe:
-  """The resolved learning rate, layer decay and epochs of the run."""
-  learning_rate: float
-  layer_decay: float
-  num_epochs: float
-  size: str
+Recipe = finetune.Hyperparameters  # The resolved learning rate, layer decay, epochs, size.
 
 
 def resolve_recipe(config: ml_collections.ConfigDict, hidden_size: int) -> Recipe:
-  size = finetune.model_size(config, hidden_size)
-  lr = (config.learning_rate if config.learning_rate > 0
-        else finetune.SIZE_LEARNING_RATES[size])
-  decay = (config.layerwise_lr_decay if config.layerwise_lr_decay > 0
-           else finetune.SIZE_LAYER_DECAY[size])
-  epochs = config.num_epochs if config.num_epochs > 0 else NUM_EPOCHS
-  return Recipe(float(lr), float(decay), float(epochs), size)
+  """`finetune.resolve_recipe` with SQuAD's default epochs (NUM_EPOCHS)."""
+  return finetune.resolve_recipe(config, hidden_size, NUM_EPOCHS)
 
 
 def build_setup(config: ml_collections.ConfigDict, encoder: Any, recipe: Recipe,
@@ -276,7 +245,7 @@ def save_model(config: ml_collections.ConfigDict, params: Any,
 
 def num_train_steps(config: ml_collections.ConfigDict, num_windows: int, recipe: Recipe) -> int:
   """ceil(training windows x epochs / batch size), at least 1."""
-  return max(1, int(math.ceil(num_windows * recipe.num_epochs / config.batch_size)))
+  return finetune.steps_for(num_windows, recipe.num_epochs, config.batch_size)
 
 
 def finetune_seed(config: ml_collections.ConfigDict, train: qa_data.Features,
