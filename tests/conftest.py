@@ -57,7 +57,7 @@ def trained_tiny(tmp_path_factory):
   a model that has learned something (learning, scoring). Not a shorter run: after 400 steps of 32
   the discriminator already detects replaced tokens (held-out AUC 0.84) but still spreads its ~15%
   prior over any sentence, so an uncorrupted sentence scores no better than a corrupted one
-  (README, "Scoring text with the discriminator")."""
+  (README, "Scoring text")."""
   import json  # pylint: disable=import-outside-toplevel
   import filelock  # pylint: disable=import-outside-toplevel
   from electra_jax.pretrain import loop  # pylint: disable=import-outside-toplevel
