@@ -264,12 +264,24 @@ def test_edits_mark_what_they_changed(kind):
     elif kind == "substitute":
       (start, end), = made.edited
       assert made.text[start:end] in ("cat", "sat", "mat")
+    elif kind == "shuffle":
+      assert sorted(new) == sorted(old) and new != old
+      moved = [made.text[a:b] for a, b in made.edited]
+      assert moved == [v for w, v in zip(old, new) if w != v]
     else:
       assert sorted(new) == sorted(old)
       moved = [made.text[a:b] for a, b in made.edited]
       assert len(moved) == 2 and moved[::-1] == [w for w, v in zip(old, new) if w != v]
   labels = edits.token_labels([(0, 3), (4, 9), (10, 15)], [(5, 7)])
   assert labels.tolist() == [0, 1, 0]
+
+
+def test_a_shuffle_that_cannot_change_the_text_is_none():
+  rng = np.random.default_rng(0)
+  assert edits.edit("a a a", "shuffle", rng) is None
+  assert edits.edit("alone", "shuffle", rng) is None
+  made = edits.edit("one  two\tthree", "shuffle", rng)
+  assert made.text.split() != ["one", "two", "three"] and "  " in made.text and "\t" in made.text
 
 
 def _cli(*args, stdin=None):

@@ -136,6 +136,14 @@ def test_a_finished_seed_is_not_rerun_and_a_fixed_threshold_is_used_as_given(squ
   # The saved model predicts what the run reported (same weights, same postprocessing).
   best, _ = runner.evaluate(config, features, outputs)
   assert best["dev/f1"] == pytest.approx(summary["median"]["dev/f1"], abs=1e-6)
+  # best_exact: the threshold and exact match are the official script's best_exact ones.
+  official = json.load(open(os.path.join(seed_dir, "eval.json")))
+  exact_policy = config.copy_and_resolve_references()
+  exact_policy.null_threshold_policy = "best_exact"
+  by_exact, files = runner.evaluate(exact_policy, features, outputs)
+  assert by_exact["dev/null_threshold"] == pytest.approx(official["best_exact_thresh"])
+  assert by_exact["dev/exact_match"] == pytest.approx(official["best_exact"] / 100)
+  assert files["eval.json"]["exact"] == pytest.approx(official["best_exact"])
 
 
 @pytest.mark.slow

@@ -1,12 +1,14 @@
 """Synthetic edits of a sentence, with the characters each edit touched.
 
-Four kinds, at the word level (words are the text's whitespace-separated runs):
+Five kinds, at the word level (words are the text's whitespace-separated runs):
   "swap"        two adjacent words exchanged;
   "delete"      one word removed;
   "substitute"  one word replaced by a word drawn from `vocabulary`;
-  "repeat"      one word written twice.
+  "repeat"      one word written twice;
+  "shuffle"     every word put in a random order (the whitespace between words stays).
 An edit returns the new text and the character ranges of the new text that hold edited words
-(the swapped pair, the substitute, the repeated copy; nothing for a deletion), so that token
+(the swapped pair, the substitute, the repeated copy, every word a shuffle moved; nothing for a
+deletion), so that token
 labels ("replaced" where a token overlaps an edited range) can be derived for any tokenizer.
 """
 
@@ -18,7 +20,8 @@ from typing import Sequence
 
 import numpy as np
 
-KINDS = ("swap", "delete", "substitute", "repeat")
+KINDS = ("swap", "delete", "substitute", "repeat", "shuffle")
+SHUFFLE_TRIES = 10  # Permutations drawn before a shuffle that changes nothing gives up.
 _WORD = re.compile(r"\S+")
 
 
@@ -45,8 +48,10 @@ def edit(text: str, kind: str, rng: np.random.Generator,
   if kind not in KINDS:
     raise ValueError(f"edit kind {kind!r}; choose one of {', '.join(KINDS)}")
   spans = words(text)
-  if len(spans) < (2 if kind in ("swap", "delete") else 1):
+  if len(spans) < (2 if kind in ("swap", "delete", "shuffle") else 1):
     return None
+  if kind == "shuffle":
+    return _shuffle(text, spans, rng)
   if kind == "swap":
     i = int(rng.integers(len(spans) - 1))
     (a0, a1), (b0, b1) = spans[i], spans[i + 1]
@@ -74,6 +79,28 @@ def edit(text: str, kind: str, rng: np.random.Generator,
     return Edit(kind, text[:start] + new_word + text[end:], ((start, start + len(new_word)),))
   # repeat: the copy follows the word, separated by a space.
   return Edit(kind, text[:end] + " " + word + text[end:], ((end + 1, end + 1 + len(word)),))
+
+
+def _shuffle(text: str, spans: Sequence[tuple[int, int]], rng: np.random.Generator
+             ) -> Edit | None:
+  """The words of `text` in a random order that changes the text (None when no draw of
+  SHUFFLE_TRIES does, e.g. all words equal); edited: the words now where another was."""
+  originals = [text[a:b] for a, b in spans]
+  for _ in range(SHUFFLE_TRIES):
+    moved = [originals[i] for i in rng.permutation(len(spans))]
+    if moved == originals:
+      continue
+    pieces, edited, last, offset = [], [], 0, 0
+    for (a, b), old, new in zip(spans, originals, moved, strict=True):
+      pieces += [text[last:a], new]
+      start = a + offset
+      if new != old:
+        edited.append((start, start + len(new)))
+      offset += len(new) - len(old)
+      last = b
+    pieces.append(text[last:])
+    return Edit("shuffle", "".join(pieces), tuple(edited))
+  return None
 
 
 def token_labels(spans: Sequence[tuple[int, int]], edited: Sequence[tuple[int, int]]

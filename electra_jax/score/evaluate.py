@@ -5,17 +5,17 @@ r"""How good the discriminator is as a scorer: calibration, zero-shot grammatica
 
 * Calibration: tokens of held-out sentences corrupted (a) by the run's own generator (15% of
   the tokens masked and sampled, as in pretraining; when the checkpoint has a generator) and
-  (b) by synthetic edits (`edits`: a substituted word, a repeated word, two swapped words;
-  tokens overlapping the edit are "replaced"). For each: AUC of P(replaced) against the
+  (b) by synthetic edits (`edits`: a substituted word, a repeated word, two swapped words,
+  the words shuffled; tokens overlapping the edit are "replaced"). For each: AUC of P(replaced) against the
   labels, expected calibration error (10 equal-width bins, weighted by their token counts),
   and the reliability diagram (reliability.png).
 * Zero-shot grammaticality (CoLA, when --glue_dir has CoLA/): the sentence fluency score
   against the acceptability label, as AUC on dev and as Matthews correlation on dev at the
   fluency threshold that maximises it on train.
 * Reranking: each held-out sentence with one variant per edit kind (swap, delete, substitute,
-  repeat): how often the original has the highest fluency (chance 1/5), and per kind how often
-  the original beats that variant (chance 1/2); and, with a generator, each sentence against
-  4 corruptions by the generator (chance 1/5).
+  repeat, shuffle): how often the original has the highest fluency (chance 1/6), and per kind
+  how often the original beats that variant (chance 1/2); and, with a generator, each sentence
+  against 4 corruptions by the generator (chance 1/5).
 * Scorers (`scorers`; when there is something to compare the discriminator with): the
   discriminator's fluency (a mean per token, `discriminator`); the masked LM's
   pseudo-log-likelihood (`pll`, a sum: it favours shorter candidates, e.g. deletions) and its
@@ -219,10 +219,10 @@ def edit_variants(sentences: Sequence[str], seed: int = 0) -> list[dict[str, edi
 
 def edit_calibration(scorer: Scorer, variants: Sequence[dict[str, edits_lib.Edit]],
                      **kwargs) -> dict[str, dict[str, Any]]:
-  """Token calibration on the substitute, repeat and swap variants (deletions leave no token
-  to label)."""
+  """Token calibration on the substitute, repeat, swap and shuffle variants (deletions leave
+  no token to label)."""
   out = {}
-  for kind in ("substitute", "repeat", "swap"):
+  for kind in ("substitute", "repeat", "swap", "shuffle"):
     chosen = [v[kind] for v in variants if kind in v]
     if not chosen:
       continue
