@@ -6,9 +6,9 @@ r"""How good the discriminator is as a scorer: calibration, zero-shot grammatica
 * Calibration: tokens of held-out sentences corrupted (a) by the run's own generator (15% of
   the tokens masked and sampled, as in pretraining; when the checkpoint has a generator) and
   (b) by synthetic edits (`edits`: a substituted word, a repeated word, two swapped words,
-  the words shuffled; tokens overlapping the edit are "replaced"). For each: AUC of P(replaced) against the
-  labels, expected calibration error (10 equal-width bins, weighted by their token counts),
-  and the reliability diagram (reliability.png).
+  the words shuffled; tokens overlapping the edit are "replaced"). For each: AUC of
+  P(replaced) against the labels, expected calibration error (10 equal-width bins, weighted by
+  their token counts), and the reliability diagram (reliability.png).
 * Zero-shot grammaticality (CoLA, when --glue_dir has CoLA/): the sentence fluency score
   against the acceptability label, as AUC on dev and as Matthews correlation on dev at the
   fluency threshold that maximises it on train.
