@@ -23,8 +23,9 @@ def reference(q, k, v, mask, causal="none"):
   if causal != "none":
     allowed = allowed & ((j <= i) if causal == "ltr" else (j >= i))
   scores = np.where(allowed, scores, -np.inf)
-  probs = np.exp(scores - scores.max(-1, keepdims=True))
-  probs /= probs.sum(-1, keepdims=True)
+  with np.errstate(invalid="ignore"):  # A padded query with no key on its side: NaN, unused.
+    probs = np.exp(scores - scores.max(-1, keepdims=True))
+    probs /= probs.sum(-1, keepdims=True)
   return np.einsum("bnqk,bknd->bqnd", probs, v)
 
 
