@@ -249,3 +249,27 @@ def test_evaluate_command_with_electric_and_mlm(checkpoints, tmp_path):
   assert wrong.returncode == 1 and "objective, not Electric" in wrong.stderr
   wrong = _cli("evaluate", *common, "--scorer=energy")
   assert wrong.returncode == 1 and "drop --scorer=energy" in wrong.stderr
+
+
+def test_an_exported_electric_model_is_still_scored_as_energies(checkpoints, tmp_path):
+  """to-hf records the objective in the discriminator's config.json; scoring the Hugging Face
+  directory, or the checkpoint from-hf makes of it, reads the head as energies, not as
+  "replaced" logits; an ELECTRA export records nothing and stays a discriminator."""
+  from electra_jax import convert  # pylint: disable=import-outside-toplevel
+  from electra_jax.convert import files  # pylint: disable=import-outside-toplevel
+  texts = _sentences(5, seed=21)
+  want = [s.score for s in load_scorer(checkpoints["electric"]).score_sentences(texts)]
+  hf = convert.to_hf(checkpoints["electric"], str(tmp_path / "hf"))["discriminator"]
+  with open(os.path.join(hf, "config.json")) as f:
+    assert json.load(f)[files.OBJECTIVE_KEY] == "electric"
+  back = str(tmp_path / "back")
+  convert.from_hf(hf, back)
+  for path in (hf, back):
+    scorer = load_scorer(path)
+    assert isinstance(scorer, energy.EnergyScorer), path
+    np.testing.assert_allclose([s.score for s in scorer.score_sentences(texts)], want,
+                               rtol=1e-5)
+  electra_hf = convert.to_hf(checkpoints["electra"], str(tmp_path / "hf_electra"))
+  with open(os.path.join(electra_hf["discriminator"], "config.json")) as f:
+    assert files.OBJECTIVE_KEY not in json.load(f)
+  assert isinstance(load_scorer(electra_hf["discriminator"]), loader.Scorer)

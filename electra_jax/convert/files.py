@@ -193,7 +193,8 @@ def convert_from_hf(hf_dir: str, output_dir: str, generator_dir: str | None = No
   if gen_file:
     source += "," + os.path.abspath(gen_file)
   step_dir = pretrained.save_pretrained(output_dir, params, model_config, info, step=0,
-                                        overwrite=overwrite, source=source)
+                                        overwrite=overwrite, source=source,
+                                        extra_meta={"encoder": encoder_of_hf_config(disc_config)})
   return FromHfResult(step_dir, model_config, params, info, tokenizer.vocab_size)
 
 
@@ -272,6 +273,20 @@ def _write_tokenizer(info: pretrained.TokenizerInfo | None,
 
 
 MASKED_LM = "masked_lm"  # to-hf's directory for an MLM objective's encoder.
+# config.json key naming the objective whose head the exported discriminator carries, written
+# for the objectives whose head means something other than ELECTRA's "replaced" logit
+# (Electric's energies), so that scoring an exported model reads its head right.
+OBJECTIVE_KEY = "electra_jax_objective"
+HEAD_MEANINGS = ("electric",)
+
+
+def encoder_of_hf_config(config: dict[str, Any]) -> dict[str, Any]:
+  """The `Pretrained.encoder` record of an ElectraForPreTraining config.json: the default
+  (ELECTRA's discriminator and head) unless to-hf recorded another objective."""
+  objective = config.get(OBJECTIVE_KEY)
+  if objective in HEAD_MEANINGS:
+    return {**pretrained.DEFAULT_ENCODER, "objective": objective}
+  return dict(pretrained.DEFAULT_ENCODER)
 QA_HEAD = "qa_head"  # A SQuAD-fine-tuned model's head group (electra_jax.finetune.qa.heads).
 
 
@@ -361,6 +376,8 @@ def convert_to_hf(checkpoint: str, output_dir: str, overwrite: bool = False) -> 
                       "the encoder and its MLM head without it.", MASKED_LM)
   else:
     models = _electra_models(loaded, pad_id)
+  if loaded.encoder.get("objective") in HEAD_MEANINGS and DISCRIMINATOR in models:
+    models[DISCRIMINATOR][1][OBJECTIVE_KEY] = loaded.encoder["objective"]
   if loaded.encoder.get("objective") == "electric":
     logging.info("Electric: %s/ holds the energy network (its head's output is the energy); "
                  "the two-tower noise model has no Hugging Face counterpart and is not "

@@ -194,7 +194,8 @@ def _from_hf_directory(path: str) -> pretrained.Pretrained:
     tokenizer = pretrained.TokenizerInfo(fileio.join(path, models[0]),
                                          tokenizer_lib.SENTENCEPIECE)
   return pretrained.Pretrained(model_config=model_config, params=params, tokenizer=tokenizer,
-                               step=0, path=weights_file)
+                               step=0, path=weights_file,
+                               encoder=files.encoder_of_hf_config(config))
 
 
 @dataclasses.dataclass
