@@ -120,6 +120,36 @@ def copy(src: str, dst: str) -> None:
     shutil.copyfile(src, dst)
 
 
+def copy_tree(src: str, dst: str) -> None:
+  """Copies the directory `src` (local or remote) to `dst`, which must not exist yet."""
+  if not (is_remote(src) or is_remote(dst)):
+    shutil.copytree(src, dst)
+    return
+  gfile = _gfile()
+  for directory, _, files in gfile.walk(src):
+    relative = directory[len(src.rstrip("/")):].strip("/")  # walk() yields src/<relative>.
+    target = join(dst, relative) if relative else dst
+    gfile.makedirs(target)
+    for name in files:
+      gfile.copy(join(directory, name), join(target, name), overwrite=False)
+
+
+def rename_tree(src: str, dst: str) -> None:
+  """Moves the directory `src` to `dst`, which must not exist: one atomic rename for local
+  paths; file by file on object stores (as GCS renames a "directory"), then `src` is removed."""
+  if not is_remote(src):
+    os.rename(src, dst)
+    return
+  gfile = _gfile()
+  for directory, _, files in gfile.walk(src):
+    relative = directory[len(src.rstrip("/")):].strip("/")
+    target = join(dst, relative) if relative else dst
+    gfile.makedirs(target)
+    for name in files:
+      gfile.rename(join(directory, name), join(target, name), overwrite=False)
+  gfile.rmtree(src)
+
+
 def rename(src: str, dst: str) -> None:
   """Moves `src` over `dst` (atomic for local paths; copy-then-delete on object stores)."""
   if is_remote(src):

@@ -195,6 +195,44 @@ def test_scorer_reproduces_the_pretrainers_discriminator(tmp_path, corpus_and_to
     load_scorer(str(tmp_path / "no_head"))
 
 
+def test_save_pretrained_writes_a_remote_directory_whole(tmp_path, corpus_and_tokenizer):
+  """A gs:// output (here tf.io.gfile's in-memory ram://) is built locally, uploaded and renamed
+  into place: it holds the checkpoint and the tokenizer, refuses to be overwritten unless asked,
+  and leaves no hidden staging directory behind. Copied back, it loads the same weights."""
+  import flax.linen as nn  # pylint: disable=import-outside-toplevel
+  import tensorflow as tf  # pylint: disable=import-outside-toplevel
+  from electra_jax import fileio  # pylint: disable=import-outside-toplevel
+  config = testing.fast_config(*corpus_and_tokenizer)
+  ids = jnp.zeros((1, 32), jnp.int32)
+  params = electra.build_pretrainer(config.model).init(jax.random.PRNGKey(0), ids, ids + 1, ids,
+                                                       jnp.zeros((1, 4), jnp.int32))["params"]
+  params = jax.tree.map(np.asarray, nn.meta.unbox(params))
+  tokenizer = pretrained.TokenizerInfo(corpus_and_tokenizer[1], "sentencepiece")
+  remote = "ram://save_pretrained_test/model"
+  step_dir = pretrained.save_pretrained(remote, params, config.model, tokenizer, step=7)
+  assert step_dir == remote + "/checkpoints/7"
+  listing = lambda path: [name.rstrip("/") for name in tf.io.gfile.listdir(path)]
+  assert listing("ram://save_pretrained_test") == ["model"]  # No staging directory is left.
+  assert tf.io.gfile.exists(remote + "/tokenizer/spm.model")
+  with pytest.raises(ElectraError, match="exists and is not empty"):
+    pretrained.save_pretrained(remote, params, config.model, tokenizer, step=8)
+  changed = jax.tree.map(lambda x: x + 1, params)
+  pretrained.save_pretrained(remote, changed, config.model, tokenizer, step=8, overwrite=True)
+  assert listing("ram://save_pretrained_test") == ["model"]
+  assert listing(remote + "/checkpoints") == ["8"]
+  fileio.copy_tree(remote, str(tmp_path / "model"))
+  loaded = pretrained.load_pretrained(str(tmp_path / "model"), parts=None)
+  pretrained.save_pretrained(str(tmp_path / "local"), changed, config.model, tokenizer, step=8)
+  local = pretrained.load_pretrained(str(tmp_path / "local"), parts=None)
+  assert loaded.step == 8 and loaded.tokenizer is not None
+  assert jax.tree.structure(loaded.params) == jax.tree.structure(local.params)
+  for got, want in zip(jax.tree.leaves(loaded.params), jax.tree.leaves(local.params)):
+    np.testing.assert_array_equal(got, want)
+  table = lambda p: p["embeddings"]["word_embeddings"]["embedding"]
+  np.testing.assert_array_equal(table(loaded.params), table(params) + 1)  # The overwrite took.
+  tf.io.gfile.rmtree("ram://save_pretrained_test")
+
+
 def _string_literals(path):
   """The string constants of a module's code (docstrings left out)."""
   import ast  # pylint: disable=import-outside-toplevel

@@ -340,7 +340,14 @@ def save_pretrained(output_dir: str, params: dict[str, Any],
       model: its task and head, which `Pretrained.finetuned` gives back).
   Returns:
     the step directory written.
+
+  A remote `output_dir` (gs://...) is built in a local temporary directory, uploaded to a hidden
+  sibling and only then moved into place (object stores move file by file: a reader may see a
+  directory being moved, never one still being uploaded or written).
   """
+  if fileio.is_remote(output_dir):
+    return _save_remote(output_dir, params, model_config, tokenizer, step, overwrite, source,
+                        extra_meta)
   output_dir = os.path.abspath(output_dir)
   replacing = os.path.isdir(output_dir) and bool(os.listdir(output_dir))
   if replacing and not overwrite:
@@ -365,3 +372,34 @@ def save_pretrained(output_dir: str, params: dict[str, Any],
     shutil.rmtree(staging, ignore_errors=True)
     raise
   return os.path.join(output_dir, "checkpoints", str(step))
+
+
+def _save_remote(output_dir: str, params: dict[str, Any],
+                 model_config: ml_collections.ConfigDict | dict[str, Any],
+                 tokenizer: TokenizerInfo | None, step: int, overwrite: bool, source: str,
+                 extra_meta: dict[str, Any] | None) -> str:
+  """`save_pretrained` to a remote directory: see there."""
+  output_dir = output_dir.rstrip("/")
+  replacing = fileio.isdir(output_dir) and bool(fileio.listdir(output_dir))
+  if replacing and not overwrite:
+    raise ElectraError(f"{output_dir} exists and is not empty; choose a new output directory "
+                       "or pass --overwrite")
+  fileio.makedirs(fileio.dirname(output_dir))
+  staging = fileio.temporary_sibling(output_dir)
+  with tempfile.TemporaryDirectory(prefix="electra_jax_save_") as local:
+    try:
+      _write_checkpoint(local, params, model_config, tokenizer, step, source, output_dir,
+                        extra_meta)
+      fileio.copy_tree(local, staging)
+      if fileio.exists(output_dir):
+        trash = fileio.temporary_sibling(output_dir)
+        fileio.rename_tree(output_dir, trash)
+        fileio.rename_tree(staging, output_dir)
+        fileio.rmtree(trash)
+      else:
+        fileio.rename_tree(staging, output_dir)
+    except BaseException:
+      if fileio.exists(staging):
+        fileio.rmtree(staging)
+      raise
+  return fileio.join(output_dir, "checkpoints", str(step))

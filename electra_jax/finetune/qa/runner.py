@@ -277,14 +277,10 @@ def finetune_seed(config: ml_collections.ConfigDict, train: qa_data.Features,
     fileio.makedirs(seed_dir)
     for name, value in files.items():
       finetune.write_json(fileio.join(seed_dir, name), value)
-    if config.save_model:
-      if fileio.is_remote(seed_dir):
-        logging.warning("save_model: the fine-tuned model is written to local directories "
-                        "only; %s is remote, so it is not saved", seed_dir)
-      else:
-        save_model(config, params, weights, weights.model_config,
-                   pretrained_lib.TokenizerInfo.of(tokenizer), num_steps,
-                   fileio.join(seed_dir, "model"))
+    if config.save_model:  # Local or remote (gs://) alike.
+      save_model(config, params, weights, weights.model_config,
+                 pretrained_lib.TokenizerInfo.of(tokenizer), num_steps,
+                 fileio.join(seed_dir, "model"))
   result = {"task": task, "seed": seed, "metrics": metrics, "steps": num_steps,
             "train_questions": train.stats.questions, "train_windows": len(train),
             "dev_questions": dev.stats.questions, "dev_windows": len(dev),
