@@ -155,6 +155,41 @@ def test_tiny_pretrain_and_finetune_steps_compile_for_v5e_2x2():
 
 
 @needs_libtpu
+def test_squad_steps_compile_with_their_heads_and_refuse_a_glue_config():
+  """--step=squad compiles SQuAD fine-tuning (joint end head and answerability classifier for
+  squad2, independent ends for squad1); its analytic FLOPs count the heads, and XLA's count of
+  the same step agrees; a GLUE settings file for it (or a SQuAD one for --step=finetune) is one
+  clear error."""
+  from electra_jax.finetune.qa import default_config as qa_config  # pylint: disable=import-outside-toplevel
+  from electra_jax.finetune import runner  # pylint: disable=import-outside-toplevel
+  from electra_jax.finetune.qa import heads  # pylint: disable=import-outside-toplevel
+  from electra_jax.pretrain import flops  # pylint: disable=import-outside-toplevel
+  s = tpu_slices.parse("v5e:2x2")
+  config = tiny()
+  ft = qa_config.get_config()
+  ft.update(task="squad2", max_seq_length=128, batch_size=16)
+  report, _ = topology.compile_report(config, s, step="squad", finetune_config=ft)
+  assert report["step"] == "squad" and (report["global_batch"], report["seq_len"]) == (16, 128)
+  assert report["fits"] and report["collectives"]["per_kind"]["all-reduce"]["count"] >= 1
+  encoder = runner.encoder_config(topology.finetune_config_for(config, ft, "squad"),
+                                  config.model)
+  encoder_flops = flops.encoder_forward(encoder, 16, 128)
+  head = heads.training_head_flops(128, 16, 128, joint_prediction=True,
+                                   answerable_classifier=True, answerable_uses_start_logits=True)
+  assert report["analytic_flops_per_step"] == pytest.approx(3 * (encoder_flops + head))
+  assert 1.0 < report["xla_to_analytic"] < 1.3, report["xla_to_analytic"]
+  ft.update(task="squad1", joint_prediction=False)
+  squad1, _ = topology.compile_report(config, s, step="squad", finetune_config=ft,
+                                      with_xla_flops=False)
+  assert squad1["analytic_flops_per_step"] < report["analytic_flops_per_step"]
+  with pytest.raises(ElectraError, match="--step=squad with a GLUE --finetune_config"):
+    topology.compile_report(config, s, step="squad",
+                            finetune_config=testing.load_config("glue"))
+  with pytest.raises(ElectraError, match="--step=finetune with a SQuAD --finetune_config"):
+    topology.compile_report(config, s, step="finetune", finetune_config=ft)
+
+
+@needs_libtpu
 def test_eight_device_slice_with_data_fsdp_and_tensor_axes():
   config = tiny(**{"mesh.data": 2, "mesh.fsdp": 2, "mesh.tensor": 2,
                    "model.generator_hidden_size": 1.0})  # Two generator heads for the tensor axis.
@@ -189,17 +224,74 @@ def test_bad_mesh_and_batch_give_one_clear_error():
     topology.compile_report(tiny(**{"train.batch_size": 66}), s)
 
 
+def _fake_compile_report(fixed_bytes, bytes_per_example, refuse_above):
+  """compile_report's memory figures from a linear model of the batch: remat quarters, bfloat16
+  halves the per-example bytes; past `refuse_above` the compiler refuses (out of memory)."""
+  calls = []
+
+  def compile_report(config, slice_, num_slices, step, finetune_config, hbm, with_xla_flops,
+                     devices):
+    del slice_, num_slices, step, finetune_config, with_xla_flops, devices
+    batch = config.train.batch_size
+    calls.append(batch)
+    per = bytes_per_example / (4 if config.model.remat == "full" else 1)
+    per /= 2 if config.model.dtype == "bfloat16" else 1
+    total = fixed_bytes + per * batch
+    if total > refuse_above:
+      raise ElectraError("the TPU compiler refused the step: RESOURCE_EXHAUSTED")
+    return {"per_chip_bytes": {"total": total, "temp": per * batch}, "fits": total <= hbm}, None
+  return compile_report, calls
+
+
+@needs_libtpu
+@pytest.mark.parametrize("hbm, largest, levers", [
+    (2e9, 128, []),  # 1e8 + 8e6 x b <= 2e9: b <= 237.
+    (9e9, 1024, []),  # b <= 1112: found by extrapolating, not by doubling from 64.
+    (3e8, 64, ["model.remat=full"]),  # 64 does not fit as configured; remat: b <= 100.
+    # With every lever 1e6 bytes per example: halved down to 4 (the 4 batch shards divide it).
+    (1.05e8, 4, ["model.remat=full", "mesh.fsdp=-1 mesh.data=1", "model.dtype=bfloat16"]),
+    (0.99e8, 0, ["model.remat=full", "mesh.fsdp=-1 mesh.data=1", "model.dtype=bfloat16"]),
+])
+def test_fit_search_adds_levers_in_order_and_finds_the_largest_batch(monkeypatch, hbm, largest,
+                                                                    levers):
+  """The search itself, against a linear memory model instead of the compiler: the largest
+  power-of-two multiple of the config's batch that fits, levers only when the configured batch
+  does not fit, and few probes."""
+  fake, calls = _fake_compile_report(1e8, 8e6, refuse_above=3e10)
+  monkeypatch.setattr(topology, "compile_report", fake)
+  result = topology.fit(tiny(), tpu_slices.parse("v5e:2x2"), hbm_bytes=int(hbm),
+                        log=lambda line: None)
+  assert result["largest_batch"] == largest and result["levers"] == levers
+  if not levers:
+    assert len(calls) == len(set(calls))  # Each batch is compiled once.
+  if largest:
+    fits = {p["batch"]: p["fits"] for p in result["probes"] if p["levers"] == levers}
+    assert fits[largest] and not fits[2 * largest]
+  if not levers:  # Doubling from 64 to 1024 and one past it would take 6 compiles.
+    assert len(result["probes"]) <= 5, result["probes"]
+
+
+@needs_libtpu
+def test_fit_counts_a_compiler_refusal_as_not_fitting(monkeypatch):
+  fake, _ = _fake_compile_report(1e8, 8e6, refuse_above=7e8)  # 64 fits; 128 is refused.
+  monkeypatch.setattr(topology, "compile_report", fake)
+  lines = []
+  assert topology.fit(tiny(), tpu_slices.parse("v5e:2x2"), hbm_bytes=int(2e9),
+                      log=lines.append)["largest_batch"] == 64
+  assert any("batch 128: the TPU compiler refused" in line for line in lines), lines
+
+
 @needs_libtpu
 def test_fit_finds_a_batch_that_fits_whose_double_does_not():
-  """With a 0.06 GiB chip the tiny step fits at some batch and not at twice it; the probes'
-  temporaries grow with the batch."""
+  """The real compiler: with a 0.03 GiB chip the tiny step fits at its batch of 64 (0.02 GiB)
+  and not at 128 (0.04 GiB); the temporaries grow with the batch."""
   s = tpu_slices.parse("v5e:2x2")
   lines = []
-  result = topology.fit(tiny(), s, hbm_bytes=int(0.06 * 2**30), log=lines.append)
+  result = topology.fit(tiny(), s, hbm_bytes=int(0.03 * 2**30), log=lines.append)
   largest = result["largest_batch"]
-  assert largest >= 64 and result["levers"] == []
+  assert largest == 64 and result["levers"] == []
   by_batch = {p["batch"]: p for p in result["probes"]}
-  assert by_batch[largest]["fits"] and by_batch[largest]["total_bytes"] <= 0.06 * 2**30
+  assert by_batch[largest]["fits"] and by_batch[largest]["total_bytes"] <= 0.03 * 2**30
   assert not by_batch[2 * largest]["fits"]
   temps = [by_batch[b]["temp_bytes"] for b in sorted(by_batch)]
   assert temps == sorted(temps) and temps[-1] > temps[0]

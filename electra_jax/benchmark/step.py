@@ -26,7 +26,7 @@ The real TPU executable for a Cloud TPU slice, compiled on this host (needs the 
 pip install -e '.[tpu]'; electra_jax/benchmark/topology.py):
 
   python -m electra_jax.benchmark --config=configs/base.py --topology=v5litepod-16 \
-      [--num_slices=2] [--step=pretrain|finetune] [--report=FILE.json] [--fit] \
+      [--num_slices=2] [--step=pretrain|finetune|squad] [--report=FILE.json] [--fit] \
       [--save_compiled=FILE] [--require_fit] [--hbm_gib=16]
 
 prints memory per chip, whether it fits, analytic and XLA FLOPs, the collectives of one step,
@@ -89,10 +89,10 @@ def define_flags() -> None:
                       "roofline estimate (electra_jax/benchmark/topology.py).")
   flags.DEFINE_integer("num_slices", 1, "With --topology: slices joined over the data-center "
                        "network (the mesh's dcn_* degrees must multiply to this).")
-  flags.DEFINE_enum("step", "pretrain", ["pretrain", "finetune"],
+  flags.DEFINE_enum("step", "pretrain", ["pretrain", "finetune", "squad"],
                     "With --topology: which training step to compile (finetune: GLUE "
-                    "fine-tuning of the encoder the config pretrains, settings from "
-                    "--finetune_config).")
+                    "fine-tuning of the encoder the config pretrains; squad: SQuAD "
+                    "fine-tuning of it; settings from --finetune_config).")
   flags.DEFINE_string("report", "", "With --topology: also write the report as JSON here.")
   flags.DEFINE_bool("fit", False, "With --topology: search the largest global batch that fits "
                     "the chip's HBM, adding remat, FSDP and bfloat16 only if the config's "
@@ -107,9 +107,9 @@ def define_flags() -> None:
   flags.DEFINE_float("hbm_gib", 0.0, "With --topology: the chip's HBM in GiB for the fit "
                      "verdict (0: the published capacity).")
   config_flags.DEFINE_config_file(
-      "finetune_config", None, "With --step=finetune: fine-tuning settings (e.g. "
-      "configs/glue.py; default: its defaults, batch 32 x 128); the mesh, dtype and attention "
-      "come from --config.",
+      "finetune_config", None, "With --step=finetune or squad: fine-tuning settings "
+      "(configs/glue.py, default batch 32 x 128; configs/squad.py, default batch 32 x 512); "
+      "the mesh, dtype and attention come from --config.",
       lock_config=True)
   cli.define_show_config(required=())
   flags.mark_flags_as_required(["config"])

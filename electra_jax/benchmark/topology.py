@@ -1,12 +1,13 @@
 r"""Compiles the real training step for a Cloud TPU slice on any host, and sizes it.
 
   python -m electra_jax.benchmark --config=configs/small.py --topology=v5litepod-8 \
-      [--num_slices=2] [--step=pretrain|finetune] [--report=small_v5e8.json] [--fit]
+      [--num_slices=2] [--step=pretrain|finetune|squad] [--report=small_v5e8.json] [--fit]
 
 With the TPU runtime installed (`pip install -e '.[tpu]'`), libtpu's compiler runs on a CPU
 host: `tpu_slices.compile_devices` gives the slice's devices as compile-only devices, the step
 is built by the same code that training uses (`pretrain.loop.build_setup`, or
-`finetune.runner.build_setup` for `--step=finetune`) with the config's mesh, batch, precision,
+`finetune.runner.build_setup` for `--step=finetune`, GLUE, and `finetune.qa.runner.build_setup`
+for `--step=squad`) with the config's mesh, batch, precision,
 attention and remat, from abstract shapes only (nothing is allocated), and lowered and compiled
 for them. The report (`compile_report`) gives per-chip memory from XLA's memory analysis of the
 TPU executable, whether it fits the chip's HBM, the analytic and XLA FLOPs of a step, the
@@ -42,8 +43,9 @@ from electra_jax.training import compilation_cache
 from electra_jax.training import compiled_step
 from electra_jax.training import parallel
 
-STEPS = ("pretrain", "finetune")
+STEPS = ("pretrain", "finetune", "squad")
 FINETUNE_TASK = "sst2"  # Two labels: the classifier head of most GLUE tasks.
+FINETUNE_CONFIGS = {"finetune": "configs/glue.py", "squad": "configs/squad.py"}
 
 
 @dataclasses.dataclass
@@ -57,8 +59,12 @@ class BuiltStep:
   analytic_flops: float
 
 
-def _abstract_batch(trainer, shapes: dict[str, tuple[int, ...]]) -> dict[str, Any]:
-  return {k: jax.ShapeDtypeStruct(shape, np.int32, sharding=trainer.batch_shardings[k])
+def _abstract_batch(trainer, shapes: dict[str, tuple[int, ...]],
+                    dtypes: dict[str, Any] | None = None) -> dict[str, Any]:
+  """int32 unless `dtypes` says otherwise, sharded as the trainer shards its batches."""
+  dtypes = dtypes or {}
+  return {k: jax.ShapeDtypeStruct(shape, dtypes.get(k, np.int32),
+                                  sharding=trainer.batch_shardings[k])
           for k, shape in shapes.items()}
 
 
@@ -75,13 +81,27 @@ def build_pretrain(config: ml_collections.ConfigDict, devices) -> BuiltStep:
                    b, t, setup.flops_per_step)
 
 
+def default_finetune_config(step: str) -> ml_collections.ConfigDict:
+  """configs/glue.py's settings for `finetune`, configs/squad.py's for `squad`."""
+  # pylint: disable=import-outside-toplevel
+  from electra_jax.finetune import default_config
+  from electra_jax.finetune.qa import default_config as qa_default_config
+  return (qa_default_config if step == "squad" else default_config).get_config()
+
+
 def finetune_config_for(config: ml_collections.ConfigDict,
-                        finetune_config: ml_collections.ConfigDict | None
-                        ) -> ml_collections.ConfigDict:
-  """The fine-tuning settings (configs/glue.py's unless given) with the pretraining config's
-  mesh, compute dtype and attention, so one set of overrides sizes both steps."""
-  from electra_jax.finetune import default_config  # pylint: disable=import-outside-toplevel
-  ft = (finetune_config or default_config.get_config()).copy_and_resolve_references()
+                        finetune_config: ml_collections.ConfigDict | None,
+                        step: str = "finetune") -> ml_collections.ConfigDict:
+  """The fine-tuning settings (`default_finetune_config(step)` unless given) with the
+  pretraining config's mesh, compute dtype and attention, so one set of overrides sizes both
+  steps."""
+  from electra_jax.finetune.qa import runner as qa_runner  # pylint: disable=import-outside-toplevel
+  if finetune_config is not None and qa_runner.is_qa_config(finetune_config) != (step == "squad"):
+    given = "a SQuAD" if step != "squad" else "a GLUE"
+    raise ElectraError(f"--step={step} with {given} --finetune_config: pass "
+                       f"--finetune_config={FINETUNE_CONFIGS[step]} (or its overrides), or "
+                       f"--step={'squad' if step != 'squad' else 'finetune'}")
+  ft = (finetune_config or default_finetune_config(step)).copy_and_resolve_references()
   ft.mesh = config.mesh.copy_and_resolve_references()
   ft.dtype = config.model.dtype
   ft.attention = config.model.attention
@@ -116,11 +136,40 @@ def build_finetune(config: ml_collections.ConfigDict, devices,
                    flops_lib.training_flops(forward))
 
 
+def build_squad(config: ml_collections.ConfigDict, devices,
+                finetune_config: ml_collections.ConfigDict | None = None) -> BuiltStep:
+  """SQuAD fine-tuning's step (configs/squad.py's heads: the joint end head, and the
+  answerability classifier for squad2) of `config`'s discriminator on `devices`."""
+  from electra_jax.finetune import runner  # pylint: disable=import-outside-toplevel
+  from electra_jax.finetune.qa import heads  # pylint: disable=import-outside-toplevel
+  from electra_jax.finetune.qa import runner as qa_runner  # pylint: disable=import-outside-toplevel
+  ft = finetune_config_for(config, finetune_config, "squad")
+  checked = ft.copy_and_resolve_references()
+  checked.init_checkpoint = checked.init_checkpoint or "(not read)"
+  checked.data_dir = checked.data_dir or "(not read)"
+  qa_runner.validate(checked)
+  encoder = runner.encoder_config(ft, config.model)
+  recipe = qa_runner.resolve_recipe(ft, encoder.hidden_size)
+  setup = qa_runner.build_setup(ft, encoder, recipe, num_train_steps=1000, devices=devices)
+  b, t = ft.batch_size, ft.max_seq_length
+  shapes = {k: (b, t) if rank == 2 else (b,) for k, rank in qa_runner.BATCH_RANKS.items()}
+  trainer = setup.trainer
+  forward = flops_lib.encoder_forward(encoder, b, t) + heads.training_head_flops(
+      encoder.hidden_size, b, t, joint_prediction=ft.joint_prediction,
+      answerable_classifier=qa_runner.uses_answerable(ft),
+      answerable_uses_start_logits=ft.answerable_uses_start_logits)
+  return BuiltStep(trainer, trainer.abstract_state(),
+                   _abstract_batch(trainer, shapes, {"is_impossible": np.float32}), b, t,
+                   flops_lib.training_flops(forward))
+
+
 def build(config, step: str, devices, finetune_config=None) -> BuiltStep:
   if step not in STEPS:
     raise ElectraError(f"--step={step!r}; choose one of {', '.join(STEPS)}")
   if step == "pretrain":
     return build_pretrain(config, devices)
+  if step == "squad":
+    return build_squad(config, devices, finetune_config)
   return build_finetune(config, devices, finetune_config)
 
 
@@ -280,7 +329,7 @@ def compile_report(config: ml_collections.ConfigDict, slice_: tpu_slices.Slice,
   if save_compiled:
     if step != "pretrain":
       raise ElectraError("--save_compiled saves the pretraining step (train.compiled_step); "
-                         "drop --step=finetune")
+                         f"drop --step={step}")
     if config.objective.get("generator", "") == "unigram":
       raise ElectraError("--save_compiled cannot save the unigram generator's step (it holds "
                          "the training data's token counts)")
@@ -428,8 +477,7 @@ def _with_batch(config, finetune_config, step: str, batch: int):
   if step == "pretrain":
     config.train.batch_size = batch
     return config, finetune_config
-  from electra_jax.finetune import default_config  # pylint: disable=import-outside-toplevel
-  ft = (finetune_config or default_config.get_config()).copy_and_resolve_references()
+  ft = (finetune_config or default_finetune_config(step)).copy_and_resolve_references()
   ft.batch_size = batch
   ft.eval_batch_size = batch
   return config, ft
@@ -459,7 +507,7 @@ def fit(config: ml_collections.ConfigDict, slice_: tpu_slices.Slice, num_slices:
   devices = tpu_slices.compile_devices(slice_, num_slices)
   hbm = int(hbm_bytes) or slice_.generation.hbm_bytes
   base_batch = (config.train.batch_size if step == "pretrain"
-                else (finetune_config.batch_size if finetune_config is not None else 32))
+                else (finetune_config or default_finetune_config(step)).batch_size)
   probes: list[dict[str, Any]] = []
   cache: dict[tuple, dict] = {}
 

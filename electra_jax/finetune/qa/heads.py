@@ -29,6 +29,7 @@ import optax
 
 from electra_jax.models import encoder as enc
 from electra_jax.models import layers
+from electra_jax.pretrain.flops import matmul
 
 HEAD = "qa_head"
 HIDDEN = 512  # The original's width of the joint end layer and the answerability layer.
@@ -174,6 +175,25 @@ class SpanHeads(nn.Module):
     else:
       out["answerable_logit"] = jnp.zeros(hidden.shape[:1], jnp.float32)
     return out
+
+
+def training_head_flops(hidden_size: int, batch: int, seq_len: int, joint_prediction: bool,
+                        answerable_classifier: bool,
+                        answerable_uses_start_logits: bool) -> float:
+  """The heads' forward matrix-product FLOPs in a training step (B = batch windows of T
+  tokens; the joint end head conditioned on the gold start, one start per window)."""
+  b, t, h = batch, seq_len, hidden_size
+  flops = matmul(b * t, h, 1)  # span_start
+  if joint_prediction:  # The start's and every end's halves of dense(2H -> 512), dense(512 -> 1).
+    flops += matmul(b, h, HIDDEN) + matmul(b * t, h, HIDDEN) + matmul(b * t, HIDDEN, 1)
+  else:
+    flops += matmul(b * t, h, 1)  # span_end
+  if answerable_classifier:
+    if answerable_uses_start_logits:  # Start-weighted states, dense(2H -> 512), dense(512 -> 1).
+      flops += matmul(b, t, h) + matmul(b, 2 * h, HIDDEN) + matmul(b, HIDDEN, 1)
+    else:
+      flops += matmul(b, h, 1)
+  return flops
 
 
 def span_losses(out: dict[str, jax.Array], start_positions: jax.Array,
