@@ -17,6 +17,10 @@ from electra_jax.benchmark import topology
 from electra_jax.benchmark import tpu_table
 from electra_jax.benchmark import tpu_slices
 from electra_jax.errors import ElectraError
+from electra_jax.finetune import runner
+from electra_jax.finetune.qa import default_config as qa_config
+from electra_jax.finetune.qa import heads
+from electra_jax.pretrain import flops
 from tests import testing
 
 needs_libtpu = pytest.mark.skipif(not tpu_slices.runtime_available(),
@@ -112,6 +116,38 @@ ENTRY %main (x: f32[4,8]) -> f32[4,8] {
 """
 
 
+@pytest.mark.parametrize("operands, size", [
+    ("%x), replica_groups={{0,1,2,3},{4,5,6,7}}, to_apply=%add", 4),
+    ("%x), channel_id=1, replica_groups=[2,4]<=[8], use_global_device_ids=true", 4),
+    ("%x), replica_groups=[1,8]<=[4,2]T(1,0), to_apply=%add", 8),
+    ("%x), replica_groups=mesh['axis_0'=4,'axis_1'=1,'axis_2'=2] {'axis_0'}, to_apply=%a", 4),
+    ("%x), replica_groups=mesh['axis_0'=4,'axis_1'=1,'axis_2'=1,'axis_3'=2] {'axis_0','axis_3'}, "
+     "use_global_device_ids=true", 8),
+    ("%x), replica_groups=mesh['axis_0'=2,'axis_1'=4], device_ids=([2,2,2]T(1,0,2)) {'axis_1'}, "
+     "use_global_device_ids=true", 4),
+    ("%x), replica_groups={}, to_apply=%add", 16),
+    ("%x), to_apply=%add", 16),
+])
+def test_collective_group_sizes_from_replica_groups(operands, size):
+  assert collectives.group_size(operands, 16) == size
+
+
+def test_least_bytes_each_device_sends():
+  assert collectives.min_send_bytes("all-reduce", 1000, 4) == 1500  # 2 x 3/4 x S.
+  assert collectives.min_send_bytes("all-gather", 1000, 4) == 750
+  assert collectives.min_send_bytes("reduce-scatter", 250, 4) == 750  # The shard's 3 peers.
+  assert collectives.min_send_bytes("collective-permute", 1000, 8) == 1000
+  assert collectives.min_send_bytes("all-reduce", 1000, 1) == 0
+
+
+def test_roofline_takes_the_slowest_resource():
+  v5e = tpu_slices.GENERATIONS["v5e"]
+  est = topology.roofline(197e12 * 0.001, 819e9 * 0.002, v5e, send_bytes_per_chip=200e9 * 0.003)
+  assert est["bound"] == "interconnect" and est["step_seconds"] == pytest.approx(0.003)
+  assert (est["compute_seconds"], est["hbm_seconds"]) == pytest.approx((0.001, 0.002))
+  assert topology.roofline(197e12 * 0.001, 0, v5e)["bound"] == "compute"
+
+
 def test_collectives_count_loop_bodies_by_their_trip_count():
   r = collectives.count(HLO)
   kinds = r["per_kind"]
@@ -122,6 +158,10 @@ def test_collectives_count_loop_bodies_by_their_trip_count():
   assert kinds["reduce-scatter"]["count"] == 0
   assert r["loops"] == [{"body": "body", "trip_count": 3}]
   assert r["total_count"] == 8
+  # On 4 devices, no groups given (all 4): 3 x (3/4 gathered + 2 x 3/4 reduced) + 3/4 gathered
+  # + the permuted array.
+  assert collectives.count(HLO, num_devices=4)["min_send_bytes"] == round(
+      3 * (0.75 * 512 + 1.5 * 64) + 0.75 * 256 + 128)
 
 
 # ---- compiles -------------------------------------------------------------------------------
@@ -145,7 +185,13 @@ def test_tiny_pretrain_and_finetune_steps_compile_for_v5e_2x2():
   assert 1.0 < report["xla_to_analytic"] < 1.3
   est = report["roofline_estimate"]
   assert "not a measurement" in est["what"]
-  assert est["step_seconds"] == max(est["compute_seconds"], est["hbm_seconds"]) > 0
+  assert est["step_seconds"] == max(est["compute_seconds"], est["hbm_seconds"],
+                                   est["ici_seconds"]) > 0
+  # Data parallel on 4 chips: every gradient byte all-reduced is sent 2 x 3/4 times at least.
+  all_reduced = report["collectives"]["per_kind"]["all-reduce"]["bytes"]
+  assert report["collectives"]["min_send_bytes"] >= 1.5 * all_reduced * 0.999
+  assert est["ici_seconds"] == pytest.approx(
+      report["collectives"]["min_send_bytes"] / (400e9 / 2))
   assert "tpu" in compiled.as_text().lower() or report["device_kind"].startswith("TPU")
 
   ft, _ = topology.compile_report(tiny(), s, step="finetune")
@@ -160,10 +206,6 @@ def test_squad_steps_compile_with_their_heads_and_refuse_a_glue_config():
   squad2, independent ends for squad1); its analytic FLOPs count the heads, and XLA's count of
   the same step agrees; a GLUE settings file for it (or a SQuAD one for --step=finetune) is one
   clear error."""
-  from electra_jax.finetune.qa import default_config as qa_config  # pylint: disable=import-outside-toplevel
-  from electra_jax.finetune import runner  # pylint: disable=import-outside-toplevel
-  from electra_jax.finetune.qa import heads  # pylint: disable=import-outside-toplevel
-  from electra_jax.pretrain import flops  # pylint: disable=import-outside-toplevel
   s = tpu_slices.parse("v5e:2x2")
   config = tiny()
   ft = qa_config.get_config()

@@ -7,11 +7,18 @@ count (read from the loop condition's `compare(counter, constant(N)), direction=
 counts and bytes are per executed step. Bytes are the collective's result on one device (the
 reduced array of an all-reduce, the gathered array of an all-gather, the scattered shard of a
 reduce-scatter, what arrives in an all-to-all or collective-permute).
+
+`min_send_bytes` is what each device must send per step at the least, whatever the algorithm:
+with n devices in a collective's group and S its bytes as above, 2(n-1)/n x S for an all-reduce
+(the known bound, met by a ring), (n-1)/n x S for an all-gather or all-to-all, (n-1) x S for a
+reduce-scatter (its input is n shards), S for a collective-permute. The roofline divides it by
+the chip's one-way interconnect bandwidth (`topology.roofline`).
 """
 
 from __future__ import annotations
 
 import collections
+import math
 import re
 
 KINDS = ("all-reduce", "all-gather", "reduce-scatter", "all-to-all", "collective-permute")
@@ -27,6 +34,41 @@ _CALLEE = re.compile(r"\b(body|condition|calls|to_apply|branch_computations)="
                      r"(\{[^}]*\}|%?[\w.\-]+)")
 _TRIP = re.compile(r"compare\(.*\),\s*direction=LT")
 _CONSTANT = re.compile(r"s32\[\]\S*\s+constant\((\d+)\)")
+_GROUPS_LIST = re.compile(r"replica_groups=\{\{([\d,\s]*)\}")  # {{0,1,2,3},{4,5,6,7}}
+_GROUPS_IOTA = re.compile(r"replica_groups=\[(\d+),(\d+)\]")  # [num_groups,size]<=[...]
+# mesh['axis_0'=4,'axis_1'=2][, device_ids=(...)] {'axis_0'}: groups along the named axes.
+_GROUPS_MESH = re.compile(r"replica_groups=mesh\[([^\]]*)\]"
+                          r"(?:,\s*device_ids=\((?:[^()]|\([^()]*\))*\))?"
+                          r"(?:\s*\{([^}]*)\})?")
+_MESH_AXIS = re.compile(r"'([^']+)'=(\d+)")
+
+
+def group_size(operands: str, num_devices: int) -> int:
+  """Devices in each group of a collective (its `replica_groups`); every device when the
+  groups are empty or absent."""
+  mesh = _GROUPS_MESH.search(operands)
+  if mesh:
+    sizes = {name: int(size) for name, size in _MESH_AXIS.findall(mesh.group(1))}
+    axes = re.findall(r"'([^']+)'", mesh.group(2) or "") or list(sizes)
+    return max(1, math.prod(sizes.get(axis, 1) for axis in axes))
+  listed = _GROUPS_LIST.search(operands)
+  if listed:
+    return max(1, len([d for d in listed.group(1).split(",") if d.strip()]))
+  iota = _GROUPS_IOTA.search(operands)
+  if iota:
+    return int(iota.group(2))
+  return num_devices
+
+
+def min_send_bytes(kind: str, size: float, n: int) -> float:
+  """Bytes each of a group's n devices must send for one collective of `size` bytes (see the
+  module docstring)."""
+  if n <= 1:
+    return 0.0
+  share = (n - 1) / n
+  return {"all-reduce": 2 * share * size, "all-gather": share * size,
+          "all-to-all": share * size, "reduce-scatter": (n - 1) * size,
+          "collective-permute": size}[kind]
 
 
 def _array_bytes(text: str) -> list[float]:
@@ -70,12 +112,12 @@ def _trip_count(condition: list[str]) -> int | None:
   return constants[0] if len(constants) == 1 else None
 
 
-def count(hlo_text: str) -> dict:
-  """Collectives per executed step of a compiled module's text.
+def count(hlo_text: str, num_devices: int = 2) -> dict:
+  """Collectives per executed step of a compiled module's text, on `num_devices` devices.
 
   Returns {"per_kind": {kind: {"count": n, "bytes": b}}, "total_count", "total_bytes",
-  "loops": [{"body": name, "trip_count": n or None}]}; a loop whose trip count cannot be read is
-  counted once and listed with None.
+  "min_send_bytes", "loops": [{"body": name, "trip_count": n or None}]}; a loop whose trip count
+  cannot be read is counted once and listed with None.
   """
   comps, entry = computations(hlo_text)
   multiplicity: dict[str, float] = collections.defaultdict(float)
@@ -103,12 +145,13 @@ def count(hlo_text: str) -> dict:
 
   visit(entry, 1.0, ())
   per_kind = {kind: {"count": 0, "bytes": 0} for kind in KINDS}
+  send = 0.0
   for name, times in multiplicity.items():
     for line in comps[name]:
       match = _INSTRUCTION.match(line)
       if not match:
         continue
-      _, result_type, opcode, _ = match.groups()
+      _, result_type, opcode, operands = match.groups()
       kind = opcode[:-len("-start")] if opcode.endswith("-start") else opcode
       if kind not in per_kind or opcode.endswith("-done"):
         continue
@@ -118,7 +161,9 @@ def count(hlo_text: str) -> dict:
         sizes = sizes[1:2]  # (operand, result[, contexts]): the result.
       per_kind[kind]["count"] += int(round(times))
       per_kind[kind]["bytes"] += int(round(times * sum(sizes)))
+      send += times * min_send_bytes(kind, sum(sizes), group_size(operands, num_devices))
   return {"per_kind": per_kind,
           "total_count": sum(v["count"] for v in per_kind.values()),
           "total_bytes": sum(v["bytes"] for v in per_kind.values()),
+          "min_send_bytes": int(round(send)),
           "loops": loops}

@@ -304,13 +304,18 @@ def check_slices(config, num_slices: int) -> None:
 
 
 def roofline(flops_per_chip: float, bytes_per_chip: float,
-             generation: tpu_slices.Generation) -> dict[str, float]:
-  """Lower bound of the step time from the chip's figures: the larger of its compute time at
-  peak bf16 FLOP/s and its HBM-traffic time at full bandwidth."""
-  compute = flops_per_chip / generation.peak_bf16_flops
-  hbm = bytes_per_chip / generation.hbm_bytes_per_s
-  return {"compute_seconds": compute, "hbm_seconds": hbm, "step_seconds": max(compute, hbm),
-          "bound": "compute" if compute >= hbm else "memory"}
+             generation: tpu_slices.Generation, send_bytes_per_chip: float = 0.0
+             ) -> dict[str, float]:
+  """Lower bound of the step time from the chip's figures: the largest of its compute time at
+  peak bf16 FLOP/s, its HBM-traffic time at full bandwidth, and the time to send its
+  collectives' least bytes (`collectives.min_send_bytes`) at its one-way interconnect bandwidth
+  (half the bidirectional figure). Each resource can overlap the others, none can be skipped."""
+  times = {"compute": flops_per_chip / generation.peak_bf16_flops,
+           "memory": bytes_per_chip / generation.hbm_bytes_per_s,
+           "interconnect": send_bytes_per_chip / (generation.ici_bytes_per_s / 2)}
+  bound = max(times, key=times.get)
+  return {"compute_seconds": times["compute"], "hbm_seconds": times["memory"],
+          "ici_seconds": times["interconnect"], "step_seconds": times[bound], "bound": bound}
 
 
 def compile_report(config: ml_collections.ConfigDict, slice_: tpu_slices.Slice,
@@ -341,7 +346,7 @@ def compile_report(config: ml_collections.ConfigDict, slice_: tpu_slices.Slice,
   try:
     compiled, seconds = compile_step(built)
     mem = memory(compiled)
-    collective_counts = collectives.count(compiled.as_text())
+    collective_counts = collectives.count(compiled.as_text(), len(devices))
   except OutOfMemory as oom:
     # Not compiled: the state's and the batch's shards are exact, the temporaries are the
     # compiler's figure from its message.
@@ -351,7 +356,7 @@ def compile_report(config: ml_collections.ConfigDict, slice_: tpu_slices.Slice,
     mem = {"arguments": arguments, "outputs": state, "aliased": state, "temp": oom.temp_bytes,
            "generated_code": 0, "total": arguments + oom.temp_bytes}
     collective_counts = {"per_kind": {k: {"count": 0, "bytes": 0} for k in collectives.KINDS},
-                         "total_count": 0, "total_bytes": 0, "loops": [],
+                         "total_count": 0, "total_bytes": 0, "min_send_bytes": 0, "loops": [],
                          "note": "not compiled (out of memory)"}
   generation = slice_.generation
   chips = slice_.chips * num_slices
@@ -411,15 +416,19 @@ def compile_report(config: ml_collections.ConfigDict, slice_: tpu_slices.Slice,
   # HBM traffic at least: every argument read and every output written once, every temporary
   # buffer written and read once.
   traffic = mem["arguments"] + mem["outputs"] + 2 * mem["temp"]
-  estimate = roofline(work / chips, traffic, generation)
+  estimate = roofline(work / chips, traffic, generation, collective_counts["min_send_bytes"])
   steps = int(config.train.num_train_steps) if step == "pretrain" else 0
   report["roofline_estimate"] = {
-      "what": "an estimate, not a measurement: the larger of the step's FLOPs per chip at the "
-              "chip's peak bf16 FLOP/s and its minimum HBM traffic per chip at full bandwidth",
+      "what": "an estimate, not a measurement: the largest of the step's FLOPs per chip at the "
+              "chip's peak bf16 FLOP/s, its minimum HBM traffic per chip at full bandwidth, and "
+              "the least bytes its collectives must send per chip at the one-way interconnect "
+              "bandwidth (ICI; a multi-slice step's data-center-network hops are slower)",
       "peak_bf16_flops_per_chip": generation.peak_bf16_flops,
       "hbm_bytes_per_s_per_chip": generation.hbm_bytes_per_s,
+      "ici_bytes_per_s_per_chip": generation.ici_bytes_per_s,
       "flops_per_chip": work / chips,
       "hbm_traffic_bytes_per_chip": traffic,
+      "min_send_bytes_per_chip": collective_counts["min_send_bytes"],
       **estimate,
       "tokens_per_second": built.global_batch * built.seq_len / estimate["step_seconds"],
   }

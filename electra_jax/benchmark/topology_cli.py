@@ -49,7 +49,10 @@ def table(report: dict[str, Any]) -> str:
                                          for k, v in coll.items() if v["count"]) or "none"),
       ("compile", "stopped: out of memory" if "compile_error" in report
                   else f"{report['compile_seconds']:.1f} s on this host"),
-      ("roofline estimate", f"{1000 * est['step_seconds']:.2f} ms/step ({est['bound']}-bound; "
+      ("roofline estimate", f"{1000 * est['step_seconds']:.2f} ms/step ({est['bound']}-bound: "
+                            f"compute {1000 * est['compute_seconds']:.2f}, HBM "
+                            f"{1000 * est['hbm_seconds']:.2f}, ICI "
+                            f"{1000 * est['ici_seconds']:.2f} ms; "
                             f"{est['tokens_per_second']:,.0f} tokens/s"
                             + (f"; {est['days_for_train_steps']:.2f} days for "
                                f"{est['train_steps']:,} steps" if "train_steps" in est else "")

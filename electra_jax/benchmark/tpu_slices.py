@@ -45,17 +45,23 @@ class Generation:
   hbm_bytes_per_s: float  # Per chip.
   peak_bf16_flops: float  # Per chip, dense.
   device_kind: str  # What jax reports (`electra_jax.training.hardware` keys).
+  ici_bytes_per_s: float  # Per chip, bidirectional (both directions of every ICI link).
 
 
 # HBM: the compiler's "available HBM" in its out-of-memory message, a little under the
 # published capacity (v4 32 GiB, v5e 16 GiB, v5p 95 GB, v6e 32 GiB), which it keeps for itself.
+# ICI: the Cloud TPU documentation's bidirectional inter-chip interconnect bandwidth per chip
+# (v5e 400 GB/s, v5p 1,200 GB/s, v6e 800 GB/s); v4's page gives none, so six links of 50 GB/s
+# each way (400 Gb/s per direction, the TPU v4 paper): 600 GB/s.
 GENERATIONS: dict[str, Generation] = {
-    "v4": Generation("v4", "v4", True, 3, True, int(30.75 * GIB), 1228e9, 275e12, "TPU v4"),
+    "v4": Generation("v4", "v4", True, 3, True, int(30.75 * GIB), 1228e9, 275e12, "TPU v4",
+                     600e9),
     "v5e": Generation("v5e", "v5litepod", False, 2, False, int(15.75 * GIB), 819e9, 197e12,
-                      "TPU v5 lite"),
-    "v5p": Generation("v5p", "v5p", True, 3, True, int(95.74 * GIB), 2765e9, 459e12, "TPU v5"),
+                      "TPU v5 lite", 400e9),
+    "v5p": Generation("v5p", "v5p", True, 3, True, int(95.74 * GIB), 2765e9, 459e12, "TPU v5",
+                      1200e9),
     "v6e": Generation("v6e", "v6e", False, 2, False, int(31.25 * GIB), 1640e9, 918e12,
-                      "TPU v6 lite"),
+                      "TPU v6 lite", 800e9),
 }
 # Other spellings of the accelerator-type prefixes.
 _PREFIX_ALIASES = {"v5litepod": "v5e", "v5lite": "v5e", "v5e": "v5e", "v4": "v4", "v5p": "v5p",
