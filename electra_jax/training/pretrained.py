@@ -349,10 +349,7 @@ def save_pretrained(output_dir: str, params: dict[str, Any],
     return _save_remote(output_dir, params, model_config, tokenizer, step, overwrite, source,
                         extra_meta)
   output_dir = os.path.abspath(output_dir)
-  replacing = os.path.isdir(output_dir) and bool(os.listdir(output_dir))
-  if replacing and not overwrite:
-    raise ElectraError(f"{output_dir} exists and is not empty; choose a new output directory "
-                       "or pass --overwrite")
+  _check_replaceable(output_dir, overwrite)
   parent = os.path.dirname(output_dir)
   os.makedirs(parent, exist_ok=True)
   # Built next to the output and renamed into place: a failure never leaves half a checkpoint
@@ -361,17 +358,30 @@ def save_pretrained(output_dir: str, params: dict[str, Any],
   try:
     _write_checkpoint(staging, params, model_config, tokenizer, step, source, output_dir,
                       extra_meta)
-    if os.path.exists(output_dir):
-      trash = staging + "-old"
-      os.rename(output_dir, trash)
-      os.rename(staging, output_dir)
-      shutil.rmtree(trash)
-    else:
-      os.rename(staging, output_dir)
+    _move_into_place(staging, output_dir)
   except BaseException:
     shutil.rmtree(staging, ignore_errors=True)
     raise
   return os.path.join(output_dir, "checkpoints", str(step))
+
+
+def _check_replaceable(output_dir: str, overwrite: bool) -> None:
+  """Refuses a non-empty `output_dir` unless `overwrite`."""
+  if fileio.isdir(output_dir) and fileio.listdir(output_dir) and not overwrite:
+    raise ElectraError(f"{output_dir} exists and is not empty; choose a new output directory "
+                       "or pass --overwrite")
+
+
+def _move_into_place(staging: str, output_dir: str) -> None:
+  """Renames the complete `staging` directory to `output_dir`; what was there is deleted only
+  once the new one is in place."""
+  if fileio.exists(output_dir):
+    trash = fileio.temporary_sibling(output_dir)
+    fileio.rename_tree(output_dir, trash)
+    fileio.rename_tree(staging, output_dir)
+    fileio.rmtree(trash)
+  else:
+    fileio.rename_tree(staging, output_dir)
 
 
 def _save_remote(output_dir: str, params: dict[str, Any],
@@ -380,10 +390,7 @@ def _save_remote(output_dir: str, params: dict[str, Any],
                  extra_meta: dict[str, Any] | None) -> str:
   """`save_pretrained` to a remote directory: see there."""
   output_dir = output_dir.rstrip("/")
-  replacing = fileio.isdir(output_dir) and bool(fileio.listdir(output_dir))
-  if replacing and not overwrite:
-    raise ElectraError(f"{output_dir} exists and is not empty; choose a new output directory "
-                       "or pass --overwrite")
+  _check_replaceable(output_dir, overwrite)
   fileio.makedirs(fileio.dirname(output_dir))
   staging = fileio.temporary_sibling(output_dir)
   with tempfile.TemporaryDirectory(prefix="electra_jax_save_") as local:
@@ -391,13 +398,7 @@ def _save_remote(output_dir: str, params: dict[str, Any],
       _write_checkpoint(local, params, model_config, tokenizer, step, source, output_dir,
                         extra_meta)
       fileio.copy_tree(local, staging)
-      if fileio.exists(output_dir):
-        trash = fileio.temporary_sibling(output_dir)
-        fileio.rename_tree(output_dir, trash)
-        fileio.rename_tree(staging, output_dir)
-        fileio.rmtree(trash)
-      else:
-        fileio.rename_tree(staging, output_dir)
+      _move_into_place(staging, output_dir)
     except BaseException:
       if fileio.exists(staging):
         fileio.rmtree(staging)
