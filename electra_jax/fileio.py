@@ -120,18 +120,25 @@ def copy(src: str, dst: str) -> None:
     shutil.copyfile(src, dst)
 
 
-def copy_tree(src: str, dst: str) -> None:
-  """Copies the directory `src` (local or remote) to `dst`, which must not exist yet."""
-  if not (is_remote(src) or is_remote(dst)):
-    shutil.copytree(src, dst)
-    return
+def _tree_files(src: str, dst: str):
+  """(file under remote-or-local `src`, its path under `dst`) for every file, the directories
+  under `dst` created on the way."""
   gfile = _gfile()
   for directory, _, files in gfile.walk(src):
     relative = directory[len(src.rstrip("/")):].strip("/")  # walk() yields src/<relative>.
     target = join(dst, relative) if relative else dst
     gfile.makedirs(target)
     for name in files:
-      gfile.copy(join(directory, name), join(target, name), overwrite=False)
+      yield join(directory, name), join(target, name)
+
+
+def copy_tree(src: str, dst: str) -> None:
+  """Copies the directory `src` (local or remote) to `dst`, which must not exist yet."""
+  if not (is_remote(src) or is_remote(dst)):
+    shutil.copytree(src, dst)
+    return
+  for source, target in _tree_files(src, dst):
+    _gfile().copy(source, target, overwrite=False)
 
 
 def rename_tree(src: str, dst: str) -> None:
@@ -140,14 +147,9 @@ def rename_tree(src: str, dst: str) -> None:
   if not is_remote(src):
     os.rename(src, dst)
     return
-  gfile = _gfile()
-  for directory, _, files in gfile.walk(src):
-    relative = directory[len(src.rstrip("/")):].strip("/")
-    target = join(dst, relative) if relative else dst
-    gfile.makedirs(target)
-    for name in files:
-      gfile.rename(join(directory, name), join(target, name), overwrite=False)
-  gfile.rmtree(src)
+  for source, target in _tree_files(src, dst):
+    _gfile().rename(source, target, overwrite=False)
+  _gfile().rmtree(src)
 
 
 def rename(src: str, dst: str) -> None:
