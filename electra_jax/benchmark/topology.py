@@ -110,17 +110,22 @@ def finetune_config_for(config: ml_collections.ConfigDict,
   return ft
 
 
+def _validate_without_inputs(ft: ml_collections.ConfigDict, validate: Callable) -> None:
+  """The fine-tuning runner's own `validate` on `ft`, its checkpoint and data fields filled in:
+  no weights or data are read to compile the step."""
+  checked = ft.copy_and_resolve_references()
+  checked.init_checkpoint = checked.init_checkpoint or "(not read)"
+  checked.data_dir = checked.data_dir or "(not read)"
+  validate(checked)
+
+
 def build_finetune(config: ml_collections.ConfigDict, devices,
                    finetune_config: ml_collections.ConfigDict | None = None) -> BuiltStep:
   """GLUE fine-tuning's step (a two-label task) of `config`'s discriminator on `devices`."""
   from electra_jax.finetune import glue  # pylint: disable=import-outside-toplevel
   from electra_jax.finetune import runner  # pylint: disable=import-outside-toplevel
   ft = finetune_config_for(config, finetune_config)
-  checked = ft.copy_and_resolve_references()
-  # No weights or data are read to compile the step.
-  checked.init_checkpoint = checked.init_checkpoint or "(not read)"
-  checked.data_dir = checked.data_dir or "(not read)"
-  runner.validate(checked)
+  _validate_without_inputs(ft, runner.validate)
   task = glue.get_task(FINETUNE_TASK)
   encoder = runner.encoder_config(ft, config.model)
   hyper = runner.resolve_hyperparameters(ft, task, encoder.hidden_size)
@@ -144,10 +149,7 @@ def build_squad(config: ml_collections.ConfigDict, devices,
   from electra_jax.finetune.qa import heads  # pylint: disable=import-outside-toplevel
   from electra_jax.finetune.qa import runner as qa_runner  # pylint: disable=import-outside-toplevel
   ft = finetune_config_for(config, finetune_config, "squad")
-  checked = ft.copy_and_resolve_references()
-  checked.init_checkpoint = checked.init_checkpoint or "(not read)"
-  checked.data_dir = checked.data_dir or "(not read)"
-  qa_runner.validate(checked)
+  _validate_without_inputs(ft, qa_runner.validate)
   encoder = runner.encoder_config(ft, config.model)
   recipe = qa_runner.resolve_recipe(ft, encoder.hidden_size)
   setup = qa_runner.build_setup(ft, encoder, recipe, num_train_steps=1000, devices=devices)
