@@ -6,13 +6,10 @@ Parameters are always float32; `cfg.dtype` is the compute dtype.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import flax.linen as nn
 import jax.numpy as jnp
 
-if TYPE_CHECKING:
-  from electra_jax.models.encoder import EncoderConfig
+from electra_jax.models.config import EncoderConfig
 
 
 def truncated_normal_init(stddev: float):
