@@ -4,7 +4,11 @@
 from a pretraining checkpoint or a Hugging Face import (`python -m electra_jax.convert
 from-hf`), with its tokenizer: for an ELECTRA checkpoint a `Scorer` (per-token "replaced"
 probabilities), for an Electric checkpoint an `EnergyScorer` (per-token energies,
-`electra_jax.score.energy`); `kind="discriminator"` or `kind="energy"` asks for one.
+`electra_jax.score.energy`); `kind="discriminator"` or `kind="energy"` asks for one
+(`electra_jax.score.scorers` decides).
 """
 
-from electra_jax.score.loader import Scorer, load_scorer  # pylint: disable=unused-import
+# pylint: disable=unused-import
+from electra_jax.score.energy import EnergyScorer
+from electra_jax.score.loader import Scorer
+from electra_jax.score.scorers import load_scorer

@@ -294,6 +294,7 @@ def _evaluate() -> None:
   from electra_jax.score import evaluate  # pylint: disable=import-outside-toplevel
   from electra_jax.score import loader  # pylint: disable=import-outside-toplevel
   from electra_jax.score import pll  # pylint: disable=import-outside-toplevel
+  from electra_jax.score import scorers  # pylint: disable=import-outside-toplevel
   if FLAGS.scorer not in ("auto", "discriminator"):
     raise ElectraError(
         "evaluate compares the scorers itself, each from its own flag (--checkpoint: an ELECTRA "
@@ -308,7 +309,7 @@ def _evaluate() -> None:
         f"--checkpoint={FLAGS.checkpoint} is an Electric checkpoint (energies, no P(replaced) "
         "to calibrate); evaluate takes an ELECTRA run as --checkpoint and the Electric run as "
         f"--electric={FLAGS.checkpoint}")
-  scorer = loader.from_weights(weights, FLAGS.dtype, kind="discriminator")
+  scorer = scorers.from_weights(weights, FLAGS.dtype, kind="discriminator")
   electric = None
   if FLAGS.electric:
     electric_weights = loader.load_weights(FLAGS.electric)
@@ -317,7 +318,7 @@ def _evaluate() -> None:
           f"--electric={FLAGS.electric} was trained with the "
           f"{electric_weights.encoder.get('objective')} objective, not Electric; pass an "
           "Electric run (objective.name=\"electric\"), or drop --electric")
-    electric = loader.from_weights(electric_weights, FLAGS.dtype, kind="energy")
+    electric = scorers.from_weights(electric_weights, FLAGS.dtype, kind="energy")
   masked_lm = pll.load_pll_scorer(FLAGS.mlm, dtype=FLAGS.dtype) if FLAGS.mlm else None
   if FLAGS.text:
     sentences = evaluate.read_sentences(FLAGS.text, FLAGS.max_sentences)

@@ -17,7 +17,7 @@ The network, tokenization, length buckets, batching and windows are `loader.Scor
 energy is that network's raw output, which an ELECTRA checkpoint reads as a "replaced"
 logit): a text longer than one window is scored in overlapping windows, every token once.
 
-  scorer = load_scorer("runs/electric")        # loader: auto picks energy for Electric
+  scorer = load_scorer("runs/electric")        # electra_jax.score: auto picks energy here
   scorer.score_tokens(["The cat sat."])        # per token: piece, span, energy
   scorer.score_sentences(["The cat sat."])     # score (-sum E), mean (-mean E), num_tokens
   scorer.rerank([["candidate a", "candidate b"]])   # by score (by mean with per_token)
@@ -136,6 +136,9 @@ class EnergyScorer:
 
 
 def load_energy_scorer(path: str, dtype: str = "float32") -> EnergyScorer:
-  """The energy scorer of the Electric checkpoint at `path` (`loader.load_scorer` with
-  kind="energy": an ElectraError for a checkpoint of another objective)."""
-  return loader.load_scorer(path, dtype=dtype, kind="energy")
+  """The energy scorer of the Electric checkpoint at `path` (`electra_jax.score.load_scorer`
+  with kind="energy": an ElectraError for a checkpoint of another objective)."""
+  loader.check_options(dtype, "energy")
+  weights = loader.load_weights(path)
+  loader.scorer_kind(weights, "energy")  # Raises for a checkpoint of another objective.
+  return EnergyScorer(loader.network(weights, dtype))

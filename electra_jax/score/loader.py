@@ -16,8 +16,9 @@ optimizer slots). The checkpoint's `meta` says which networks those are (the obj
 them), so the loader names no objective's parameters itself.
 
 The same network scores an Electric checkpoint, whose head outputs energies instead of
-"replaced" logits: `load_scorer` picks by the recorded objective (`kind="auto"`) and wraps it
-in `electra_jax.score.energy.EnergyScorer`; asking an Electric checkpoint for P(replaced)
+"replaced" logits: `electra_jax.score.load_scorer` (`electra_jax.score.scorers`) picks by the
+recorded objective (`kind="auto"`, `scorer_kind`) and wraps it in
+`electra_jax.score.energy.EnergyScorer`; asking an Electric checkpoint for P(replaced)
 (`kind="discriminator"`), or an ELECTRA one for energies, is an ElectraError.
 """
 
@@ -246,7 +247,8 @@ def probabilities(logits: np.ndarray) -> np.ndarray:
   return 1.0 / (1.0 + np.exp(-np.asarray(logits, np.float64)))
 
 
-# What `load_scorer` can build: `auto` picks by the objective the checkpoint records.
+# What `electra_jax.score.load_scorer` can build: `auto` picks by the objective the checkpoint
+# records.
 SCORERS = ("auto", "discriminator", "energy")
 # Objectives whose encoder head outputs an energy per token (p(x_t | context) ~ exp(-E_t)),
 # not a logit of "replaced".
@@ -254,8 +256,8 @@ ENERGY_OBJECTIVES = ("electric",)
 
 
 def load_weights(path: str) -> pretrained.Pretrained:
-  """Every parameter group of the checkpoint at `path` (see `load_scorer`), or of a Hugging
-  Face directory converted in memory."""
+  """Every parameter group of the checkpoint at `path` (see `electra_jax.score.load_scorer`),
+  or of a Hugging Face directory converted in memory."""
   if _is_hf_directory(path):
     return _from_hf_directory(path)
   return pretrained.load_pretrained(path, parts=None)
@@ -266,31 +268,18 @@ def is_energy_checkpoint(weights: pretrained.Pretrained) -> bool:
   return weights.encoder.get("objective") in ENERGY_OBJECTIVES
 
 
-def load_scorer(path: str, dtype: str = "float32", kind: str = "auto"):
-  """The encoder, head and tokenizer of the checkpoint at `path`, as a scorer.
-
-  Args:
-    path: a pretraining workdir, a checkpoints/ or checkpoints/<step>/ directory, the output
-      of `python -m electra_jax.convert from-hf` (local or gs://), or a Hugging Face
-      `ElectraForPreTraining` directory (config.json + weights, e.g. `to-hf`'s
-      `discriminator/`, with its vocab.txt or sentencepiece model).
-    dtype: compute dtype, float32 or bfloat16.
-    kind: "discriminator" (a `Scorer`: P(replaced) per token), "energy" (an
-      `electra_jax.score.energy.EnergyScorer`: an Electric checkpoint's energies) or "auto"
-      (energy for an Electric checkpoint, the discriminator otherwise).
-  Raises:
-    ElectraError: no checkpoint there, it has no head for its encoder, or `kind` does not fit
-      the objective that trained it.
-  """
+def check_options(dtype: str, kind: str) -> None:
+  """An ElectraError for a compute dtype or a scorer kind (`SCORERS`) there is none of."""
   if dtype not in electra.DTYPES:
     raise ElectraError(f"dtype={dtype!r}; choose one of {', '.join(sorted(electra.DTYPES))}")
   if kind not in SCORERS:
     raise ElectraError(f"kind={kind!r}; choose one of {', '.join(SCORERS)}")
-  return from_weights(load_weights(path), dtype, kind)
 
 
-def from_weights(weights: pretrained.Pretrained, dtype: str = "float32", kind: str = "auto"):
-  """`load_scorer` of weights already loaded (every part: `load_weights`)."""
+def scorer_kind(weights: pretrained.Pretrained, kind: str = "auto") -> str:
+  """The scorer the checkpoint of `weights` gets when `kind` (`SCORERS`) is asked for:
+  "energy" or "discriminator" ("auto": energy for an Electric checkpoint). An ElectraError
+  where `kind` does not fit the objective that trained it."""
   energy = is_energy_checkpoint(weights)
   objective = weights.encoder.get("objective")
   if kind == "auto":
@@ -307,15 +296,12 @@ def from_weights(weights: pretrained.Pretrained, dtype: str = "float32", kind: s
         f"the checkpoint {weights.path} was trained with the {objective} objective, whose "
         f"head gives no energies (Electric's does); score it with {right} (or the default "
         "--scorer=auto)")
-  network = _network(weights, dtype)
-  if kind == "energy":
-    from electra_jax.score import energy as energy_lib  # pylint: disable=import-outside-toplevel
-    return energy_lib.EnergyScorer(network)
-  return network
+  return kind
 
 
-def _network(weights: pretrained.Pretrained, dtype: str) -> Scorer:
-  """The encoder and its head as a `Scorer` (whatever the head's output means)."""
+def network(weights: pretrained.Pretrained, dtype: str) -> Scorer:
+  """The encoder and its head as a `Scorer` (whatever the head's output means: an energy
+  scorer wraps it)."""
   encoder, head = weights.encoder["network"], weights.encoder["head"]
   if not head:
     raise ElectraError(
