@@ -5,8 +5,8 @@ import jax
 import numpy as np
 import pytest
 
-from electra_jax.benchmark import topology
-from electra_jax.benchmark import tpu_slices
+from electra_jax.benchmark.tpu import slices as tpu_slices
+from electra_jax.benchmark.tpu import topology
 from electra_jax.errors import ElectraError
 from electra_jax.pretrain import loop as train
 from electra_jax.pretrain import objectives

@@ -12,10 +12,10 @@ import sys
 import jax
 import pytest
 
-from electra_jax.benchmark import collectives
-from electra_jax.benchmark import topology
-from electra_jax.benchmark import tpu_table
-from electra_jax.benchmark import tpu_slices
+from electra_jax.benchmark.tpu import collectives
+from electra_jax.benchmark.tpu import slices as tpu_slices
+from electra_jax.benchmark.tpu import table as tpu_table
+from electra_jax.benchmark.tpu import topology
 from electra_jax.errors import ElectraError
 from electra_jax.finetune import runner
 from electra_jax.finetune.qa import default_config as qa_config

@@ -12,7 +12,7 @@ import collections
 import re
 from typing import Any
 
-from electra_jax.benchmark import step as step_lib
+from electra_jax.benchmark import synthetic
 from electra_jax.pretrain import loop as pretrain_loop
 from electra_jax.training import parallel
 
@@ -48,9 +48,9 @@ def audit_text(text: str) -> dict[str, Any]:
 
 def audit(config) -> dict[str, Any]:
   """`audit_text` of `config`'s train step, lowered with abstract inputs (nothing runs)."""
-  setup = pretrain_loop.build_setup(config, step_lib.SPECIAL)
+  setup = pretrain_loop.build_setup(config, synthetic.SPECIAL)
   trainer = setup.trainer
-  batch = trainer.put_batch(step_lib.synthetic_batch(
+  batch = trainer.put_batch(synthetic.synthetic_batch(
       config.train.batch_size, config.data.max_seq_length, config.model.vocab_size))
   with parallel.activate(trainer.mesh, trainer.rules):
     lowered = trainer.train_jit.lower(trainer.abstract_state(), batch)

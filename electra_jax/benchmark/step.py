@@ -23,7 +23,8 @@ analysis of the compiled step (arguments, outputs, temporaries). CPU compilation
 TPU/GPU in fusion and layout, so the temporaries are an estimate.
 
 The real TPU executable for a Cloud TPU slice, compiled on this host (needs the TPU runtime:
-pip install -e '.[tpu]'; electra_jax/benchmark/topology.py):
+pip install -e '.[tpu]'; electra_jax/benchmark/tpu/, whose own command takes the same flags:
+`python -m electra_jax.benchmark.tpu --config=... --topology=...`):
 
   python -m electra_jax.benchmark --config=configs/base.py --topology=v5litepod-16 \
       [--num_slices=2] [--step=pretrain|finetune|squad] [--report=FILE.json] [--fit] \
@@ -43,10 +44,11 @@ import numpy as np
 from ml_collections import config_flags
 
 from electra_jax import cli
-from electra_jax.benchmark import topology
+from electra_jax.benchmark.synthetic import SPECIAL, synthetic_batch
+from electra_jax.benchmark.tpu import cli as tpu_cli
+from electra_jax.benchmark.tpu import topology
 from electra_jax.errors import ElectraError
 from electra_jax.pretrain import loop as pretrain_loop
-from electra_jax.pretrain import objectives
 from electra_jax.training import hardware
 from electra_jax.training import parallel
 
@@ -81,53 +83,9 @@ def define_flags() -> None:
   flags.DEFINE_bool("hlo_audit", False,
                     "Lower the step without running it and print which dtypes its matrix "
                     "products, scatters and converts use (electra_jax/benchmark/hlo.py).")
-  flags.DEFINE_string("topology", "",
-                      "Compile (not run) the step for this Cloud TPU slice on this host, with "
-                      "the TPU runtime (pip install -e '.[tpu]'): an accelerator type (v4-8, "
-                      "v5litepod-16, v5p-128, v6e-8, ...) or a libtpu topology (v5e:2x2). "
-                      "Prints memory per chip, fit, FLOPs, collectives, compile time and a "
-                      "roofline estimate (electra_jax/benchmark/topology.py).")
-  flags.DEFINE_integer("num_slices", 1, "With --topology: slices joined over the data-center "
-                       "network (the mesh's dcn_* degrees must multiply to this).")
-  flags.DEFINE_enum("step", "pretrain", ["pretrain", "finetune", "squad"],
-                    "With --topology: which training step to compile (finetune: GLUE "
-                    "fine-tuning of the encoder the config pretrains; squad: SQuAD "
-                    "fine-tuning of it; settings from --finetune_config).")
-  flags.DEFINE_string("report", "", "With --topology: also write the report as JSON here.")
-  flags.DEFINE_bool("fit", False, "With --topology: search the largest global batch that fits "
-                    "the chip's HBM, adding remat, FSDP and bfloat16 only if the config's "
-                    "batch does not fit as given.")
-  flags.DEFINE_string("save_compiled", "", "With --topology: write the compiled pretraining "
-                      "step here; a run on that slice loads it with "
-                      "--config.train.compiled_step=FILE instead of compiling (refused if the "
-                      "config, devices or jax/libtpu versions differ).")
-  flags.DEFINE_bool("require_fit", False, "With --topology: exit with one error line (status "
-                    "1) when the step does not fit the chip's HBM (launch/tpu_run.sh checks "
-                    "this before training).")
-  flags.DEFINE_float("hbm_gib", 0.0, "With --topology: the chip's HBM in GiB for the fit "
-                     "verdict (0: the published capacity).")
-  config_flags.DEFINE_config_file(
-      "finetune_config", None, "With --step=finetune or squad: fine-tuning settings "
-      "(configs/glue.py, default batch 32 x 128; configs/squad.py, default batch 32 x 512); "
-      "the mesh, dtype and attention come from --config.",
-      lock_config=True)
+  tpu_cli.define_slice_flags()  # --topology and the flags that go with it.
   cli.define_show_config(required=())
   flags.mark_flags_as_required(["config"])
-
-# Synthetic data uses the special ids of electra-jax's sentencepiece models.
-SPECIAL = objectives.SpecialIds(pad=0, cls=2, sep=3, mask=4)
-
-
-def synthetic_batch(batch_size: int, seq_len: int, vocab_size: int, seed: int = 0):
-  """Full-length `[CLS] A [SEP] B [SEP]` batches of random ordinary tokens."""
-  rng = np.random.default_rng(seed)
-  ids = rng.integers(5, vocab_size, (batch_size, seq_len), dtype=np.int32)
-  half = seq_len // 2
-  ids[:, 0], ids[:, half - 1], ids[:, -1] = SPECIAL.cls, SPECIAL.sep, SPECIAL.sep
-  segment_ids = np.zeros_like(ids)
-  segment_ids[:, half:] = 1
-  return {"input_ids": ids, "input_mask": np.ones_like(ids), "segment_ids": segment_ids}
-
 
 def _memory_line(compiled) -> str:
   parts = []
@@ -262,8 +220,7 @@ def main(argv):
   """The command: runs `run` (or `estimate_memory`) with the flags' values and prints them."""
   del argv
   if FLAGS.topology:
-    from electra_jax.benchmark import topology_cli  # pylint: disable=import-outside-toplevel
-    topology_cli.main(FLAGS)
+    tpu_cli.main(FLAGS)
     return
   for name in ("report", "fit", "hbm_gib", "num_slices", "step", "require_fit", "save_compiled"):
     if FLAGS[name].present:

@@ -4,14 +4,14 @@ r"""Compiles the real training step for a Cloud TPU slice on any host, and sizes
       [--num_slices=2] [--step=pretrain|finetune|squad] [--report=small_v5e8.json] [--fit]
 
 With the TPU runtime installed (`pip install -e '.[tpu]'`), libtpu's compiler runs on a CPU
-host: `tpu_slices.compile_devices` gives the slice's devices as compile-only devices, the step
+host: `slices.compile_devices` gives the slice's devices as compile-only devices, the step
 is built by the same code that training uses (`pretrain.loop.build_setup`, or
 `finetune.runner.build_setup` for `--step=finetune`, GLUE, and `finetune.qa.runner.build_setup`
 for `--step=squad`) with the config's mesh, batch, precision,
 attention and remat, from abstract shapes only (nothing is allocated), and lowered and compiled
 for them. The report (`compile_report`) gives per-chip memory from XLA's memory analysis of the
 TPU executable, whether it fits the chip's HBM, the analytic and XLA FLOPs of a step, the
-collectives per step (`electra_jax.benchmark.collectives`), the compile time, and a roofline
+collectives per step (`electra_jax.benchmark.tpu.collectives`), the compile time, and a roofline
 estimate of the step time from the chip's peak bf16 FLOP/s and HBM bandwidth. The estimate is a
 lower bound from published figures, never a measurement.
 
@@ -33,8 +33,9 @@ import jax
 import ml_collections
 import numpy as np
 
-from electra_jax.benchmark import collectives
-from electra_jax.benchmark import tpu_slices
+from electra_jax.benchmark import synthetic
+from electra_jax.benchmark.tpu import collectives
+from electra_jax.benchmark.tpu import slices
 from electra_jax.errors import ElectraError
 from electra_jax.models import attention
 from electra_jax.models import electra
@@ -70,10 +71,8 @@ def _abstract_batch(trainer, shapes: dict[str, tuple[int, ...]],
 
 def build_pretrain(config: ml_collections.ConfigDict, devices) -> BuiltStep:
   """Pretraining's step for `config` on `devices` (the training loop's own builder)."""
-  # pylint: disable-next=import-outside-toplevel
-  from electra_jax.benchmark import step as step_benchmark
   from electra_jax.pretrain import loop as pretrain_loop  # pylint: disable=import-outside-toplevel
-  setup = pretrain_loop.build_setup(config, step_benchmark.SPECIAL, devices=devices)
+  setup = pretrain_loop.build_setup(config, synthetic.SPECIAL, devices=devices)
   b, t = config.train.batch_size, config.data.max_seq_length
   trainer = setup.trainer
   return BuiltStep(trainer, trainer.abstract_state(),
@@ -306,7 +305,7 @@ def check_slices(config, num_slices: int) -> None:
 
 
 def roofline(flops_per_chip: float, bytes_per_chip: float,
-             generation: tpu_slices.Generation, send_bytes_per_chip: float = 0.0
+             generation: slices.Generation, send_bytes_per_chip: float = 0.0
              ) -> dict[str, float]:
   """Lower bound of the step time from the chip's figures: the largest of its compute time at
   peak bf16 FLOP/s, its HBM-traffic time at full bandwidth, and the time to send its
@@ -320,7 +319,7 @@ def roofline(flops_per_chip: float, bytes_per_chip: float,
           "ici_seconds": times["interconnect"], "step_seconds": times[bound], "bound": bound}
 
 
-def compile_report(config: ml_collections.ConfigDict, slice_: tpu_slices.Slice,
+def compile_report(config: ml_collections.ConfigDict, slice_: slices.Slice,
                    num_slices: int = 1, step: str = "pretrain",
                    finetune_config: ml_collections.ConfigDict | None = None,
                    hbm_bytes: int = 0, with_xla_flops: bool = True,
@@ -342,7 +341,7 @@ def compile_report(config: ml_collections.ConfigDict, slice_: tpu_slices.Slice,
                          "the training data's token counts)")
   as_given = config
   config = for_tpu(config)
-  devices = devices if devices is not None else tpu_slices.compile_devices(slice_, num_slices)
+  devices = devices if devices is not None else slices.compile_devices(slice_, num_slices)
   built = build(config, step, devices, finetune_config)
   compile_error = ""
   try:
@@ -368,12 +367,10 @@ def compile_report(config: ml_collections.ConfigDict, slice_: tpu_slices.Slice,
     if compiled is None:
       raise ElectraError(f"the step does not fit {slice_.accelerator_type} ({compile_error}); "
                          "nothing to save for --save_compiled")
-    # pylint: disable-next=import-outside-toplevel
-    from electra_jax.benchmark import step as step_benchmark
     size = compiled_step.save(save_compiled, compiled, as_given, built.trainer.mesh,
-                              step_benchmark.SPECIAL)
+                              synthetic.SPECIAL)
     saved = {"path": save_compiled, "bytes": size,
-             "special_ids": list(step_benchmark.SPECIAL.never_masked())}
+             "special_ids": list(synthetic.SPECIAL.never_masked())}
   report: dict[str, Any] = {
       "topology": slice_.topology,
       "accelerator_type": slice_.accelerator_type,
@@ -503,7 +500,7 @@ def batch_shards(config, devices) -> int:
   return int(math.prod(mesh.shape[a] for a in axes)) if axes else 1
 
 
-def fit(config: ml_collections.ConfigDict, slice_: tpu_slices.Slice, num_slices: int = 1,
+def fit(config: ml_collections.ConfigDict, slice_: slices.Slice, num_slices: int = 1,
         step: str = "pretrain", finetune_config=None, hbm_bytes: int = 0,
         log: Callable[[str], None] = print) -> dict[str, Any]:
   """The largest global batch, the config's batch times a power of two, whose step fits the
@@ -515,7 +512,7 @@ def fit(config: ml_collections.ConfigDict, slice_: tpu_slices.Slice, num_slices:
 
   Returns {"largest_batch", "levers", "probes": [{"batch", "total_bytes", "fits"}], ...}.
   """
-  devices = tpu_slices.compile_devices(slice_, num_slices)
+  devices = slices.compile_devices(slice_, num_slices)
   hbm = int(hbm_bytes) or slice_.generation.hbm_bytes
   base_batch = (config.train.batch_size if step == "pretrain"
                 else (finetune_config or default_finetune_config(step)).batch_size)

@@ -13,7 +13,7 @@ compiled with the megacore chip configuration, as the VM runs them. v5e and v6e 
 TensorCore per chip: a device is a chip.
 
 The per-chip figures size the `fits` verdict and the roofline estimate of
-`electra_jax.benchmark.topology`: HBM bandwidth and peak dense bfloat16 FLOP/s are the Cloud
+`electra_jax.benchmark.tpu.topology`: HBM bandwidth and peak dense bfloat16 FLOP/s are the Cloud
 TPU documentation's; the HBM capacity is what the TPU compiler itself reports available (a
 little under the published capacity).
 """

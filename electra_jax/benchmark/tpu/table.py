@@ -1,15 +1,15 @@
 r"""The presets on Cloud TPU slices, compiled on this host: docs/TPU.md's table.
 
-  python -m electra_jax.benchmark.tpu_table --out=runs/tpu_reports \
+  python -m electra_jax.benchmark.tpu.table --out=runs/tpu_reports \
       [--presets=small,base,large] [--slices=v4-8,v5litepod-8,...] [--timeout=1800]
 
-For each preset and slice, runs `python -m electra_jax.benchmark --config=configs/PRESET.py
+For each preset and slice, runs `python -m electra_jax.benchmark.tpu --config=configs/PRESET.py
 --topology=SLICE --report=OUT/PRESET_SLICE.json` in its own process (a report already in OUT is
 reused, so an interrupted table continues), then prints the Markdown table of docs/TPU.md. The
 "largest batch" column is an estimate from that one compile: the per-example bytes (the
 temporaries divided by the batch) filling the chip's HBM beside the state, rounded down to the
-config's batch times a power of two; `python -m electra_jax.benchmark --fit` finds it by
-compiling.
+config's batch times a power of two; `python -m electra_jax.benchmark.tpu --fit` finds it by
+compiling. The module's former name, `electra_jax.benchmark.tpu_table`, runs it too.
 """
 
 from __future__ import annotations
@@ -40,8 +40,8 @@ def run_one(out: str, preset: str, slice_name: str, timeout: float) -> dict | No
   (the error line is printed)."""
   path = report_path(out, preset, slice_name)
   if not fileio.exists(path):
-    argv = [sys.executable, "-m", "electra_jax.benchmark", f"--config=configs/{preset}.py",
-            f"--topology={slice_name}", f"--report={path}"]
+    argv = [sys.executable, "-m", "electra_jax.benchmark.tpu",
+            f"--config=configs/{preset}.py", f"--topology={slice_name}", f"--report={path}"]
     try:
       proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, check=False)
     except subprocess.TimeoutExpired:

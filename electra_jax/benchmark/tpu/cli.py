@@ -1,19 +1,80 @@
-"""`python -m electra_jax.benchmark --topology=...`: the compile report (and `--fit`) printed
-as a short table and written as JSON (`electra_jax.benchmark.topology` does the work)."""
+r"""Compiles the real training step for a Cloud TPU slice on this host, and sizes it.
+
+  python -m electra_jax.benchmark.tpu --config=configs/small.py --topology=v5litepod-8 \
+      [--num_slices=2] [--step=pretrain|finetune|squad] [--report=FILE.json] [--fit] \
+      [--save_compiled=FILE] [--require_fit] [--hbm_gib=16] [--finetune_config=...]
+
+The command of `electra_jax.benchmark.tpu`, the same as the train-step benchmark's topology mode
+(`python -m electra_jax.benchmark --topology=...`, which launch/tpu_run.sh runs): the same
+flags, the same output, the same exit statuses. Here --config and --topology are required, and
+the benchmark's other flags (timing, --memory_only, ...) do not exist. Needs the TPU runtime (pip install -e '.[tpu]'); no
+TPU: libtpu's compiler runs on this host and nothing is run.
+
+Prints the compile report as a short table (memory per chip, whether it fits the chip's HBM,
+analytic and XLA FLOPs, the collectives of one step, the compile time and a roofline estimate,
+not a measurement, of the step time) and writes it as JSON with --report; `--fit` searches the
+largest global batch that fits instead (`electra_jax.benchmark.tpu.topology` does the work).
+"""
 
 from __future__ import annotations
 
 import json
 from typing import Any
 
+from absl import flags
 from ml_collections import config_flags
 
+from electra_jax import cli
 from electra_jax import fileio
-from electra_jax.benchmark import topology
-from electra_jax.benchmark import tpu_slices
+from electra_jax.benchmark.tpu import slices
+from electra_jax.benchmark.tpu import topology
 from electra_jax.errors import ElectraError
 
 GIB = 2.0**30
+
+
+def define_slice_flags() -> None:
+  """Registers --topology and the flags that go with it (not --config): this command's and the
+  train-step benchmark's (`python -m electra_jax.benchmark --topology=...`)."""
+  flags.DEFINE_string("topology", "",
+                      "Compile (not run) the step for this Cloud TPU slice on this host, with "
+                      "the TPU runtime (pip install -e '.[tpu]'): an accelerator type (v4-8, "
+                      "v5litepod-16, v5p-128, v6e-8, ...) or a libtpu topology (v5e:2x2). "
+                      "Prints memory per chip, fit, FLOPs, collectives, compile time and a "
+                      "roofline estimate (electra_jax/benchmark/tpu/topology.py).")
+  flags.DEFINE_integer("num_slices", 1, "With --topology: slices joined over the data-center "
+                       "network (the mesh's dcn_* degrees must multiply to this).")
+  flags.DEFINE_enum("step", "pretrain", list(topology.STEPS),
+                    "With --topology: which training step to compile (finetune: GLUE "
+                    "fine-tuning of the encoder the config pretrains; squad: SQuAD "
+                    "fine-tuning of it; settings from --finetune_config).")
+  flags.DEFINE_string("report", "", "With --topology: also write the report as JSON here.")
+  flags.DEFINE_bool("fit", False, "With --topology: search the largest global batch that fits "
+                    "the chip's HBM, adding remat, FSDP and bfloat16 only if the config's "
+                    "batch does not fit as given.")
+  flags.DEFINE_string("save_compiled", "", "With --topology: write the compiled pretraining "
+                      "step here; a run on that slice loads it with "
+                      "--config.train.compiled_step=FILE instead of compiling (refused if the "
+                      "config, devices or jax/libtpu versions differ).")
+  flags.DEFINE_bool("require_fit", False, "With --topology: exit with one error line (status "
+                    "1) when the step does not fit the chip's HBM (launch/tpu_run.sh checks "
+                    "this before training).")
+  flags.DEFINE_float("hbm_gib", 0.0, "With --topology: the chip's HBM in GiB for the fit "
+                     "verdict (0: the published capacity).")
+  config_flags.DEFINE_config_file(
+      "finetune_config", None, "With --step=finetune or squad: fine-tuning settings "
+      "(configs/glue.py, default batch 32 x 128; configs/squad.py, default batch 32 x 512); "
+      "the mesh, dtype and attention come from --config.",
+      lock_config=True)
+
+
+def define_flags() -> None:
+  """Registers `python -m electra_jax.benchmark.tpu`'s flags (only when run as the program)."""
+  config_flags.DEFINE_config_file("config", None, "Config file whose step to compile.",
+                                  lock_config=True)
+  define_slice_flags()
+  cli.define_show_config(required=())
+  flags.mark_flags_as_required(["config"])  # --topology is checked by `run` (its default is "").
 
 
 def _gib(n: float) -> str:
@@ -64,16 +125,27 @@ def table(report: dict[str, Any]) -> str:
   return "\n".join(f"{name:<{width}}  {value}" for name, value in rows)
 
 
+def run(argv) -> None:
+  """`python -m electra_jax.benchmark.tpu`: `main` with the parsed flags."""
+  del argv
+  if not flags.FLAGS.topology:
+    raise ElectraError("--topology is required: the Cloud TPU slice to compile for (an "
+                       "accelerator type such as v5litepod-8 or v5p-128, or a libtpu topology "
+                       "such as v5e:2x2)")
+  main(flags.FLAGS)
+
+
 def main(flags_values) -> None:
-  """Runs the report (or `--fit`) for the parsed flags."""
+  """Runs the report (or `--fit`) for the parsed flags (this command's, or the train-step
+  benchmark's with --topology)."""
   f = flags_values
   for name in ("memory_only", "simulate_devices", "compare", "profile", "hlo_audit"):
-    if f[name].present:
+    if name in f and f[name].present:  # The benchmark's flags that cannot go with --topology.
       raise ElectraError(f"--{name} cannot go with --topology (it compiles for a TPU slice "
                          "without running)")
   if f.hbm_gib < 0:
     raise ElectraError(f"--hbm_gib={f.hbm_gib} must be >= 0 (0: the chip's published HBM)")
-  slice_ = tpu_slices.parse(f.topology)
+  slice_ = slices.parse(f.topology)
   config = f.config
   finetune_config = f.finetune_config
   hbm = int(f.hbm_gib * GIB)
