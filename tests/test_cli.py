@@ -97,7 +97,7 @@ def test_batch_not_divisible_by_devices_is_one_clear_error(tmp_path):
 
 @pytest.mark.parametrize("module", ["electra_jax.main", "electra_jax.finetune",
                                     "electra_jax.experiments", "electra_jax.benchmark",
-                                    "electra_jax.benchmark.suite",
+                                    "electra_jax.benchmark.suite", "electra_jax.benchmark.tpu",
                                     "electra_jax.benchmark.tpu_table", "electra_jax.data.build",
                                     "electra_jax.data.tokenizer"])
 def test_help_shows_each_command_line_on_its_own_line(module):
