@@ -45,6 +45,7 @@ from absl import logging
 
 from electra_jax import config_doc
 from electra_jax import errors
+from electra_jax import interrupt
 from electra_jax import logs
 from electra_jax.errors import ElectraError
 
@@ -151,10 +152,9 @@ def run(main: Callable[[list[str]], None], graceful: bool = False) -> None:
 
   `graceful`: from here to the end, SIGTERM/SIGINT only record a stop, which the job acts on
   between its start-up stages (`interrupt.check`) and in its step loop, never midway through
-  writing a file or compiling (see `electra_jax.training.interrupt`).
+  writing a file or compiling (see `electra_jax.interrupt`).
   """
   if graceful:
-    from electra_jax.training import interrupt  # pylint: disable=import-outside-toplevel
     interrupt.hold_for_process()
 
   def guarded(argv):

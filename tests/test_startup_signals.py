@@ -1,6 +1,6 @@
 """Ctrl-C or SIGTERM at any moment of a command's start-up (imports, tokenizer training, data,
 initialisation, compilation): one line, exit status 75, nothing half-written under a final name
-(electra_jax/training/interrupt.py; in-step signals: tests/test_signal_stop.py)."""
+(electra_jax/interrupt.py; in-step signals: tests/test_signal_stop.py)."""
 
 import os
 import random
@@ -13,7 +13,7 @@ import pytest
 import sentencepiece as spm
 
 from electra_jax.errors import Interrupted
-from electra_jax.training import interrupt
+from electra_jax import interrupt
 from tests import testing
 
 

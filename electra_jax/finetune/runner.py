@@ -40,6 +40,7 @@ import numpy as np
 import optax
 
 from electra_jax import fileio
+from electra_jax import interrupt
 from electra_jax import logs
 from electra_jax import workdirs
 from electra_jax.data import tokenizer as tokenizer_lib
@@ -51,7 +52,6 @@ from electra_jax.finetune import metrics as glue_metrics
 from electra_jax.models import attention
 from electra_jax.models import electra
 from electra_jax.training import checkpoints
-from electra_jax.training import interrupt
 from electra_jax.training import loop
 from electra_jax.training import metrics as metrics_lib
 from electra_jax.training import optimizer as optim

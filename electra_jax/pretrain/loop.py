@@ -20,6 +20,7 @@ import ml_collections
 import numpy as np
 
 from electra_jax import fileio
+from electra_jax import interrupt
 from electra_jax import logs
 from electra_jax import workdirs
 from electra_jax.errors import ElectraError
@@ -31,7 +32,6 @@ from electra_jax.training import compilation_cache
 from electra_jax.training import compiled_step
 from electra_jax.training import config_changes
 from electra_jax.training import hardware
-from electra_jax.training import interrupt
 from electra_jax.training import loop
 from electra_jax.training import metrics as metrics_lib
 from electra_jax.training import optimizer as optimizer_lib

@@ -18,8 +18,8 @@ from typing import Any, Callable, Iterator, Mapping
 from absl import logging
 import jax
 
+from electra_jax import interrupt
 from electra_jax.errors import NonFiniteLoss
-from electra_jax.training import interrupt
 from electra_jax.training import metrics as metrics_lib
 from electra_jax.training import prefetch as prefetch_lib
 from electra_jax.training.state import TrainState
@@ -122,7 +122,7 @@ def run(*, trainer: Trainer, state: TrainState, batches: Iterator[Mapping[str, A
       never applies) does: "stop" raises `NonFiniteLoss` at the next log or checkpoint step,
       before anything is saved; "skip" counts it (`train/nonfinite_steps`) and goes on.
     stop_on_signals: on SIGTERM/SIGINT, finish the step, save and return (`Result.signal`);
-      see `electra_jax.training.interrupt`.
+      see `electra_jax.interrupt`.
   Returns:
     the final state, the step reached, the last evaluation and whether it stopped early.
   Raises:

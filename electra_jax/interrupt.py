@@ -6,8 +6,9 @@ current step, save a checkpoint and return; a second signal ends the process at 
 status 128 + the signal's number) without saving.
 
 Only a single-process job listens this way: with several processes (a TPU pod) every process
-must save together, which JAX's preemption sync point (`checkpoints.reached_preemption`)
-coordinates, so there the handlers are left alone.
+must save together, which JAX's preemption sync point
+(`electra_jax.training.checkpoints.reached_preemption`) coordinates, so there the handlers are
+left alone.
 
 Before the step loop (reading data, training a tokenizer, compiling) a command is not in any
 step: `cli.run(..., graceful=True)` holds a process-wide `GracefulStop` from its first line,
