@@ -1,8 +1,8 @@
 """Every field of a config with its value and the comment that documents it (`--show_config`).
 
 The comments live next to the fields in the default-config modules
-(`electra_jax/pretrain/default_config.py`, `finetune/default_config.py`,
-`experiments/default_config.py`) and in the config files that change them (`configs/*.py`):
+(`electra_jax/pretrain/default_config.py` with its `model` fields in
+`models/default_config.py`, `finetune/default_config.py`, `experiments/default_config.py`) and in the config files that change them (`configs/*.py`):
 either on the assignment's line (`model.hidden_size = 256  # H: ...`) or in the block of
 comment lines right above it. `field_comments` reads them from the source with `ast` and
 `tokenize`, following aliases such as `model = config.model = ConfigDict()`; `describe` lays a
@@ -24,7 +24,7 @@ _PACKAGE = os.path.dirname(os.path.abspath(__file__))
 # The modules that define every field of each kind of config, with the prefix their fields take
 # inside it: an experiment config holds a fine-tuning config under "finetune.".
 DEFAULTS = {
-    "pretrain": (("", "pretrain/default_config.py"),),
+    "pretrain": (("", "pretrain/default_config.py"), ("model.", "models/default_config.py")),
     "finetune": (("", "finetune/default_config.py"), ("", "pretrain/default_config.py")),
     "squad": (("", "finetune/qa/default_config.py"), ("", "finetune/default_config.py"),
               ("", "pretrain/default_config.py")),

@@ -22,8 +22,8 @@ import jax.numpy as jnp
 import ml_collections
 import numpy as np
 
-from electra_jax.pretrain import default_config
 from electra_jax.errors import ElectraError
+from electra_jax.models import default_config as model_default_config
 from electra_jax.models import electra
 from electra_jax.models import encoder as encoder_lib
 
@@ -101,8 +101,8 @@ def hf_config_to_model_config(disc_hf_config: Mapping[str, Any],
                               ) -> ml_collections.ConfigDict:
   """electra-jax's `config.model` for a Hugging Face discriminator (and generator) config.
 
-  Starts from `default_config.get_config().model`; fields a config.json leaves out take
-  transformers' `ElectraConfig` defaults. The generator is described relative to the
+  Starts from `electra_jax.models.default_config.get_config()`; fields a config.json leaves out
+  take transformers' `ElectraConfig` defaults. The generator is described relative to the
   discriminator: generator_hidden_size = Hg / H and generator_layers = Lg / L. electra-jax
   derives the generator's heads (max(1, Hg // 64)) and FFN width (4 * Hg) from those, so they
   are checked against the HF generator's. Dropout and initializer settings are taken from the
@@ -125,7 +125,7 @@ def hf_config_to_model_config(disc_hf_config: Mapping[str, Any],
       each field that differs).
   """
   _check_hf_config(disc_hf_config, DISCRIMINATOR)
-  model = default_config.get_config().model
+  model = model_default_config.get_config()
   for ours, theirs in _DIRECT_FIELDS:
     model[ours] = _hf_get(disc_hf_config, theirs)
   model.dtype = "float32"

@@ -2,10 +2,13 @@
 
 `configs/*.py` start from `get_config()` and change what differs per size. Any field can be
 overridden on the command line, e.g. `--config.train.learning_rate=1e-4`; a field that does
-not exist is an error.
+not exist is an error. The `model` fields (the encoders' architecture) come from
+`electra_jax.models.default_config`, where checkpoint loading reads them too.
 """
 
 import ml_collections
+
+from electra_jax.models import default_config as model_default_config
 
 
 def get_config() -> ml_collections.ConfigDict:
@@ -13,46 +16,8 @@ def get_config() -> ml_collections.ConfigDict:
   config = ml_collections.ConfigDict()
   config.seed = 0  # Seeds parameter init, masking, sampling, dropout and data order.
 
-  model = config.model = ml_collections.ConfigDict()
-  model.vocab_size = 30522  # Token ids; must equal the tokenizer's vocabulary size.
-  model.embedding_size = 128  # E: embedding width (projected to hidden_size when different).
-  model.hidden_size = 256  # H: discriminator width.
-  model.num_layers = 12  # Discriminator Transformer layers.
-  model.num_heads = 4  # Discriminator attention heads (must divide hidden_size).
-  model.intermediate_size = 1024  # Discriminator feed-forward width.
-  model.max_position_embeddings = 512  # Longest sequence the position embeddings cover.
-  model.type_vocab_size = 2  # Segment ids (A and B).
-  model.hidden_dropout_prob = 0.1  # Dropout on embeddings and residual branches.
-  model.attention_dropout_prob = 0.1  # Dropout on attention probabilities.
-  model.initializer_range = 0.02  # Std of the truncated-normal initialiser.
-  # Kernel initialiser of the layers the original builds with tf.layers.dense's default
-  # (Glorot uniform): embeddings_project and discriminator_predictions/dense_prediction.
-  # "truncated_normal" gives them initializer_range like every other layer (Hugging Face).
-  model.plain_dense_init = "glorot_uniform"
-  model.layer_norm_eps = 1e-12  # LayerNorm epsilon.
-  model.generator_hidden_size = 0.25  # Generator width as a fraction of hidden_size.
-  model.generator_layers = 1.0  # Generator depth as a fraction of num_layers.
-  # What the generator and discriminator share (the paper's section 3.2): "embeddings" (one
-  # embedding table, tied to the generator's output layer), "none" (the generator has its own
-  # embeddings), "all" (one Transformer for both; needs generator_hidden_size = generator_layers
-  # = 1), "gdes" (DeBERTa-v3: the discriminator reads stop_gradient(embeddings) + its own
-  # zero-initialised delta of the word vectors). The MLM objectives take embeddings / none.
-  model.weight_sharing = "embeddings"
-  model.untied_generator_embeddings = False  # Older name: True means weight_sharing="none".
-  model.dtype = "float32"  # Compute dtype: float32 or bfloat16 (parameters stay float32).
-  # Rematerialisation of each Transformer layer in the backward pass: "none" keeps every
-  # activation; "full" recomputes the layer (least memory, ~1.3x compute); "dots_saveable"
-  # keeps matrix-product outputs and recomputes the cheap element-wise work in between.
-  model.remat = "none"
-  # Run the Transformer layers as one scan over stacked parameters (compiled once, not L
-  # times; the same numbers). Checkpoints keep the layout they were written with: a resumed run
-  # takes its checkpoint's, and fine-tuning, conversion and scoring read either.
-  model.scan_layers = True
-  # Attention implementation (electra_jax/models/attention.py): "xla" (plain XLA ops, with
-  # attention dropout), "cudnn" (fused, GPU, bfloat16), "splash" (Pallas kernel, TPU, length a
-  # multiple of 128) or "auto" (the fused kernel of the platform when attention_dropout_prob is
-  # 0, else "xla"). The fused kernels have no attention dropout: with them it must be 0.
-  model.attention = "auto"
+  # The encoders' architecture: electra_jax/models/default_config.py documents its fields.
+  config.model = model_default_config.get_config()
 
   objective = config.objective = ml_collections.ConfigDict()
   # Pretraining objective (electra_jax/pretrain/objectives): "electra" (replaced-token

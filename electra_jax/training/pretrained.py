@@ -32,8 +32,8 @@ import orbax.checkpoint as ocp
 
 from electra_jax.training import checkpoints
 from electra_jax.models import electra
+from electra_jax.models import default_config as model_default_config
 from electra_jax.models import encoder as encoder_lib
-from electra_jax.pretrain import default_config
 from electra_jax import fileio
 from electra_jax.data import tokenizer as tokenizer_lib
 from electra_jax.errors import ElectraError
@@ -151,7 +151,7 @@ def model_config_from_meta(meta: dict[str, Any], step_dir: str) -> ml_collection
   saved = (meta.get("config") or {}).get("model")
   if not saved:
     raise ElectraError(f"{step_dir}/meta has no model config; it was not written by electra-jax")
-  model = default_config.get_config().model
+  model = model_default_config.get_config()
   saved = dict(saved)
   if isinstance(saved.get("remat"), bool):  # Written before remat policies had names.
     saved["remat"] = electra.remat_name(saved["remat"])
