@@ -6,6 +6,7 @@ the long-running test process can starve XLA's thread pool, so they are kept sma
 """
 
 import atexit
+import json
 import os
 import shutil
 import tempfile
@@ -15,11 +16,20 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 import jax  # pylint: disable=g-import-not-at-top
 
 jax.config.update("jax_platforms", "cpu")
-# A compilation cache for this test process only: many tests build the same tiny models and
-# steps again (a run and its resumption, each choice's fine-tuning), and XLA compilation is most
-# of their time on a CPU. Subprocesses (the CLI tests) do not share it.
-_CACHE_DIR = tempfile.mkdtemp(prefix="electra_jax_test_xla_cache_")
-atexit.register(shutil.rmtree, _CACHE_DIR, ignore_errors=True)
+# One persistent compilation cache for the whole test run, in a temporary directory: many tests
+# build the same tiny models and steps again (a run and its resumption, each choice's
+# fine-tuning, the command lines' runs), and XLA compilation is most of their time on a CPU.
+# The process that starts the run (pytest-xdist's controller, or the only process) makes the
+# directory and removes it at exit; the workers inherit it through the environment, and so do
+# the CLI subprocesses the tests start (JAX reads JAX_COMPILATION_CACHE_DIR, and electra-jax's
+# own commands keep a cache JAX already has).
+_CACHE_DIR = os.environ.get("ELECTRA_JAX_TEST_XLA_CACHE", "")
+if not _CACHE_DIR or not os.path.isdir(_CACHE_DIR):
+  _CACHE_DIR = tempfile.mkdtemp(prefix="electra_jax_test_xla_cache_")
+  os.environ["ELECTRA_JAX_TEST_XLA_CACHE"] = _CACHE_DIR
+  atexit.register(shutil.rmtree, _CACHE_DIR, ignore_errors=True)
+os.environ["JAX_COMPILATION_CACHE_DIR"] = _CACHE_DIR
+os.environ["JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"] = "0"
 jax.config.update("jax_compilation_cache_dir", _CACHE_DIR)
 jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
 
@@ -39,15 +49,47 @@ def pytest_collection_modifyitems(items):
   items.sort(key=lambda item: rank.get(os.path.basename(str(item.fspath)), len(rank)))
 
 
+def _shared_dir(tmp_path_factory):
+  """The temporary directory every pytest-xdist worker of this run shares (the run's own
+  directory above the workers'), or this process's base directory without xdist."""
+  shared = tmp_path_factory.getbasetemp()
+  return shared.parent if os.environ.get("PYTEST_XDIST_WORKER") else shared
+
+
 @pytest.fixture(scope="session")
 def corpus_and_tokenizer(tmp_path_factory):
   """(comma-separated text files, sentencepiece model path): three shards of the embedded
   corpus and a 512-piece tokenizer trained on them, shared by the loop and CLI tests."""
+  import filelock  # pylint: disable=import-outside-toplevel
   from electra_jax.data import corpus, tokenizer  # pylint: disable=import-outside-toplevel
-  root = tmp_path_factory.mktemp("corpus")
-  paths = corpus.write_stdlib_corpus(str(root / "text"))[:3]
-  model = tokenizer.train_sentencepiece(paths, str(root / "spm"), vocab_size=512)
-  return ",".join(paths), model
+  shared = _shared_dir(tmp_path_factory)
+  root, done = shared / "corpus", shared / "corpus.json"
+  with filelock.FileLock(str(shared / "corpus.lock")):  # Built once, for every worker.
+    if not done.exists():
+      paths = corpus.write_stdlib_corpus(str(root / "text"))[:3]
+      model = tokenizer.train_sentencepiece(paths, str(root / "spm"), vocab_size=512)
+      done.write_text(json.dumps([",".join(paths), model]))
+  files, model = json.loads(done.read_text())
+  return files, model
+
+
+@pytest.fixture(scope="session")
+def pretrained_fast(tmp_path_factory, corpus_and_tokenizer):
+  """A pretraining workdir of tests.testing.fast_config (8 steps of the 1-layer model, a
+  checkpoint at steps 4 and 8), built once per test run and shared by every worker: for the
+  tests that need a checkpoint of the real pipeline but not a model that has learned anything
+  (fine-tuning, conversion, scoring's plumbing, the command lines). Read it, never write it."""
+  import filelock  # pylint: disable=import-outside-toplevel
+  from electra_jax.pretrain import loop  # pylint: disable=import-outside-toplevel
+  from tests import testing  # pylint: disable=import-outside-toplevel
+  shared = _shared_dir(tmp_path_factory)
+  workdir, done = shared / "pretrained_fast" / "run", shared / "pretrained_fast.done"
+  with filelock.FileLock(str(shared / "pretrained_fast.lock")):
+    if not done.exists():
+      files, model = corpus_and_tokenizer
+      loop.train_and_evaluate(testing.fast_config(files, model), str(workdir))
+      done.write_text("ok")
+  return str(workdir)
 
 
 @pytest.fixture(scope="session")
@@ -58,15 +100,12 @@ def trained_tiny(tmp_path_factory):
   the discriminator already detects replaced tokens (held-out AUC 0.84) but still spreads its ~15%
   prior over any sentence, so an uncorrupted sentence scores no better than a corrupted one
   (README, "Scoring text")."""
-  import json  # pylint: disable=import-outside-toplevel
   import filelock  # pylint: disable=import-outside-toplevel
   from electra_jax.pretrain import loop  # pylint: disable=import-outside-toplevel
   from tests import testing  # pylint: disable=import-outside-toplevel
   # Under pytest-xdist every worker has this session fixture: the first to get here trains into
   # the temporary directory the workers share, the others wait for it and read its result.
-  shared = tmp_path_factory.getbasetemp()
-  if os.environ.get("PYTEST_XDIST_WORKER"):
-    shared = shared.parent  # This run's directory above the workers' own.
+  shared = _shared_dir(tmp_path_factory)
   workdir, result_file = str(shared / "trained_tiny" / "run"), shared / "trained_tiny.json"
   with filelock.FileLock(str(shared / "trained_tiny.lock")):
     if not result_file.exists():

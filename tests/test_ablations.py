@@ -456,7 +456,7 @@ def _losses(workdir):
 GLUE_DIR = os.path.join(testing.REPO, "..", "shared", "data", "glue")
 
 
-@pytest.mark.slow
+@pytest.mark.full
 @pytest.mark.parametrize("choice", sorted(CHOICES))
 def test_every_choice_trains_resumes_fine_tunes_and_exports(tmp_path, corpus_and_tokenizer,
                                                             choice):

@@ -30,6 +30,7 @@ def test_every_override_of_a_plan_names_a_field_of_its_config(plan):
           :[other.name for other in suite.PLANS[plan]].index(m.name)], m.name
 
 
+@pytest.mark.full
 def test_smoke_plan_runs_and_tabulates(tmp_path):
   """The tiny plan end to end: the benchmark's numbers are parsed, the loop is compared with
   it, and results.md / results.jsonl / logs are written."""

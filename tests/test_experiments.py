@@ -181,7 +181,7 @@ def _mtimes(root, name):
           for d, _, files in os.walk(root) for f in files if f == name}
 
 
-@pytest.mark.slow
+@pytest.mark.full
 @pytest.mark.skipif(not os.path.isdir(GLUE_DIR), reason="../shared/data/glue is not available")
 def test_smoke_experiment_end_to_end_and_resume(tmp_path, corpus_and_tokenizer):
   config = _smoke(corpus_and_tokenizer)

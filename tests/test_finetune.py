@@ -15,7 +15,6 @@ import pytest
 from electra_jax.finetune import runner as finetune
 from electra_jax.training import optimizer as optim
 from electra_jax.training import pretrained
-from electra_jax.pretrain import loop as train
 from electra_jax.finetune import glue
 from electra_jax.data import tokenizer as tokenizer_lib
 from electra_jax.errors import ElectraError
@@ -27,12 +26,10 @@ needs_glue = pytest.mark.skipif(not os.path.isdir(GLUE_DIR),
 
 
 @pytest.fixture(scope="module")
-def pretrain_dir(tmp_path_factory, corpus_and_tokenizer):
-  """A pretraining workdir of the fast test model (8 steps) with its checkpoint."""
-  files, model = corpus_and_tokenizer
-  workdir = str(tmp_path_factory.mktemp("pretrain"))
-  train.train_and_evaluate(testing.fast_config(files, model), workdir)
-  return workdir
+def pretrain_dir(pretrained_fast):
+  """A pretraining workdir of the fast test model (8 steps) with its checkpoint: the one the
+  test run shares (tests/conftest.py), read only."""
+  return pretrained_fast
 
 
 def glue_config(pretrain_dir, workdir_tasks="sst2", **overrides):

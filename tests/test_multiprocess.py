@@ -8,6 +8,7 @@ import subprocess
 import sys
 
 import numpy as np
+import pytest
 
 from tests import test_cli
 from tests import testing
@@ -52,6 +53,7 @@ def _logged_losses(stderr):
           if f"/{STEPS} (" in line and "| loss " in line]
 
 
+@pytest.mark.full
 def test_two_processes_train_like_one(tmp_path, corpus_and_tokenizer):
   files, model = corpus_and_tokenizer
   workdir = str(tmp_path / "two")

@@ -114,6 +114,7 @@ def test_sigterm_saves_at_the_signal_step_and_the_resume_loses_nothing(
   assert "checkpoint_manager" in log  # Orbax's lines, kept for debugging.
 
 
+@pytest.mark.full
 def test_kill_9_at_three_random_points_resumes_bit_for_bit(tmp_path, corpus_and_tokenizer):
   total = 120
   args = _args(corpus_and_tokenizer, f"--config.train.num_train_steps={total}",

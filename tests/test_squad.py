@@ -63,7 +63,7 @@ def squad2_run(tmp_path_factory, checkpoint):
   return config, workdir, runner.run(config, workdir)
 
 
-@pytest.mark.slow
+@pytest.mark.full
 def test_squad2_learns_and_the_null_threshold_answers_no_answer(squad2_run):
   config, workdir, summary = squad2_run
   assert config.joint_prediction and config.answerable_classifier  # The original's heads.
@@ -107,7 +107,7 @@ def test_squad2_learns_and_the_null_threshold_answers_no_answer(squad2_run):
                                                              "seed_0"))[0]))
 
 
-@pytest.mark.slow
+@pytest.mark.full
 def test_a_finished_seed_is_not_rerun_and_a_fixed_threshold_is_used_as_given(squad2_run):
   config, workdir, summary = squad2_run
   again = runner.run(config, workdir)  # Seed 0 is done: read back, nothing trained.
@@ -146,7 +146,7 @@ def test_a_finished_seed_is_not_rerun_and_a_fixed_threshold_is_used_as_given(squ
   assert files["eval.json"]["exact"] == pytest.approx(official["best_exact"])
 
 
-@pytest.mark.slow
+@pytest.mark.full
 def test_squad1_from_the_command_line_learns_and_exports_to_transformers(tmp_path, checkpoint):
   data_dir = squad_testing.write_category_task(str(tmp_path / "data"), squad2=False,
                                                num_train=1000, num_dev=100, seed=1)
@@ -215,7 +215,7 @@ def _assert_transformers_gives_our_logits(hf_dir, model_dir, data_dir, task, max
                                torch_out[name].numpy()[mask], atol=2e-4, rtol=1e-4)
 
 
-@pytest.mark.slow
+@pytest.mark.full
 @pytest.mark.parametrize("choice", ["mlm", "gdes"])
 def test_squad_from_other_objectives_checkpoints_trains_and_exports(tmp_path,
                                                                    corpus_and_tokenizer, choice):

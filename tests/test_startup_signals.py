@@ -22,7 +22,9 @@ def _files_under(directory):
           for root, dirs, names in os.walk(directory) for name in names + dirs]
 
 
-@pytest.mark.parametrize("seed", [0, 1, 2])
+# One moment in the fast tier; more moments (and SIGTERM) in the full one.
+@pytest.mark.parametrize("seed", [0, pytest.param(1, marks=pytest.mark.full),
+                                  pytest.param(2, marks=pytest.mark.full)])
 def test_a_signal_at_a_random_moment_of_start_up_stops_in_one_line(tmp_path, seed,
                                                                     corpus_and_tokenizer):
   """The tokenizer is trained by the run (no data.tokenizer_model), so start-up has every

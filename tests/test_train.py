@@ -77,6 +77,7 @@ def test_a_run_resumes_in_the_layout_its_checkpoint_has(tmp_path, corpus_and_tok
   assert "layer_0" in everything["generator"]["encoder"]
 
 
+@pytest.mark.full
 def test_learns_on_the_embedded_corpus(trained_tiny):
   """The embedded default (stdlib docstrings, a tokenizer trained into the workdir) learns.
 
