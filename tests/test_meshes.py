@@ -16,15 +16,49 @@ from electra_jax.errors import ElectraError
 from tests import testing
 
 
-@pytest.fixture(scope="module")
-def report():
+def _check(*args):
   env = dict(os.environ, JAX_PLATFORMS="cpu", TF_CPP_MIN_LOG_LEVEL="3")
-  proc = subprocess.run([sys.executable, "-m", "tests.mesh_check"], cwd=testing.REPO, env=env,
-                        capture_output=True, text=True, timeout=900, check=False)
+  proc = subprocess.run([sys.executable, "-m", "tests.mesh_check", *args], cwd=testing.REPO,
+                        env=env, capture_output=True, text=True, timeout=900, check=False)
   assert proc.returncode == 0, proc.stderr[-3000:]
   return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
+@pytest.fixture(scope="module")
+def quick_report():
+  """One device, the data=2 x fsdp=2 x tensor=2 mesh, and the impossible meshes' errors."""
+  return _check("quick")
+
+
+@pytest.fixture(scope="module")
+def report():
+  """Every mesh, checkpoints moved between meshes, memory estimates (the full tier)."""
+  return _check()
+
+
+def test_a_data_fsdp_tensor_mesh_trains_like_one_device(quick_report):
+  """Every axis at once (2 x 2 x 2): the single device's losses, the parameters and Adam's
+  moments split as the rules say."""
+  assert quick_report["device_count"] == 8
+  one = quick_report["losses"]["one"]
+  assert one[-1] != one[0]  # Training moved.
+  np.testing.assert_allclose(quick_report["losses"]["mixed"], one, rtol=2e-6)
+  specs = quick_report["specs"]["mixed"]
+  assert specs["ffn_in"] == specs["adam_mu_ffn_in"] == [None, "fsdp", "tensor"]
+  assert specs["word_embeddings"] == [None, "fsdp"]
+  assert specs["shard_shape_ffn_in"] == [1, 64, 128]  # fsdp=2 rows x tensor=2 columns.
+
+
+def test_impossible_meshes_are_clear_errors(quick_report):
+  errors = quick_report["errors"]
+  assert "needs 3 devices per slice but 8 are available" in errors["not_multiplying"]
+  assert "at most one mesh axis may be -1" in errors["two_unknown"]
+  assert "4 attention head(s), which the tensor-parallel degree 8 does not divide" in (
+      errors["tensor_heads"])
+  assert "train.batch_size=6 is not divisible by the 4 batch shards" in errors["batch"]
+
+
+@pytest.mark.full
 @pytest.mark.parametrize("mesh", ["data8", "fsdp8", "mixed", "dcn"])
 def test_every_mesh_gives_the_single_device_losses(report, mesh):
   assert report["device_count"] == 8
@@ -33,6 +67,7 @@ def test_every_mesh_gives_the_single_device_losses(report, mesh):
   np.testing.assert_allclose(report["losses"][mesh], one, rtol=2e-6)
 
 
+@pytest.mark.full
 def test_parameters_and_optimizer_state_are_sharded_by_the_rules(report):
   specs = report["specs"]
   for mesh in ("data8", "fsdp8", "mixed"):
@@ -52,6 +87,7 @@ def test_parameters_and_optimizer_state_are_sharded_by_the_rules(report):
   assert specs["dcn"]["shard_shape_ffn_in"] == [1, 64, 256]
 
 
+@pytest.mark.full
 @pytest.mark.parametrize("mesh", ["fsdp8", "mixed"])
 def test_checkpoint_from_one_mesh_resumes_on_another(report, mesh):
   resumed = report["resumed"][mesh]
@@ -59,6 +95,7 @@ def test_checkpoint_from_one_mesh_resumes_on_another(report, mesh):
   np.testing.assert_allclose(resumed["loss"], report["losses"]["data8"][2], rtol=2e-6)
 
 
+@pytest.mark.full
 def test_memory_estimate_counts_each_devices_shards(report):
   data8, fsdp8 = report["memory"]["data8"], report["memory"]["fsdp8"]
   gib = 2.0**30
@@ -68,15 +105,6 @@ def test_memory_estimate_counts_each_devices_shards(report):
   # FSDP over 8 devices: about an eighth (a few small vectors stay whole).
   assert data8["params_gib"] / 8 <= fsdp8["params_gib"] < data8["params_gib"] / 6
   assert fsdp8["compiled_total_gib"] > fsdp8["params_gib"] + fsdp8["optimizer_gib"]
-
-
-def test_impossible_meshes_are_clear_errors(report):
-  errors = report["errors"]
-  assert "needs 3 devices per slice but 8 are available" in errors["not_multiplying"]
-  assert "at most one mesh axis may be -1" in errors["two_unknown"]
-  assert "4 attention head(s), which the tensor-parallel degree 8 does not divide" in (
-      errors["tensor_heads"])
-  assert "train.batch_size=6 is not divisible by the 4 batch shards" in errors["batch"]
 
 
 def _mesh(**degrees):

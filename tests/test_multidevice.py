@@ -1,4 +1,6 @@
-"""Data parallelism on 8 simulated CPU devices (in a child process; see multidevice_check.py)."""
+"""Data parallelism on 8 simulated CPU devices (in a child process; see multidevice_check.py):
+pretraining, GLUE and SQuAD fine-tuning. The full tier: the fast one checks the meshes on 8
+devices in tests/test_meshes.py."""
 
 import json
 import os
@@ -10,14 +12,28 @@ import pytest
 
 from tests import testing
 
+pytestmark = pytest.mark.full
+
+
+def _check(*args):
+  env = dict(os.environ, JAX_PLATFORMS="cpu", TF_CPP_MIN_LOG_LEVEL="3")
+  proc = subprocess.run([sys.executable, "-m", "tests.multidevice_check", *args],
+                        cwd=testing.REPO, env=env, capture_output=True, text=True, timeout=600,
+                        check=False)
+  assert proc.returncode == 0, proc.stderr[-3000:]
+  return json.loads(proc.stdout.strip().splitlines()[-1])
+
 
 @pytest.fixture(scope="module")
 def report():
-  env = dict(os.environ, JAX_PLATFORMS="cpu", TF_CPP_MIN_LOG_LEVEL="3")
-  proc = subprocess.run([sys.executable, "-m", "tests.multidevice_check"], cwd=testing.REPO,
-                        env=env, capture_output=True, text=True, timeout=600, check=False)
-  assert proc.returncode == 0, proc.stderr[-3000:]
-  return json.loads(proc.stdout.strip().splitlines()[-1])
+  """Pretraining on 1 device and on 8."""
+  return _check()
+
+
+@pytest.fixture(scope="module")
+def finetune_report():
+  """GLUE and SQuAD fine-tuning on 1 device and on 8 (the full tier)."""
+  return _check("finetune")
 
 
 def test_eight_devices_give_the_single_device_losses(report):
@@ -26,14 +42,16 @@ def test_eight_devices_give_the_single_device_losses(report):
   np.testing.assert_allclose(report["eight_losses"], report["one_losses"], rtol=2e-5)
 
 
-def test_eight_devices_give_the_single_device_finetuning_losses(report):
+def test_eight_devices_give_the_single_device_finetuning_losses(finetune_report):
+  report = finetune_report
   assert report["finetune_one_losses"][-1] != report["finetune_one_losses"][0]
   np.testing.assert_allclose(report["finetune_eight_losses"], report["finetune_one_losses"],
                              rtol=2e-5)
 
 
-def test_eight_devices_give_the_single_device_squad_losses_and_beam(report):
+def test_eight_devices_give_the_single_device_squad_losses_and_beam(finetune_report):
   """SQuAD 2.0 (joint head, answerability classifier): training and the prediction beam."""
+  report = finetune_report
   assert report["squad_one_losses"][-1] != report["squad_one_losses"][0]
   np.testing.assert_allclose(report["squad_eight_losses"], report["squad_one_losses"],
                              rtol=2e-5)
