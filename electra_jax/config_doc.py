@@ -2,11 +2,12 @@
 
 The comments live next to the fields in the default-config modules
 (`electra_jax/pretrain/default_config.py` with its `model` fields in
-`models/default_config.py`, `finetune/default_config.py`, `experiments/default_config.py`) and in the config files that change them (`configs/*.py`):
-either on the assignment's line (`model.hidden_size = 256  # H: ...`) or in the block of
-comment lines right above it. `field_comments` reads them from the source with `ast` and
-`tokenize`, following aliases such as `model = config.model = ConfigDict()`; `describe` lays a
-config out as `field = value` lines, each followed by its comment.
+`models/default_config.py`, `finetune/default_config.py`, `experiments/default_config.py`) and
+in the config files that change them (`configs/*.py`): either on the assignment's line
+(`model.hidden_size = 256  # H: ...`) or in the block of comment lines right above it.
+`field_comments` reads them from the source with `ast` and `tokenize`, following aliases such
+as `objective = config.objective = ConfigDict()`; `describe` lays a config out as `field =
+value` lines, each followed by its comment.
 """
 
 from __future__ import annotations

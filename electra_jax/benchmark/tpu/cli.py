@@ -7,8 +7,8 @@ r"""Compiles the real training step for a Cloud TPU slice on this host, and size
 The command of `electra_jax.benchmark.tpu`, the same as the train-step benchmark's topology mode
 (`python -m electra_jax.benchmark --topology=...`, which launch/tpu_run.sh runs): the same
 flags, the same output, the same exit statuses. Here --config and --topology are required, and
-the benchmark's other flags (timing, --memory_only, ...) do not exist. Needs the TPU runtime (pip install -e '.[tpu]'); no
-TPU: libtpu's compiler runs on this host and nothing is run.
+the benchmark's other flags (timing, --memory_only, ...) do not exist. It needs the TPU runtime
+(pip install -e '.[tpu]') but no TPU: libtpu's compiler runs on this host, and nothing runs.
 
 Prints the compile report as a short table (memory per chip, whether it fits the chip's HBM,
 analytic and XLA FLOPs, the collectives of one step, the compile time and a roofline estimate,
