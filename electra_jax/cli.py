@@ -2,42 +2,11 @@
 
 from __future__ import annotations
 
-import glob
-import importlib.util
 import os
 import re
 import sys
 import traceback
 from typing import Callable, Sequence
-
-# TensorFlow (imported by clu for TensorBoard files and by tfds for reading) prints C++ start-up
-# notices unless told not to; its errors still show. It does no model math here, so its oneDNN
-# kernels (whose notice is the loudest) are off too.
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "0")
-
-
-def _skip_absent_tpu() -> None:
-  """Sets JAX_PLATFORMS=cpu where the TPU runtime is installed but there is no TPU to use.
-
-  With libtpu installed (the `tpu` extra, e.g. for the tests or the TPU sizing tool) JAX tries
-  the TPU backend first, and on a host without TPU chips libtpu prints a screen of warnings
-  before JAX falls back to the CPU. So unless the user set JAX_PLATFORMS, a host with libtpu but
-  no TPU device files (/dev/accel*: v2-v4, v5p; /dev/vfio/<n>: v5e, v6e) and no CUDA/ROCm
-  plugin runs on the CPU, quietly. TPU VMs and GPU hosts are left as they are.
-  """
-  if os.environ.get("JAX_PLATFORMS") or importlib.util.find_spec("libtpu") is None:
-    return
-  if glob.glob("/dev/accel*") or glob.glob("/dev/vfio/[0-9]*"):
-    return
-  if any(importlib.util.find_spec(name) for name in _GPU_PLUGINS):
-    return
-  os.environ["JAX_PLATFORMS"] = "cpu"
-
-
-_GPU_PLUGINS = ("jax_cuda12_plugin", "jax_cuda13_plugin", "jax_rocm60_plugin",
-                "jax_rocm7_plugin")
-_skip_absent_tpu()
 
 from absl import app
 from absl import flags

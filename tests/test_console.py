@@ -111,7 +111,7 @@ def test_the_first_speed_leaves_out_the_first_steps_compilation(tmp_path):
 
 def test_an_installed_tpu_runtime_without_a_tpu_is_quiet():
   """libtpu (the tpu extra) on a host with no TPU: the CLI runs on the CPU without libtpu's
-  screen of warnings (electra_jax.cli._skip_absent_tpu)."""
+  screen of warnings (electra_jax.platform)."""
   import glob  # pylint: disable=import-outside-toplevel
   import importlib.util  # pylint: disable=import-outside-toplevel
   import pytest  # pylint: disable=import-outside-toplevel
