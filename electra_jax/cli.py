@@ -23,11 +23,16 @@ def _config_overrides(argv: Sequence[str]) -> list[str]:
   return [a for a in argv if a.startswith("--config.")]
 
 
-def _fields_doc(argv: Sequence[str]) -> str:
-  """Where the fields of the --config in `argv` are documented."""
+def _fields_doc(argv: Sequence[str], override: str = "") -> str:
+  """Where the fields of the --config in `argv` are documented: for the `--config.<field>=...`
+  `override`, the module that documents that part of the config (e.g. model.* fields:
+  electra_jax/models/default_config.py)."""
   config_file = next((a.split("=", 1)[1].split(":")[0] for a in argv
                       if a.startswith("--config=")), "")
-  return "electra_jax/" + config_doc.DEFAULTS[config_doc.kind_of(config_file)][0][1]
+  modules = config_doc.DEFAULTS[config_doc.kind_of(config_file)]
+  field = override.split("=", 1)[0][len("--config."):]
+  parts = [(prefix, module) for prefix, module in modules if prefix and field.startswith(prefix)]
+  return "electra_jax/" + max(parts or modules[:1], key=lambda part: len(part[0]))[1]
 
 
 HELP_FLAGS = ("--help", "-h", "-?", "--helpshort", "--helpfull", "--helpxml")
@@ -104,7 +109,8 @@ def parse_flags(argv: list[str]) -> list[str]:
     sys.exit(f"error: unknown config field {field!r}"
              + (f" in {culprits[0]}" if culprits else "")
              + (f" (did you mean {suggestion.group(1)!r}?)" if suggestion else "")
-             + f"; the fields and their meaning are listed in {_fields_doc(argv)} (or run "
+             + f"; the fields and their meaning are listed in "
+             f"{_fields_doc(argv, culprits[0] if culprits else '')} (or run "
              f"with --{SHOW_CONFIG})")
   if showing and flags.FLAGS[SHOW_CONFIG].value:
     _show_config()
