@@ -6,7 +6,7 @@ import os
 import re
 import sys
 import traceback
-from typing import Callable, Sequence
+from typing import Any, Callable, Sequence
 
 from absl import app
 from absl import flags
@@ -39,10 +39,16 @@ HELP_FLAGS = ("--help", "-h", "-?", "--helpshort", "--helpfull", "--helpxml")
 SHOW_CONFIG = "show_config"
 
 
-def define_show_config(required: Sequence[str] = ("workdir",)) -> None:
+def define_show_config(required: Sequence[str] = ("workdir",),
+                       validate: Callable[[Any], None] | None = None) -> None:
   """Defines --show_config for a command with a --config (call it next to that flag's
-  definition): print every field of the config, its value and its comment, and exit 0.
-  `required`: the command's required flags, which --show_config does not need."""
+  definition): check the config, print every field, its value and its comment, and exit 0.
+
+  `required`: the command's required flags, which --show_config does not need. `validate`:
+  the command's own checks of its config that need no data, files or devices (raising
+  ElectraError: `error: <message>` and exit status 1, as the command itself would fail), so
+  that --show_config passes only for a config the command would start with.
+  """
   # Registered as the caller's flag, so that the caller's --help lists it (absl lists the
   # main module's flags; for `python -m`, absl names that module by sys.argv[0]).
   caller = sys._getframe(1).f_globals.get("__name__", "")  # pylint: disable=protected-access
@@ -52,9 +58,11 @@ def define_show_config(required: Sequence[str] = ("workdir",)) -> None:
                     "--show_config.",
                     module_name=sys.argv[0] if caller == "__main__" else caller)
   _SHOW_CONFIG_SKIPS.extend(required)
+  _SHOW_CONFIG_CHECKS.extend([validate] if validate else [])
 
 
 _SHOW_CONFIG_SKIPS: list[str] = []
+_SHOW_CONFIG_CHECKS: list[Callable[[Any], None]] = []
 
 
 def _show_config_argv(argv: list[str]) -> list[str]:
@@ -68,6 +76,11 @@ def _show_config() -> None:
   # pylint: disable-next=import-outside-toplevel
   from ml_collections import config_flags
   config_file = config_flags.get_config_filename(flags.FLAGS["config"])
+  try:
+    for check in _SHOW_CONFIG_CHECKS:
+      check(flags.FLAGS.config)
+  except ElectraError as e:
+    _exit_with(f"error: {e}")
   print(config_doc.describe(flags.FLAGS.config, config_file), end="", flush=True)
   sys.exit(0)
 

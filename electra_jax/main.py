@@ -22,7 +22,15 @@ flags.DEFINE_string("workdir", None, "Directory for checkpoints, TensorBoard log
 flags.DEFINE_bool("allow_config_change", False,
                   "Resume a workdir although the config changed in ways that break resumption "
                   "(batch size, data, model, ...); the changes are logged.")
-cli.define_show_config()
+
+
+def _validate(config) -> None:
+  """--show_config's check: every check of the config that needs no data or devices."""
+  from electra_jax.pretrain import validation  # pylint: disable=import-outside-toplevel
+  validation.validate_all(config)
+
+
+cli.define_show_config(validate=_validate)
 flags.mark_flags_as_required(["config", "workdir"])
 
 

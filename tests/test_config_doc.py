@@ -81,3 +81,35 @@ def test_show_config_prints_the_overridden_values_and_exits_0_without_a_workdir(
       capture_output=True, text=True, timeout=300, check=False)
   assert proc.returncode == 1
   assert proc.stderr.strip().splitlines()[-1].endswith("(or run with --show_config)")
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["electra_jax.main", "--config=configs/small.py", "--config.objective.name=bert"],
+     "objective.name='bert' is not a known objective"),
+    (["electra_jax.main", "--config=configs/small.py", "--config.objective.name=electric",
+      "--config.objective.generator=uniform"], "objective.generator='uniform' does not apply"),
+    (["electra_jax.benchmark", "--config=configs/small.py", "--config.train.batch_size=0"],
+     "train.batch_size=0 must be positive"),
+    (["electra_jax.benchmark.tpu", "--config=configs/small.py", "--topology=v4-8",
+      "--config.model.dtype=float8"], "model.dtype='float8'"),
+    (["electra_jax.finetune", "--config=configs/glue.py", "--config.task=sst3",
+      "--config.init_checkpoint=runs/small", "--config.data_dir=/data/glue"],
+     "unknown GLUE task 'sst3'"),
+    (["electra_jax.finetune", "--config=configs/glue.py", "--config.task=squad1",
+      "--config.init_checkpoint=runs/small"], "pass --config=configs/squad.py"),
+    (["electra_jax.finetune", "--config=configs/squad.py", "--config.task=squad2",
+      "--config.init_checkpoint=runs/small", "--config.data_dir=/data/squad",
+      "--config.doc_stride=0"], "doc_stride=0"),
+    (["electra_jax.experiments", "--config=configs/experiments/table1.py",
+      "--config.variants.electra=model.hiden_size=64"], "hiden_size"),
+])
+def test_show_config_runs_the_commands_own_checks(argv, message):
+  """--show_config passes only for a config the command would start with: a value that parses
+  but cannot work is the command's own one-line error, exit status 1, and nothing printed."""
+  proc = subprocess.run([sys.executable, "-m", *argv, "--show_config"], cwd=testing.REPO,
+                        env=testing.main_env(), capture_output=True, text=True, timeout=300,
+                        check=False)
+  assert proc.returncode == 1, proc.stdout[-500:] + proc.stderr[-2000:]
+  last = proc.stderr.strip().splitlines()[-1]
+  assert last.startswith("error: ") and message in last, last
+  assert proc.stdout == "" and "Traceback" not in proc.stderr

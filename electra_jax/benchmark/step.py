@@ -55,6 +55,12 @@ from electra_jax.training import parallel
 FLAGS = flags.FLAGS
 
 
+def _validate_pretraining_config(config) -> None:
+  """--show_config's check: every check of the pretraining config that needs no data."""
+  from electra_jax.pretrain import validation  # pylint: disable=import-outside-toplevel
+  validation.validate_all(config)
+
+
 def define_flags() -> None:
   """Registers the command's flags (only when run as the program; absl flags are global, and
   `python -m electra_jax.benchmark.data` defines its own)."""
@@ -84,7 +90,7 @@ def define_flags() -> None:
                     "Lower the step without running it and print which dtypes its matrix "
                     "products, scatters and converts use (electra_jax/benchmark/hlo.py).")
   tpu_cli.define_slice_flags()  # --topology and the flags that go with it.
-  cli.define_show_config(required=())
+  cli.define_show_config(required=(), validate=_validate_pretraining_config)
   flags.mark_flags_as_required(["config"])
 
 def _memory_line(compiled) -> str:

@@ -22,7 +22,7 @@ def _define_flags() -> None:
       "config", None, "Experiment config (configs/experiments/*.py); override fields with "
       "--config.a.b=v.", lock_config=True)
   flags.DEFINE_string("workdir", None, "Directory for every variant's runs and the report.")
-  cli.define_show_config()
+  cli.define_show_config(validate=runner.validate)
   flags.mark_flags_as_required(["config", "workdir"])
 
 

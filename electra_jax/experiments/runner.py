@@ -77,8 +77,9 @@ def finetune_config(config: ml_collections.ConfigDict, checkpoint: str
   return glue
 
 
-def check_finetune(config: ml_collections.ConfigDict) -> None:
-  """Fails before any pretraining when fine-tuning could not run (no GLUE data, bad tasks).
+def check_finetune_settings(config: ml_collections.ConfigDict) -> list:
+  """The fine-tuning tasks (glue.Task) when the fine-tuning settings can run (tasks, recipe),
+  checked without data.
 
   Raises:
     ElectraError: naming the --config.finetune.* field to fix.
@@ -86,9 +87,30 @@ def check_finetune(config: ml_collections.ConfigDict) -> None:
   glue = finetune_config(config, "(set per checkpoint)")
   try:
     finetune.validate(glue)
-    tasks = finetune.task_names(glue)
+    return finetune.task_names(glue)
   except ElectraError as e:
     raise ElectraError("fine-tuning: " + str(e).replace("--config.", "--config.finetune.")) from e
+
+
+def validate(config: ml_collections.ConfigDict) -> None:
+  """Every check of an experiment config that needs no data (its fields, each variant's
+  pretraining config, the fine-tuning settings): what `--show_config` runs.
+
+  Raises:
+    ElectraError: naming the field or variant to fix.
+  """
+  spec.resolve(config)
+  check_finetune_settings(config)
+
+
+def check_finetune(config: ml_collections.ConfigDict) -> None:
+  """Fails before any pretraining when fine-tuning could not run (no GLUE data, bad tasks).
+
+  Raises:
+    ElectraError: naming the --config.finetune.* field to fix.
+  """
+  tasks = check_finetune_settings(config)
+  glue = finetune_config(config, "(set per checkpoint)")
   if glue.data_source == "tsv":
     for task in tasks:
       folder = fileio.join(glue.data_dir, task.dir_name)

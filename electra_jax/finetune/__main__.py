@@ -23,23 +23,37 @@ def _define_flags() -> None:
       "fields with --config.a=v.",
       lock_config=True)
   flags.DEFINE_string("workdir", None, "Directory for results, predictions and TensorBoard logs.")
-  cli.define_show_config()
+  cli.define_show_config(validate=validate)
   flags.mark_flags_as_required(["config", "workdir"])
+
+
+def _check_kind(config) -> None:
+  """A SQuAD task needs the SQuAD config."""
+  if not qa_runner.is_qa_config(config) and str(config.task).strip().startswith("squad"):
+    raise ElectraError(f"task={config.task} is SQuAD, which has its own config: pass "
+                       "--config=configs/squad.py")
+
+
+def validate(config) -> None:
+  """--show_config's check: every check of a GLUE or SQuAD config that needs no data."""
+  _check_kind(config)
+  if qa_runner.is_qa_config(config):
+    qa_runner.validate(config)
+  else:
+    runner.validate(config)
+    runner.task_names(config)
 
 
 def main(argv: list[str]) -> None:
   if len(argv) > 1:
     raise app.UsageError(f"unexpected arguments: {argv[1:]}")
   config = FLAGS.config
-  if qa_runner.is_qa_config(config):
-    parallel.initialize_distributed()
-    qa_runner.run(config, FLAGS.workdir)
-    return
-  if str(config.task).strip().startswith("squad"):
-    raise ElectraError(f"task={config.task} is SQuAD, which has its own config: pass "
-                       "--config=configs/squad.py")
+  _check_kind(config)
   parallel.initialize_distributed()
-  runner.run(config, FLAGS.workdir)
+  if qa_runner.is_qa_config(config):
+    qa_runner.run(config, FLAGS.workdir)
+  else:
+    runner.run(config, FLAGS.workdir)
 
 
 if __name__ == "__main__":

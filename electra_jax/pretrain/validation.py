@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import ml_collections
+import numpy as np
 
 from electra_jax.errors import ElectraError
 from electra_jax.models import attention
 from electra_jax.models import electra
 from electra_jax.models import encoder
 from electra_jax.models import layers
+from electra_jax.pretrain import objectives
+from electra_jax.pretrain.objectives.base import SpecialIds
 from electra_jax.pretrain.objectives.corruption import GENERATORS, MASKING_SAMPLERS
 from electra_jax.pretrain.objectives.electra import ALGORITHMS
 from electra_jax.training import ranges
@@ -160,3 +163,21 @@ def _check_ranges(config: ml_collections.ConfigDict) -> None:
   policy = config.train.get("nonfinite_policy", "stop")
   _require(policy in ("stop", "skip"),
            f"train.nonfinite_policy={policy!r}; choose one of stop, skip")
+
+
+def validate_objective(config: ml_collections.ConfigDict) -> None:
+  """Raises ElectraError when `objective.name` names no objective, or the objective cannot
+  train this combination of settings (what its `from_config` refuses: Electric with another
+  generator, two-stage training of networks of different sizes, ...). Checked without data:
+  with placeholder special ids and, for a unigram generator, placeholder token counts."""
+  objective = objectives.objective_class(config.objective.name)
+  counts = (np.ones(config.model.vocab_size, np.int64)
+            if objectives.needs_unigram_counts(config) else None)
+  objective.from_config(config, SpecialIds(pad=0, cls=1, sep=2, mask=3), counts)
+
+
+def validate_all(config: ml_collections.ConfigDict) -> None:
+  """Every check of a pretraining config that needs neither data nor devices (`validate`, then
+  `validate_objective`): what `--show_config` runs."""
+  validate(config)
+  validate_objective(config)
