@@ -204,7 +204,8 @@ def test_the_docs_have_commands_of_every_cli():
   for module in ("electra_jax.main", "electra_jax.finetune", "electra_jax.experiments",
                  "electra_jax.convert", "electra_jax.score", "electra_jax.data.tokenizer",
                  "electra_jax.data.build", "electra_jax.benchmark", "electra_jax.benchmark.suite",
-                 "electra_jax.benchmark.data", "electra_jax.benchmark.score"):
+                 "electra_jax.benchmark.data", "electra_jax.benchmark.score",
+                 "electra_jax.benchmark.tpu", "electra_jax.benchmark.tpu.table"):
     assert module in modules, f"no documented command of {module}"
   assert len(COMMANDS) > 50
 
