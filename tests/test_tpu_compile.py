@@ -2,7 +2,9 @@
 
 Needs the TPU runtime (`pip install -e '.[tpu]'`, which .ci/run installs); without it the
 compile tests skip with that reason. Slice names and the HLO collective count are tested
-without it.
+without it. The fast tier compiles one slice (the tiny steps for v5e 2x2); the other slices,
+meshes, kernels, the fit search against the real compiler and the command line are the full
+tier's.
 """
 
 import json
@@ -200,6 +202,7 @@ def test_tiny_pretrain_and_finetune_steps_compile_for_v5e_2x2():
   assert ft["analytic_flops_per_step"] < report["analytic_flops_per_step"] * 2
 
 
+@pytest.mark.full
 @needs_libtpu
 def test_squad_steps_compile_with_their_heads_and_refuse_a_glue_config():
   """--step=squad compiles SQuAD fine-tuning (joint end head and answerability classifier for
@@ -231,6 +234,7 @@ def test_squad_steps_compile_with_their_heads_and_refuse_a_glue_config():
     topology.compile_report(config, s, step="finetune", finetune_config=ft)
 
 
+@pytest.mark.full
 @needs_libtpu
 def test_eight_device_slice_with_data_fsdp_and_tensor_axes():
   config = tiny(**{"mesh.data": 2, "mesh.fsdp": 2, "mesh.tensor": 2,
@@ -244,6 +248,7 @@ def test_eight_device_slice_with_data_fsdp_and_tensor_axes():
   assert kinds["all-reduce"]["count"] + kinds["reduce-scatter"]["count"] > 0
 
 
+@pytest.mark.full
 @needs_libtpu
 def test_two_slices_compile_over_the_dcn_data_axis():
   s = tpu_slices.parse("v5e:2x2")
@@ -323,6 +328,7 @@ def test_fit_counts_a_compiler_refusal_as_not_fitting(monkeypatch):
   assert any("batch 128: the TPU compiler refused" in line for line in lines), lines
 
 
+@pytest.mark.full
 @needs_libtpu
 def test_fit_finds_a_batch_that_fits_whose_double_does_not():
   """The real compiler: with a 0.03 GiB chip the tiny step fits at its batch of 64 (0.02 GiB)
@@ -340,6 +346,7 @@ def test_fit_finds_a_batch_that_fits_whose_double_does_not():
   assert any("does not fit" in line for line in lines)
 
 
+@pytest.mark.full
 @needs_libtpu
 def test_cli_report_and_errors(tmp_path):
   report_path = tmp_path / "r.json"
@@ -376,6 +383,7 @@ def test_cli_report_and_errors(tmp_path):
     assert "Traceback" not in bad.stderr
 
 
+@pytest.mark.full
 @needs_libtpu
 def test_a_step_beyond_the_chips_hbm_is_reported_as_not_fitting():
   """The compiler stops at its out-of-memory check (seconds): the report says so, with the
@@ -421,6 +429,7 @@ def test_table_estimates_the_largest_batch_linearly():
   assert "3 all-reduce (2 MiB)" in rows[3] and "| 1,024 |" in rows[3]
 
 
+@pytest.mark.full
 @needs_libtpu
 def test_splash_attention_compiles_in_a_sharded_step_for_a_tpu():
   """The Mosaic kernel under data, fsdp and tensor axes (shard_map), compiled for real (not the
@@ -434,6 +443,7 @@ def test_splash_attention_compiles_in_a_sharded_step_for_a_tpu():
   assert "tpu_custom_call" in compiled.as_text()
 
 
+@pytest.mark.full
 @needs_libtpu
 def test_electrics_one_directional_towers_compile_with_splash_for_a_tpu():
   """Electric's left-to-right and right-to-left towers as splash masks (causal and its mirror)
