@@ -42,3 +42,20 @@ def test_every_imported_package_is_an_install_requirement():
           missing.setdefault(top, str(path.relative_to(root)))
   assert not missing, f"imported but not in install_requires: {missing}"
   assert "safetensors" in required  # convert to-hf writes model.safetensors.
+
+
+def test_ci_runs_the_readmes_test_commands_both_tiers():
+  """.ci/run installs what the README's test command installs and runs both tiers the README
+  names: the default (fast) run and `-m full`."""
+  root = pathlib.Path(testing.REPO)
+  readme = (root / "README.md").read_text()
+  ci = (root / ".ci" / "run").read_text()
+  install = re.search(r"pip install -e '(\.\[[a-z,]+\])' && python -m pytest -q\n", readme)
+  assert install, ("the README's test command is no longer "
+                   "`pip install -e '.[...]' && python -m pytest -q`")
+  assert f"pip install --quiet -e '{install.group(1)}'" in ci
+  assert "`python -m pytest -q -m full`" in readme
+  commands = [line.strip() for line in ci.splitlines() if line.startswith("python -m pytest")]
+  assert commands == ["python -m pytest -q", "python -m pytest -q -m full"], commands
+  ini = (root / "pytest.ini").read_text()
+  assert '-m "not full"' in ini and "\n    full:" in ini  # The default run leaves the full tier out.
