@@ -37,11 +37,14 @@ jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
 import pytest  # pylint: disable=g-import-not-at-top,g-bad-import-order
 
 # The longest files first (pytest-xdist hands out whole files, in collection order, to free
-# workers): the trained tiny model and the multi-device runs start at once, while the short
-# files fill the other worker, instead of a long file starting last and running alone.
-_LONGEST_FIRST = ("test_score.py", "test_tpu_compile.py", "test_meshes.py", "test_ablations.py", "test_reliability.py",
-                  "test_multidevice.py", "test_multiprocess.py", "test_experiments.py",
-                  "test_finetune.py", "test_squad.py", "test_cli.py", "test_models.py")
+# workers): in the full tier the trained tiny model (test_score) and the ablation sweep start at
+# once, in the fast tier the longest files do, while the short files fill the other worker,
+# instead of a long file starting last and running alone.
+_LONGEST_FIRST = ("test_score.py", "test_ablations.py", "test_multidevice.py", "test_meshes.py",
+                  "test_squad.py", "test_experiments.py", "test_reliability.py",
+                  "test_finetune.py", "test_models.py", "test_quiet_cli.py",
+                  "test_training_core.py", "test_cli.py", "test_train.py", "test_tpu_compile.py",
+                  "test_multiprocess.py")
 
 
 def pytest_collection_modifyitems(items):
@@ -96,10 +99,10 @@ def pretrained_fast(tmp_path_factory, corpus_and_tokenizer):
 def trained_tiny(tmp_path_factory):
   """(workdir, last evaluation) of the README's demo, configs/tiny.py as it is (1000 steps of 64
   sequences on the embedded corpus, about four minutes on 2 cores), shared by the tests that need
-  a model that has learned something (learning, scoring). Not a shorter run: after 400 steps of 32
-  the discriminator already detects replaced tokens (held-out AUC 0.84) but still spreads its ~15%
-  prior over any sentence, so an uncorrupted sentence scores no better than a corrupted one
-  (README, "Scoring text")."""
+  a model that has learned something (learning, scoring): the full tier's. Not a shorter run:
+  after 400 steps of 32 the discriminator already detects replaced tokens (held-out AUC 0.84) but
+  still spreads its ~15% prior over any sentence, so an uncorrupted sentence scores no better
+  than a corrupted one (docs/scoring.md)."""
   import filelock  # pylint: disable=import-outside-toplevel
   from electra_jax.pretrain import loop  # pylint: disable=import-outside-toplevel
   from tests import testing  # pylint: disable=import-outside-toplevel
