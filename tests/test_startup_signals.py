@@ -61,6 +61,10 @@ def test_a_signal_at_a_random_moment_of_start_up_stops_in_one_line(tmp_path, see
 
 
 def test_stops_nest_and_a_check_raises_the_recorded_signal():
+  # The process's own handlers, given back at the end: Python's default_int_handler, or SIG_IGN
+  # where the test run was started with SIGINT ignored (a background job of a shell without job
+  # control, nohup).
+  before = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
   outer = interrupt.GracefulStop(what="stopping at the next stage")
   with outer:
     interrupt.check("never")  # Nothing recorded: no stop.
@@ -77,7 +81,7 @@ def test_stops_nest_and_a_check_raises_the_recorded_signal():
       os.kill(os.getpid(), signal.SIGINT)
       time.sleep(0.01)
     assert outer.requested == "SIGINT"  # Handed back when the inner stop ends.
-  assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+  assert {sig: signal.getsignal(sig) for sig in before} == before
 
 
 def test_ctrl_c_in_a_command_without_graceful_stops_is_one_line_and_exit_130():
