@@ -16,6 +16,7 @@ from electra_jax.score import energy
 from electra_jax.score import evaluate
 from electra_jax.score import load_scorer
 from electra_jax.score import loader
+from electra_jax.score import scorers
 from electra_jax.score import windows
 from tests import squad_testing
 from tests import testing
@@ -98,7 +99,7 @@ def test_energies_equal_the_head_on_cls_text_sep(checkpoints):
 
 
 def test_rerank_orders_by_score_or_by_mean(checkpoints):
-  scorer = energy.load_energy_scorer(checkpoints["electric"])
+  scorer = scorers.load_energy_scorer(checkpoints["electric"])
   lists = [_sentences(4, seed=2), [_sentences(1, seed=3)[0], "", _sentences(1, seed=4)[0]],
            [" ".join(_sentences(1, seed=5, low=2, high=2))] * 2]
   for per_token in (False, True):

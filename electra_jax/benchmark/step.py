@@ -49,16 +49,11 @@ from electra_jax.benchmark.tpu import cli as tpu_cli
 from electra_jax.benchmark.tpu import topology
 from electra_jax.errors import ElectraError
 from electra_jax.pretrain import loop as pretrain_loop
+from electra_jax.pretrain import validation
 from electra_jax.training import hardware
 from electra_jax.training import parallel
 
 FLAGS = flags.FLAGS
-
-
-def _validate_pretraining_config(config) -> None:
-  """--show_config's check: every check of the pretraining config that needs no data."""
-  from electra_jax.pretrain import validation  # pylint: disable=import-outside-toplevel
-  validation.validate_all(config)
 
 
 def define_flags() -> None:
@@ -90,7 +85,7 @@ def define_flags() -> None:
                     "Lower the step without running it and print which dtypes its matrix "
                     "products, scatters and converts use (electra_jax/benchmark/hlo.py).")
   tpu_cli.define_slice_flags()  # --topology and the flags that go with it.
-  cli.define_show_config(required=(), validate=_validate_pretraining_config)
+  cli.define_show_config(required=(), validate=validation.validate_all)
   flags.mark_flags_as_required(["config"])
 
 def _memory_line(compiled) -> str:

@@ -134,11 +134,3 @@ class EnergyScorer:
                                sentences=own))
     return out
 
-
-def load_energy_scorer(path: str, dtype: str = "float32") -> EnergyScorer:
-  """The energy scorer of the Electric checkpoint at `path` (`electra_jax.score.load_scorer`
-  with kind="energy": an ElectraError for a checkpoint of another objective)."""
-  loader.check_options(dtype, "energy")
-  weights = loader.load_weights(path)
-  loader.scorer_kind(weights, "energy")  # Raises for a checkpoint of another objective.
-  return EnergyScorer(loader.network(weights, dtype))

@@ -43,3 +43,9 @@ def from_weights(weights: pretrained.Pretrained, dtype: str = "float32", kind: s
   if loader.scorer_kind(weights, kind) == "energy":
     return energy.EnergyScorer(loader.network(weights, dtype))
   return loader.network(weights, dtype)
+
+
+def load_energy_scorer(path: str, dtype: str = "float32") -> energy.EnergyScorer:
+  """The energy scorer of the Electric checkpoint at `path` (`load_scorer` with
+  kind="energy": an ElectraError for a checkpoint of another objective)."""
+  return load_scorer(path, dtype, kind="energy")

@@ -29,6 +29,7 @@ from electra_jax import fileio
 from electra_jax.benchmark.tpu import slices
 from electra_jax.benchmark.tpu import topology
 from electra_jax.errors import ElectraError
+from electra_jax.pretrain import validation
 
 GIB = 2.0**30
 
@@ -68,18 +69,12 @@ def define_slice_flags() -> None:
       lock_config=True)
 
 
-def _validate_pretraining_config(config) -> None:
-  """--show_config's check: every check of the pretraining config that needs no data."""
-  from electra_jax.pretrain import validation  # pylint: disable=import-outside-toplevel
-  validation.validate_all(config)
-
-
 def define_flags() -> None:
   """Registers `python -m electra_jax.benchmark.tpu`'s flags (only when run as the program)."""
   config_flags.DEFINE_config_file("config", None, "Config file whose step to compile.",
                                   lock_config=True)
   define_slice_flags()
-  cli.define_show_config(required=(), validate=_validate_pretraining_config)
+  cli.define_show_config(required=(), validate=validation.validate_all)
   flags.mark_flags_as_required(["config"])  # --topology is checked by `run` (its default is "").
 
 
