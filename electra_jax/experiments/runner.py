@@ -77,9 +77,10 @@ def finetune_config(config: ml_collections.ConfigDict, checkpoint: str
   return glue
 
 
-def check_finetune_settings(config: ml_collections.ConfigDict) -> list:
-  """The fine-tuning tasks (glue.Task) when the fine-tuning settings can run (tasks, recipe),
-  checked without data.
+def check_finetune_settings(config: ml_collections.ConfigDict
+                            ) -> tuple[ml_collections.ConfigDict, list]:
+  """(the fine-tuning config, its tasks as glue.Task) when the fine-tuning settings can run
+  (tasks, recipe), checked without data.
 
   Raises:
     ElectraError: naming the --config.finetune.* field to fix.
@@ -87,7 +88,7 @@ def check_finetune_settings(config: ml_collections.ConfigDict) -> list:
   glue = finetune_config(config, "(set per checkpoint)")
   try:
     finetune.validate(glue)
-    return finetune.task_names(glue)
+    return glue, finetune.task_names(glue)
   except ElectraError as e:
     raise ElectraError("fine-tuning: " + str(e).replace("--config.", "--config.finetune.")) from e
 
@@ -109,8 +110,7 @@ def check_finetune(config: ml_collections.ConfigDict) -> None:
   Raises:
     ElectraError: naming the --config.finetune.* field to fix.
   """
-  tasks = check_finetune_settings(config)
-  glue = finetune_config(config, "(set per checkpoint)")
+  glue, tasks = check_finetune_settings(config)
   if glue.data_source == "tsv":
     for task in tasks:
       folder = fileio.join(glue.data_dir, task.dir_name)
