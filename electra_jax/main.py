@@ -40,8 +40,12 @@ def main(argv):
   from electra_jax.training import parallel  # pylint: disable=import-outside-toplevel
   from electra_jax.pretrain import loop as train  # pylint: disable=import-outside-toplevel
   parallel.initialize_distributed()  # Several hosts / processes: join them first.
+  # The fields set on the command line: with --config.init_checkpoint, the model's sizes come
+  # from the checkpoint, and a size given here must agree with it.
+  explicit = sorted(config_flags.get_override_values(FLAGS["config"]))
   train.train_and_evaluate(FLAGS.config, FLAGS.workdir,
-                           allow_config_change=FLAGS.allow_config_change)
+                           allow_config_change=FLAGS.allow_config_change,
+                           explicit_fields=explicit)
 
 
 if __name__ == "__main__":

@@ -16,6 +16,20 @@ def get_config() -> ml_collections.ConfigDict:
   config = ml_collections.ConfigDict()
   config.seed = 0  # Seeds parameter init, masking, sampling, dropout and data order.
 
+  # Continued pretraining (electra_jax/pretrain/continued.py; docs/continued-pretraining.md):
+  # start from the weights of a pretraining workdir, a checkpoints/<step>/ directory or a
+  # `python -m electra_jax.convert from-hf|from-tf|extend-vocab` output (local or gs://), with a
+  # fresh optimizer, step, schedule and data position. The model's shape (config.model's sizes,
+  # layers, heads, vocabulary, generator size, weight sharing) and the tokenizer come from the
+  # checkpoint; a size set on the command line that differs is an error. "": from scratch.
+  config.init_checkpoint = ""
+  # init_checkpoint's generator: "checkpoint" (take it; refused when it has none of this
+  # objective's kind) or "fresh" (a new generator of the configured model.generator_* size).
+  config.init_generator = "checkpoint"
+  # data.max_seq_length beyond init_checkpoint's position table: "none" (refused) or "copy"
+  # (tile its learned rows to the new length, as Longformer initialised its longer tables).
+  config.init_extend_positions = "none"
+
   # The encoders' architecture: electra_jax/models/default_config.py documents its fields.
   config.model = model_default_config.get_config()
 
@@ -107,6 +121,8 @@ def get_config() -> ml_collections.ConfigDict:
   train.log_every_steps = 100  # Steps between metric writes and progress lines.
   train.eval_every_steps = 10_000  # Steps between evaluations on held-out data; 0: never.
   train.eval_batches = 20  # Batches per evaluation.
+  # Also evaluate before the first step (a run from init_checkpoint always does).
+  train.eval_at_start = False
   train.checkpoint_every_steps = 5_000  # Steps between checkpoints (one is also saved at the end).
   train.keep_checkpoints = 3  # Newest checkpoints kept in WORKDIR/checkpoints.
   # Batches built and put on the devices ahead of the step, in a background thread; 0: inline.

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from typing import Any
+from typing import Any, Sequence
 
 from absl import logging
 import jax
@@ -25,6 +25,7 @@ from electra_jax import logs
 from electra_jax import workdirs
 from electra_jax.errors import ElectraError
 from electra_jax.errors import Interrupted
+from electra_jax.pretrain import continued
 from electra_jax.pretrain import objectives
 from electra_jax.pretrain import validation
 from electra_jax.training import checkpoints
@@ -148,7 +149,8 @@ def evaluate(setup: Setup, state: TrainState, eval_batches: list[dict[str, np.nd
 
 
 def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str,
-                       allow_config_change: bool = False) -> dict[str, float]:
+                       allow_config_change: bool = False,
+                       explicit_fields: Sequence[str] = ()) -> dict[str, float]:
   """Pretrains per `config` in `workdir`, resuming from its newest restorable checkpoint.
 
   A resumed run must keep the config it was started with, except for the fields of
@@ -156,13 +158,18 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str,
   change through (logged). A newest checkpoint that cannot be restored is moved aside to
   WORKDIR/bad_checkpoints and the next older one is used.
 
+  With `config.init_checkpoint`, a run without checkpoints of its own starts from that
+  checkpoint's weights, model shape and tokenizer (`electra_jax.pretrain.continued`) and
+  evaluates before its first step; `explicit_fields` are the config fields set on the command
+  line (e.g. "model.hidden_size"), which must then agree with the checkpoint.
+
   Returns the last evaluation's metrics (empty if evaluation is off).
   Raises:
     Interrupted: SIGTERM/SIGINT stopped the run after saving a checkpoint.
     NonFiniteLoss: a step's loss was not finite (train.nonfinite_policy="stop").
     ElectraError: any other problem with the config, the data or the workdir.
   """
-  from electra_jax.data import pipeline  # pylint: disable=import-outside-toplevel
+  config = _resolve_init(config, workdir, explicit_fields)
   validation.validate(config)
   objectives.objective_class(config.objective.name)  # An unknown name fails before the data.
   _check_shared_setup(config, workdir)
@@ -210,7 +217,7 @@ def _train_with(ckpt: checkpoints.Checkpointer, config: ml_collections.ConfigDic
   counts = None
   if objectives.needs_unigram_counts(config):
     counts = _unigram_counts(data, workdir, config.model.vocab_size)
-  setup, state, data_position, config = _restore_or_start(
+  setup, state, data_position, config, provenance = _restore_or_start(
       ckpt, config, objectives.SpecialIds.of(data.tokenizer), counts, allow_config_change,
       data.provenance())
   if config.train.get("compiled_step", ""):
@@ -222,6 +229,9 @@ def _train_with(ckpt: checkpoints.Checkpointer, config: ml_collections.ConfigDic
   trainer = setup.trainer
   if is_chief:
     fileio.write_atomic(fileio.join(workdir, "config.json"), config.to_json_best_effort(indent=2))
+    if provenance is not None:
+      fileio.write_atomic(fileio.join(workdir, continued.PROVENANCE_FILE),
+                          json.dumps(provenance, indent=2))
 
   start_step = int(jax.device_get(state.step))
   log = metrics_lib.MetricsLog(fileio.join(workdir, "tensorboard"),
@@ -263,12 +273,23 @@ def _train_with(ckpt: checkpoints.Checkpointer, config: ml_collections.ConfigDic
                             "tokenizer": tokenizer_info,
                             "encoder": setup.objective.encoder_info(),
                             # Where this start's text came from (the corpus's hash, if any).
-                            "data_source": data.provenance()})
+                            "data_source": data.provenance(),
+                            # What a continued run started from (None from scratch).
+                            "init_checkpoint": provenance})
 
   if start_step >= stop_at:
     logging.info("Nothing to do: the newest checkpoint is at step %d and the run stops at %d",
                  start_step, stop_at)
   interrupt.check(_STOPPED_IN_STARTUP.format(stage="before the first step"))
+  progress = loop.Progress(fields=setup.objective.progress_fields)
+  if (start_step == 0 and eval_batches and config.train.eval_every_steps
+      and (provenance is not None or config.train.get("eval_at_start", False))):
+    # Where the imported (or new) model starts, before any update.
+    first = evaluate(setup, state, eval_batches, config.seed)
+    log.write_scalars(0, {f"eval/{k}": v for k, v in first.items()})
+    logging.info("%seval at step 0 (before training%s): %s", progress.prefix,
+                 ", the initial checkpoint's weights" if provenance is not None else "",
+                 " | ".join(f"{k} {v:.4f}" for k, v in sorted(first.items())))
   try:
     result = loop.run(
         trainer=trainer, state=state, batches=train_iter, global_batch=config.train.batch_size,
@@ -277,7 +298,7 @@ def _train_with(ckpt: checkpoints.Checkpointer, config: ml_collections.ConfigDic
                                log_every=config.train.log_every_steps,
                                eval_every=config.train.eval_every_steps if eval_batches else 0,
                                checkpoint_every=config.train.checkpoint_every_steps),
-        log=log, progress=loop.Progress(fields=setup.objective.progress_fields),
+        log=log, progress=progress,
         tokens_per_step=config.train.batch_size * config.data.max_seq_length,
         flops_per_step=flops_per_step, peak_flops_per_device=peak,
         evaluate=lambda step, state: evaluate(setup, state, eval_batches, config.seed),
@@ -357,8 +378,9 @@ def _check_resume_config(ckpt: checkpoints.Checkpointer, config: ml_collections.
 def _restore_or_start(ckpt: checkpoints.Checkpointer, config: ml_collections.ConfigDict,
                       special_ids: objectives.SpecialIds, counts: np.ndarray | None,
                       allow_config_change: bool, data_source: dict[str, str] | None = None):
-  """(setup, state, data position, config) from the newest checkpoint that restores, or a new
-  state when there is none.
+  """(setup, state, data position, config, provenance) from the newest checkpoint that
+  restores, or a new state when there is none: from config.init_checkpoint's weights when set.
+  `provenance`: what the run started from (`continued.Provenance` as JSON; None from scratch).
 
   Newer checkpoints that cannot be restored are moved aside (`Checkpointer.set_aside`) once an
   older one has restored; if none restores, nothing is moved and the run stops.
@@ -385,14 +407,36 @@ def _restore_or_start(ckpt: checkpoints.Checkpointer, config: ml_collections.Con
     data_position = _data_position(meta, step_config.train.batch_size)
     logging.info("Resuming from step %d (data position %d)", step, data_position)
     _warn_if_other_corpus(meta.get("data_source") or {}, data_source or {}, step)
-    return setup, state, data_position, step_config
+    return setup, state, data_position, step_config, meta.get("init_checkpoint")
   if failures:
     raise ElectraError(
         f"none of the {len(failures)} checkpoint(s) in {ckpt.directory} can be restored; the "
         f"newest: {failures[0][1]}")
   setup = build_setup(config, special_ids, unigram_counts=counts)
-  logging.info("Starting from scratch")
-  return setup, setup.trainer.new_state(config.seed), 0, config
+  state = setup.trainer.new_state(config.seed)
+  if not config.get("init_checkpoint", ""):
+    logging.info("Starting from scratch")
+    return setup, state, 0, config, None
+  state, provenance = _initial_state(setup, state, config)
+  return setup, state, 0, config, provenance.to_json()
+
+
+def _initial_state(setup: Setup, state: TrainState, config: ml_collections.ConfigDict
+                   ) -> tuple[TrainState, continued.Provenance]:
+  """`state` (new) with the weights of `config.init_checkpoint`, a fresh optimizer and step 0,
+  and what it started from."""
+  source = continued.read_source(config.init_checkpoint)
+  abstract = jax.tree.map(lambda x: jax.ShapeDtypeStruct(x.shape, x.dtype), state.params)
+  initial, provenance = continued.initial_params(
+      setup.objective, abstract, source, config.init_generator, config.init_checkpoint)
+  params = continued.merge_params(state.params, initial)
+  logging.info("Starting from %s (step %d, weights sha256 %s...): %s%s%s", source.step_dir,
+               source.step, provenance.weights_sha256[:12],
+               ", ".join(f"{k} <- {v}" for k, v in provenance.loaded.items()),
+               f"; new: {', '.join(provenance.fresh)}" if provenance.fresh else "",
+               (f"; positions tiled {provenance.positions[0]} -> {provenance.positions[1]}"
+                if provenance.positions else ""))
+  return setup.trainer.with_params(state, params), provenance
 
 
 def _warn_if_other_corpus(recorded: dict[str, str], now: dict[str, str], step: int) -> None:
@@ -469,6 +513,68 @@ def _unigram_counts(data, workdir: str, vocab_size: int) -> np.ndarray:
   logging.info("Unigram counts: %d token occurrences, stored in %s",
                int(counts.sum()), path)
   return counts
+
+
+def _resolve_init(config: ml_collections.ConfigDict, workdir: str,
+                  explicit_fields: Sequence[str]) -> ml_collections.ConfigDict:
+  """`config` with the model's shape and tokenizer of `config.init_checkpoint` (unchanged
+  without one). A workdir with checkpoints of its own resolves them from its newest readable
+  checkpoint's config instead (the initial checkpoint may be gone; the resume check then
+  compares the rest).
+
+  Raises:
+    ElectraError: see `continued.resolve_config` and `continued.check_tokenizer_size`.
+  """
+  continued.check_choices(config)
+  if not config.get("init_checkpoint", ""):
+    return config
+  recorded = _recorded_config(workdir)
+  if recorded is not None:
+    data = recorded.get("data") or {}
+    tokenizer = None
+    if data.get("tokenizer_model"):
+      tokenizer = pretrained.TokenizerInfo(data["tokenizer_model"],
+                                           data.get("tokenizer_type", "auto"),
+                                           bool(data.get("lowercase", True)))
+    return continued.resolve_config(
+        config, pretrained.model_config_from_meta({"config": recorded}, workdir), tokenizer,
+        explicit_fields, check_explicit=False, where="this workdir's checkpoint")
+  source = continued.read_source(config.init_checkpoint)
+  resolved = continued.resolve_config(config, source.model_config, source.tokenizer,
+                                      explicit_fields)
+  from electra_jax.data import tokenizer as tokenizer_lib  # pylint: disable=import-outside-toplevel
+  d = resolved.data
+  if d.source == "shards":
+    from electra_jax.data import shards  # pylint: disable=import-outside-toplevel
+    manifest = shards.read_manifest(d.shards_dir)
+    continued.check_tokenizer_size(manifest.vocab_size, source.model_config,
+                                   f"the shards' tokenizer ({d.shards_dir})",
+                                   config.init_checkpoint)
+  elif source.tokenizer is None or d.tokenizer_model != source.tokenizer.file:
+    tokenizer = tokenizer_lib.load_tokenizer(d.tokenizer_model, d.tokenizer_type, d.lowercase)
+    continued.check_tokenizer_size(tokenizer.vocab_size, source.model_config,
+                                   f"--config.data.tokenizer_model={d.tokenizer_model!r}",
+                                   config.init_checkpoint)
+  validation.validate(resolved)
+  continued.check_fits(resolved, source)  # A missing generator fails before the data.
+  return resolved
+
+
+def _recorded_config(workdir: str) -> dict[str, Any] | None:
+  """The config of the workdir's newest checkpoint whose meta reads (None: no checkpoint)."""
+  directory = fileio.join(fileio.absolute(workdir), "checkpoints")
+  if not fileio.isdir(directory):
+    return None
+  steps = sorted((int(n.rstrip("/")) for n in fileio.listdir(directory)
+                  if n.rstrip("/").isdigit()), reverse=True)
+  for step in steps:
+    try:
+      config = pretrained.read_meta(fileio.join(directory, str(step))).get("config")
+    except ElectraError:
+      continue
+    if config:
+      return config
+  return None
 
 
 def _check_shared_setup(config: ml_collections.ConfigDict, workdir: str) -> None:

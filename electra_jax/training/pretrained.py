@@ -160,7 +160,7 @@ def model_config_from_meta(meta: dict[str, Any], step_dir: str) -> ml_collection
   return model
 
 
-def _tokenizer_from_meta(meta: dict[str, Any], step_dir: str) -> TokenizerInfo | None:
+def tokenizer_from_meta(meta: dict[str, Any], step_dir: str) -> TokenizerInfo | None:
   """The tokenizer recorded in `meta`, or the one its workdir / config / shards point at."""
   recorded = meta.get("tokenizer")
   workdir = fileio.dirname(fileio.dirname(step_dir))  # .../WORKDIR/checkpoints/<step>
@@ -197,9 +197,19 @@ def _tokenizer_from_meta(meta: dict[str, Any], step_dir: str) -> TokenizerInfo |
   return None
 
 
-def _restore_params(step_dir: str, parts: Sequence[str] | None) -> dict[str, Any]:
-  state_dir = fileio.join(step_dir, "state")
-  checkpointer = ocp.PyTreeCheckpointer()
+def param_shapes(step_dir: str) -> dict[str, Any]:
+  """The checkpoint's parameter tree as `jax.ShapeDtypeStruct`s, in its own layer layout,
+  read from orbax's metadata (no weights are read).
+
+  Raises:
+    ElectraError: the state's metadata is unreadable.
+  """
+  available = _available_params(fileio.join(step_dir, "state"), ocp.PyTreeCheckpointer())
+  return jax.tree.map(lambda m: jax.ShapeDtypeStruct(tuple(m.shape), m.dtype), available)
+
+
+def _available_params(state_dir: str, checkpointer: ocp.PyTreeCheckpointer) -> dict[str, Any]:
+  """The metadata tree of the `params` in a checkpoint's state/."""
   try:
     # Orbax warns that a step's state/ has no metadata file of its own; that is expected.
     verbosity = logging.get_verbosity()
@@ -210,12 +220,18 @@ def _restore_params(step_dir: str, parts: Sequence[str] | None) -> dict[str, Any
       logging.set_verbosity(verbosity)
     tree = getattr(metadata, "item_metadata", metadata)
     tree = getattr(tree, "tree", tree)
-    available = dict(tree.get("params") or {})
+    return dict(tree.get("params") or {})
   except Exception as e:  # pylint: disable=broad-except
     raise ElectraError(
         f"cannot read the parameters in {state_dir} ({type(e).__name__}: "
         f"{str(e).splitlines()[0] if str(e) else ''}); the checkpoint is incomplete or corrupt: "
         "use another step directory") from e
+
+
+def _restore_params(step_dir: str, parts: Sequence[str] | None) -> dict[str, Any]:
+  state_dir = fileio.join(step_dir, "state")
+  checkpointer = ocp.PyTreeCheckpointer()
+  available = _available_params(state_dir, checkpointer)
   wanted = list(available) if parts is None else list(parts)
   missing = [p for p in wanted if p not in available]
   if missing:
@@ -274,7 +290,7 @@ def load_pretrained(path: str, parts: Sequence[str] | None = ("embeddings", "enc
   # (per-layer learning rates), conversion and scoring all read it.
   params = encoder_lib.unstack_layers(params)
   model_config.scan_layers = False
-  tokenizer = _tokenizer_from_meta(meta, step_dir)
+  tokenizer = tokenizer_from_meta(meta, step_dir)
   step = int(meta.get("step", fileio.basename(step_dir)))
   logging.info("Loaded %s (step %d) from %s", ", ".join(params), step, step_dir)
   return Pretrained(model_config=model_config, params=params, tokenizer=tokenizer, step=step,
