@@ -288,7 +288,7 @@ def test_resume_is_bit_exact_and_never_reinitialises(pretrained_fast, corpus_and
 
 @pytest.mark.full
 def test_sharded_meshes_and_two_processes_load_the_same_weights(hf_source, tmp_path):
-  """8 devices on a 2x2x2 data/fsdp/tensor mesh, and two processes of 2 devices each (fsdp 4),
+  """8 devices on a 2x4 data/fsdp mesh, and two processes of 2 devices each (fsdp 4),
   start from the checkpoint's exact weights (learning rate 0 keeps them)."""
   from tests import test_multiprocess  # pylint: disable=import-outside-toplevel
   common = ["--config=configs/tiny.py", f"--config.init_checkpoint={hf_source['full']}",
@@ -299,7 +299,7 @@ def test_sharded_meshes_and_two_processes_load_the_same_weights(hf_source, tmp_p
             "--config.model.hidden_dropout_prob=0", "--config.model.attention_dropout_prob=0"]
   mesh = str(tmp_path / "mesh")
   subprocess.run([sys.executable, "-m", "electra_jax.main", f"--workdir={mesh}", *common,
-                  "--config.mesh.data=2", "--config.mesh.fsdp=2", "--config.mesh.tensor=2"],
+                  "--config.mesh.data=2", "--config.mesh.fsdp=4"],
                  cwd=REPO, env=test_multiprocess._env(8), check=True,  # pylint: disable=protected-access
                  capture_output=True, timeout=600)
   two = str(tmp_path / "two")
