@@ -4,6 +4,8 @@ r"""Converts ELECTRA weights between Hugging Face `transformers` and electra-jax
       [--vocab_file=vocab.txt] [--generator_embeddings=auto|discriminator|untied] \
       --output=CKPT_DIR [--overwrite]
   python -m electra_jax.convert to-hf --checkpoint=WORKDIR_OR_CKPT --output=DIR [--overwrite]
+  python -m electra_jax.convert extend-vocab --checkpoint=WORKDIR_OR_CKPT \
+      (--tokens=FILE | --from_corpus=GLOB --num_tokens=N) --output=CKPT_DIR [--overwrite]
 
 `from-hf` reads a Hugging Face `ElectraForPreTraining` directory (config.json and
 model.safetensors or pytorch_model.bin, e.g. a local copy of google/electra-base-discriminator)
@@ -14,8 +16,12 @@ when the checkpoint has one, DIR/generator/ (ElectraForMaskedLM), each with conf
 model.safetensors and the tokenizer files, loadable with `from_pretrained`. Both print one
 summary line.
 
+`extend-vocab` appends new words to a checkpoint's vocabulary (every old id keeps its meaning),
+each row of the grown embeddings and output biases the mean of the rows of the pieces the word
+used to be split into, and writes the grown checkpoint (see `vocab_extension`).
+
 Layout: `hf_mapping` maps names, shapes and configs in memory; `files` reads and writes the
-directories; `__main__` is the command line.
+directories; `vocab_extension` grows a vocabulary; `__main__` is the command line.
 
 ELECTRA's generator and discriminator share one embedding module, while each Hugging Face model
 file holds its own copy. `from-hf` maps the generator onto the shared embeddings when its copy

@@ -1,4 +1,4 @@
-"""`python -m electra_jax.convert from-hf | to-hf`: the conversion command line.
+"""`python -m electra_jax.convert from-hf | to-hf | extend-vocab`: the conversion command line.
 
 See `electra_jax.convert` for what each subcommand reads and writes.
 """
@@ -14,6 +14,7 @@ from absl import logging
 
 from electra_jax import cli
 from electra_jax.convert.files import convert_from_hf, convert_to_hf
+from electra_jax.convert import vocab_extension
 from electra_jax.convert.hf_mapping import (ARCHITECTURES, DISCRIMINATOR, GENERATOR,
                                             GENERATOR_EMBEDDINGS, count_params)
 from electra_jax.errors import ElectraError
@@ -23,15 +24,20 @@ from electra_jax.training import pretrained
 from electra_jax import convert as _package  # pylint: disable=wrong-import-position
 __doc__ = _package.__doc__  # pylint: disable=redefined-builtin
 
-SUBCOMMANDS = ("from-hf", "to-hf")
+SUBCOMMANDS = ("from-hf", "to-hf", "extend-vocab")
 _FLAGS_OF = {"from-hf": ("hf_dir", "output", "generator_dir", "vocab_file",
                          "generator_embeddings", "overwrite"),
-             "to-hf": ("checkpoint", "output", "overwrite")}
-_REQUIRED = {"from-hf": ("hf_dir", "output"), "to-hf": ("checkpoint", "output")}
+             "to-hf": ("checkpoint", "output", "overwrite"),
+             "extend-vocab": ("checkpoint", "output", "tokens", "from_corpus", "num_tokens",
+                              "overwrite")}
+_REQUIRED = {"from-hf": ("hf_dir", "output"), "to-hf": ("checkpoint", "output"),
+             "extend-vocab": ("checkpoint", "output")}
 _EXAMPLES = {
     "from-hf": "python -m electra_jax.convert from-hf --hf_dir=electra-base-discriminator "
                "--generator_dir=electra-base-generator --output=ckpt/electra-base",
     "to-hf": "python -m electra_jax.convert to-hf --checkpoint=runs/small --output=hf/small",
+    "extend-vocab": "python -m electra_jax.convert extend-vocab --checkpoint=runs/small "
+                    "--tokens=words.txt --output=runs/small_words",
 }
 
 
@@ -51,12 +57,27 @@ def _define_flags() -> None:
                     "discriminator: use the discriminator's even when they differ; untied: "
                     "keep the generator's own (needs its embedding_size == hidden_size).")
   flags.DEFINE_string("checkpoint", None,
-                      "to-hf: a pretraining workdir (newest checkpoint), its checkpoints/ "
-                      "directory, one checkpoints/<step>/ directory, or a from-hf output.")
+                      "to-hf, extend-vocab: a pretraining workdir (newest checkpoint), its "
+                      "checkpoints/ directory, one checkpoints/<step>/ directory, or a from-hf "
+                      "output.")
   flags.DEFINE_string("output", None,
-                      "Required. from-hf: the electra-jax checkpoint directory to write. to-hf: "
-                      "the directory for discriminator/ and generator/.")
+                      "Required. from-hf, extend-vocab: the electra-jax checkpoint directory to "
+                      "write. to-hf: the directory for discriminator/ and generator/.")
   flags.DEFINE_bool("overwrite", False, "Replace a non-empty --output.")
+  flags.DEFINE_string("tokens", None,
+                      "extend-vocab: a text file of words to add, one per line (blank lines and "
+                      "repeats dropped; lowercased etc. as the tokenizer normalizes; a word it "
+                      "already encodes as one id is skipped). Or use --from_corpus.")
+  flags.DEFINE_string("from_corpus", None,
+                      "extend-vocab: comma-separated globs of UTF-8 text files (local or gs://) "
+                      "whose --num_tokens most split words to add: the words (as the tokenizer "
+                      "normalizes them, split at whitespace and punctuation, punctuation marks "
+                      "dropped; sentencepiece: those after whitespace) that it splits into 2+ "
+                      "pieces, ranked by frequency x "
+                      "(pieces - 1), the tokens a new id saves, then by frequency, then "
+                      "alphabetically.")
+  flags.DEFINE_integer("num_tokens", None,
+                       "extend-vocab with --from_corpus: how many words to add (> 0).")
 
 
 def _millions(n: int) -> str:
@@ -100,6 +121,12 @@ def _to_hf_command(fl) -> str:
           f"{result.directories[main_role]!r})")
 
 
+def _extend_vocab_command(fl) -> str:
+  return vocab_extension.summary(vocab_extension.extend_vocab(
+      fl.checkpoint, fl.output, tokens=fl.tokens, from_corpus=fl.from_corpus,
+      num_tokens=fl.num_tokens, overwrite=fl.overwrite))
+
+
 def _main(argv: list[str]) -> None:
   """Runs the subcommand named by the first positional argument."""
   args = argv[1:]
@@ -128,6 +155,9 @@ def _main(argv: list[str]) -> None:
                        f"{_EXAMPLES[command]})")
   if not fl["verbosity"].present:  # Keep orbax's per-file INFO lines out; -v 0 shows them.
     logging.set_verbosity(logging.WARNING)
+  if command == "extend-vocab":
+    print(_extend_vocab_command(fl), flush=True)
+    return
   summary = _from_hf_command(fl) if command == "from-hf" else _to_hf_command(fl)
   print(summary, flush=True)
 

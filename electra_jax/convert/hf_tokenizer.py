@@ -9,9 +9,10 @@ the ELECTRA config and maps every word to [UNK]. This module rebuilds the model 
                   see below), then sentencepiece's whitespace rules (strip spaces at either end,
                   collapse runs of spaces)
   pre-tokenizer   "▁" for spaces, one prepended (sentencepiece's dummy prefix), split at words
-  model           Unigram with the model's pieces and scores; one [UNK] for each run of
-                  characters outside the vocabulary (byte pieces instead for a model trained with
-                  byte fallback)
+  model           Unigram with the model's pieces and scores (a user-defined piece, such as
+                  extend-vocab's "▁word", scored as sentencepiece scores it); one [UNK] for each
+                  run of characters outside the vocabulary (byte pieces instead for a model
+                  trained with byte fallback)
   post-processor  [CLS] A [SEP] and [CLS] A [SEP] B [SEP] with segment ids 0 and 1
 
 so that `AutoTokenizer.from_pretrained(EXPORT)` gives the ids electra-jax gives, characters
@@ -78,7 +79,7 @@ def sentencepiece_tokenizer_json(model_file: str) -> str:
 
   proto = sentencepiece_model_pb2.ModelProto()
   proto.ParseFromString(fileio.read_bytes(model_file))
-  vocab = [(piece.piece, piece.score) for piece in proto.pieces]
+  vocab = _unigram_vocab(proto)
   ids = {piece: i for i, (piece, _) in enumerate(vocab)}
   byte_fallback = proto.trainer_spec.byte_fallback
   tokenizer = Tokenizer(models.Unigram(vocab, unk_id=ids[UNK], byte_fallback=byte_fallback))
@@ -95,6 +96,17 @@ def sentencepiece_tokenizer_json(model_file: str) -> str:
       single=f"{CLS}:0 $A:0 {SEP}:0", pair=f"{CLS}:0 $A:0 {SEP}:0 $B:1 {SEP}:1",
       special_tokens=[(CLS, ids[CLS]), (SEP, ids[SEP])])
   return tokenizer.to_str()
+
+
+def _unigram_vocab(proto: Any) -> list[tuple[str, float]]:
+  """(piece, score) of each piece of a ModelProto for the Unigram model: its own score, or for a
+  USER_DEFINED piece (such as the "▁word" pieces of `python -m electra_jax.convert
+  extend-vocab`) the one sentencepiece (0.2.3) encodes with, 0.1 x (UTF-8 bytes - 1), which
+  makes it win over the pieces it covers, so that it is chosen where sentencepiece chooses it.
+  (Sentencepiece before 0.2.3 gave it about -0.1; the two choose alike but where a user-defined
+  piece and a normal piece spanning further than it score within a point of each other.)"""
+  return [(p.piece, 0.1 * (len(p.piece.encode("utf-8")) - 1) if p.type == p.USER_DEFINED
+           else p.score) for p in proto.pieces]
 
 
 def _normalizer(spec: Any) -> Any:
