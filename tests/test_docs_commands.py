@@ -35,7 +35,7 @@ DOC_FILES = sorted([os.path.join(testing.REPO, "README.md"),
                     *glob.glob(os.path.join(testing.REPO, "docs", "*.md"))])
 SHELL_LANGUAGES = ("bash", "sh", "shell", "console")
 # CLIs whose first positional argument is a subcommand with its own --help.
-SUBCOMMANDS = {"electra_jax.convert": ("from-hf", "to-hf", "extend-vocab"),
+SUBCOMMANDS = {"electra_jax.convert": ("from-hf", "from-tf", "to-hf", "extend-vocab"),
                "electra_jax.score": ("tokens", "sentences", "rerank", "evaluate"),
                "electra_jax.data.tokenizer": ("train",)}
 PYTHON = re.compile(r"^(\S*/)?python3?(\.\d+)?$")

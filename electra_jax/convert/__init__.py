@@ -3,6 +3,9 @@ r"""Converts ELECTRA weights between Hugging Face `transformers` and electra-jax
   python -m electra_jax.convert from-hf --hf_dir=DISC_DIR [--generator_dir=GEN_DIR] \
       [--vocab_file=vocab.txt] [--generator_embeddings=auto|discriminator|untied] \
       --output=CKPT_DIR [--overwrite]
+  python -m electra_jax.convert from-tf --checkpoint=TF_DIR/model.ckpt[-STEP] \
+      [--vocab_file=TF_DIR/vocab.txt] [--num_heads=H] [--generator_num_heads=HG] \
+      --output=CKPT_DIR [--overwrite]
   python -m electra_jax.convert to-hf --checkpoint=WORKDIR_OR_CKPT --output=DIR [--overwrite]
   python -m electra_jax.convert extend-vocab --checkpoint=WORKDIR_OR_CKPT \
       (--tokens=FILE | --from_corpus=GLOB --num_tokens=N) --output=CKPT_DIR [--overwrite]
@@ -11,9 +14,11 @@ r"""Converts ELECTRA weights between Hugging Face `transformers` and electra-jax
 model.safetensors or pytorch_model.bin, e.g. a local copy of google/electra-base-discriminator)
 and optionally the matching `ElectraForMaskedLM` generator, and writes an electra-jax checkpoint
 (CKPT_DIR/checkpoints/0/ and CKPT_DIR/tokenizer/vocab.txt) that fine-tuning takes as its initial
-checkpoint and `to-hf` reads back. `to-hf` writes DIR/discriminator/ (ElectraForPreTraining) and,
+checkpoint and `to-hf` reads back. `from-tf` writes the same from a checkpoint of the original
+TensorFlow ELECTRA (google-research/electra, e.g. the released electra_small/: model.ckpt-* and
+vocab.txt; see `tf_checkpoint`). `to-hf` writes DIR/discriminator/ (ElectraForPreTraining) and,
 when the checkpoint has one, DIR/generator/ (ElectraForMaskedLM), each with config.json,
-model.safetensors and the tokenizer files, loadable with `from_pretrained`. Both print one
+model.safetensors and the tokenizer files, loadable with `from_pretrained`. Each prints one
 summary line.
 
 `extend-vocab` appends new words to a checkpoint's vocabulary (every old id keeps its meaning),
@@ -44,3 +49,5 @@ from electra_jax.convert.hf_mapping import (  # pylint: disable=unused-import
     ARCHITECTURES, DISCRIMINATOR, GENERATOR, GENERATOR_EMBEDDINGS, LM_HEAD_WEIGHT,
     abstract_params, count_params, hf_config_to_model_config, hf_name,
     model_config_to_hf_configs, params_from_hf, params_to_hf)
+from electra_jax.convert.tf_checkpoint import (  # pylint: disable=unused-import
+    convert_from_tf, from_tf)

@@ -1,4 +1,5 @@
-"""`python -m electra_jax.convert from-hf | to-hf | extend-vocab`: the conversion command line.
+"""`python -m electra_jax.convert from-hf | from-tf | to-hf | extend-vocab`: the conversion
+command line.
 
 See `electra_jax.convert` for what each subcommand reads and writes.
 """
@@ -15,26 +16,32 @@ from absl import logging
 from electra_jax import cli
 from electra_jax.convert.files import convert_from_hf, convert_to_hf
 from electra_jax.convert import vocab_extension
+from electra_jax.convert.tf_checkpoint import convert_from_tf
 from electra_jax.convert.hf_mapping import (ARCHITECTURES, DISCRIMINATOR, GENERATOR,
                                             GENERATOR_EMBEDDINGS, count_params)
 from electra_jax.errors import ElectraError
+from electra_jax.models import electra
 from electra_jax.training import pretrained
 
 # absl's --help prints the main module's docstring: show the package's.
 from electra_jax import convert as _package  # pylint: disable=wrong-import-position
 __doc__ = _package.__doc__  # pylint: disable=redefined-builtin
 
-SUBCOMMANDS = ("from-hf", "to-hf", "extend-vocab")
+SUBCOMMANDS = ("from-hf", "from-tf", "to-hf", "extend-vocab")
 _FLAGS_OF = {"from-hf": ("hf_dir", "output", "generator_dir", "vocab_file",
                          "generator_embeddings", "overwrite"),
+             "from-tf": ("checkpoint", "vocab_file", "output", "overwrite", "num_heads",
+                         "generator_num_heads"),
              "to-hf": ("checkpoint", "output", "overwrite"),
              "extend-vocab": ("checkpoint", "output", "tokens", "from_corpus", "num_tokens",
                               "overwrite")}
-_REQUIRED = {"from-hf": ("hf_dir", "output"), "to-hf": ("checkpoint", "output"),
-             "extend-vocab": ("checkpoint", "output")}
+_REQUIRED = {"from-hf": ("hf_dir", "output"), "from-tf": ("checkpoint", "output"),
+             "to-hf": ("checkpoint", "output"), "extend-vocab": ("checkpoint", "output")}
 _EXAMPLES = {
     "from-hf": "python -m electra_jax.convert from-hf --hf_dir=electra-base-discriminator "
                "--generator_dir=electra-base-generator --output=ckpt/electra-base",
+    "from-tf": "python -m electra_jax.convert from-tf "
+               "--checkpoint=electra_small --output=ckpt/electra-small",
     "to-hf": "python -m electra_jax.convert to-hf --checkpoint=runs/small --output=hf/small",
     "extend-vocab": "python -m electra_jax.convert extend-vocab --checkpoint=runs/small "
                     "--tokens=words.txt --output=runs/small_words",
@@ -50,7 +57,8 @@ def _define_flags() -> None:
                       "from-hf: the matching ElectraForMaskedLM (generator) directory; omit it "
                       "to convert the discriminator alone (all fine-tuning needs).")
   flags.DEFINE_string("vocab_file", None,
-                      "from-hf: the WordPiece vocab.txt; default: vocab.txt in --hf_dir.")
+                      "from-hf, from-tf: the WordPiece vocab.txt; default: vocab.txt in "
+                      "--hf_dir (from-hf), next to the checkpoint files (from-tf).")
   flags.DEFINE_enum("generator_embeddings", "auto", list(GENERATOR_EMBEDDINGS),
                     "from-hf: auto: share the discriminator's embeddings when the generator's "
                     "copy equals them (as in ELECTRA training), untied when only that fits; "
@@ -59,10 +67,12 @@ def _define_flags() -> None:
   flags.DEFINE_string("checkpoint", None,
                       "to-hf, extend-vocab: a pretraining workdir (newest checkpoint), its "
                       "checkpoints/ directory, one checkpoints/<step>/ directory, or a from-hf "
-                      "output.")
+                      "output. from-tf: an original ELECTRA TensorFlow checkpoint (google-research/"
+                      "electra): DIR/model.ckpt[-STEP], or DIR (its newest checkpoint).")
   flags.DEFINE_string("output", None,
-                      "Required. from-hf, extend-vocab: the electra-jax checkpoint directory to "
-                      "write. to-hf: the directory for discriminator/ and generator/.")
+                      "Required. from-hf, from-tf, extend-vocab: the electra-jax checkpoint "
+                      "directory to write. to-hf: the directory for discriminator/ and "
+                      "generator/.")
   flags.DEFINE_bool("overwrite", False, "Replace a non-empty --output.")
   flags.DEFINE_string("tokens", None,
                       "extend-vocab: a text file of words to add, one per line (blank lines and "
@@ -78,6 +88,13 @@ def _define_flags() -> None:
                       "alphabetically.")
   flags.DEFINE_integer("num_tokens", None,
                        "extend-vocab with --from_corpus: how many words to add (> 0).")
+  flags.DEFINE_integer("num_heads", None,
+                       "from-tf only: the discriminator's attention heads, which a TensorFlow "
+                       "checkpoint does not record; default: max(1, hidden_size // 64), as the "
+                       "original code sets them.", lower_bound=1)
+  flags.DEFINE_integer("generator_num_heads", None,
+                       "from-tf only: the generator's attention heads; default: max(1, its "
+                       "hidden_size // 64), as the original code sets them.", lower_bound=1)
 
 
 def _millions(n: int) -> str:
@@ -85,8 +102,23 @@ def _millions(n: int) -> str:
 
 
 def _from_hf_command(fl) -> str:
-  result = convert_from_hf(fl.hf_dir, fl.output, fl.generator_dir, fl.vocab_file, fl.overwrite,
-                           fl.generator_embeddings)
+  return _converted_summary(convert_from_hf(fl.hf_dir, fl.output, fl.generator_dir,
+                                            fl.vocab_file, fl.overwrite,
+                                            fl.generator_embeddings))
+
+
+def _from_tf_command(fl) -> str:
+  result = convert_from_tf(fl.checkpoint, fl.output, fl.vocab_file, fl.overwrite, fl.num_heads,
+                           fl.generator_num_heads)
+  disc, gen = electra.encoder_configs(result.model_config)
+  heads = (f"{disc.num_heads} and {gen.num_heads} (discriminator and generator)"
+           if "generator" in result.params else str(disc.num_heads))
+  return (f"{_converted_summary(result)}; attention heads: {heads}, the original code's "
+          "max(1, hidden // 64) unless --num_heads / --generator_num_heads say otherwise")
+
+
+def _converted_summary(result) -> str:
+  """The summary line of from-hf and from-tf."""
   p = result.params
   disc = count_params({k: p[k] for k in ("embeddings", "discriminator",
                                          "discriminator_predictions")})
@@ -158,7 +190,8 @@ def _main(argv: list[str]) -> None:
   if command == "extend-vocab":
     print(_extend_vocab_command(fl), flush=True)
     return
-  summary = _from_hf_command(fl) if command == "from-hf" else _to_hf_command(fl)
+  summary = {"from-hf": _from_hf_command, "from-tf": _from_tf_command,
+             "to-hf": _to_hf_command}[command](fl)
   print(summary, flush=True)
 
 

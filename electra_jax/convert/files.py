@@ -170,11 +170,36 @@ def convert_from_hf(hf_dir: str, output_dir: str, generator_dir: str | None = No
         + ("check --vocab_file" if vocab_file else
            f"{hf_dir} has no {VOCAB_FILE}: pass the model's vocab.txt as --vocab_file "
            "(vocab_file=...)"))
-  lowercase = True
-  tokenizer_config = os.path.join(hf_dir, TOKENIZER_CONFIG_FILE)
-  if os.path.isfile(tokenizer_config):
-    lowercase = bool(_read_json(tokenizer_config, "the tokenizer config").get(
-        "do_lower_case", True))
+  source = "huggingface:" + os.path.abspath(disc_file)
+  if gen_file:
+    source += "," + os.path.abspath(gen_file)
+  return save_hf_state(output_dir, disc_state, disc_config, gen_state, gen_config, vocab,
+                       lowercase_of(hf_dir), source, overwrite=overwrite,
+                       generator_embeddings=generator_embeddings)
+
+
+def lowercase_of(directory: str) -> bool:
+  """Whether a model directory's WordPiece vocabulary lowercases: its tokenizer_config.json's
+  `do_lower_case`, True when the file or the field is absent (ELECTRA's released models)."""
+  tokenizer_config = os.path.join(directory, TOKENIZER_CONFIG_FILE)
+  if not os.path.isfile(tokenizer_config):
+    return True
+  return bool(_read_json(tokenizer_config, "the tokenizer config").get("do_lower_case", True))
+
+
+def save_hf_state(output_dir: str, disc_state: Mapping[str, Any], disc_config: Mapping[str, Any],
+                  gen_state: Mapping[str, Any] | None, gen_config: Mapping[str, Any] | None,
+                  vocab: str, lowercase: bool, source: str, overwrite: bool = False,
+                  generator_embeddings: str = "auto", inputs: Sequence[str] = (),
+                  vocab_rows: str = "vocab_size in config.json") -> FromHfResult:
+  """Writes Hugging Face ELECTRA state dicts and configs as an electra-jax checkpoint: what
+  `convert_from_hf` does once it has read the directories, shared with `from-tf`
+  (`electra_jax.convert.tf_checkpoint`) so that the same weights give the same checkpoint.
+
+  `vocab` is an existing WordPiece vocab.txt; `source` is recorded in the checkpoint's meta;
+  `inputs` are paths the output must not overlap; `vocab_rows` says where the embedding rows
+  come from, for the error when the vocabulary's size differs."""
+  output_dir = _check_output(output_dir, inputs, overwrite)
   tokenizer = tokenizer_lib.WordPieceTokenizer(vocab, lowercase=lowercase)
   params = params_from_hf(disc_state, disc_config, gen_state, gen_config,
                           generator_embeddings=generator_embeddings)
@@ -182,16 +207,13 @@ def convert_from_hf(hf_dir: str, output_dir: str, generator_dir: str | None = No
   if tokenizer.vocab_size != rows:
     raise ElectraError(
         f"the vocabulary {vocab} has {tokenizer.vocab_size} tokens but the model's embeddings "
-        f"have {rows} rows (vocab_size in config.json); pass the vocab.txt the model was "
+        f"have {rows} rows ({vocab_rows}); pass the vocab.txt the model was "
         "trained with as --vocab_file (vocab_file=...)")
   model_config = hf_config_to_model_config(
       disc_config, gen_config,
       untied_generator_embeddings=("generator_embeddings" in params) if gen_config else None)
   info = pretrained.TokenizerInfo(file=os.path.abspath(vocab), kind=tokenizer_lib.WORDPIECE,
                                   lowercase=lowercase)
-  source = "huggingface:" + os.path.abspath(disc_file)
-  if gen_file:
-    source += "," + os.path.abspath(gen_file)
   step_dir = pretrained.save_pretrained(output_dir, params, model_config, info, step=0,
                                         overwrite=overwrite, source=source,
                                         extra_meta={"encoder": encoder_of_hf_config(disc_config)})
