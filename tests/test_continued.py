@@ -314,6 +314,9 @@ def test_sharded_meshes_and_two_processes_load_the_same_weights(hf_source, tmp_p
   assert all(p.returncode == 0 for p in processes), [o[1][-2000:] for o in outputs]
   source = pretrained.load_pretrained(hf_source["full"], parts=None).params
   for workdir in (mesh, two):
+    # The record's hash, from the shards each process read, is the weights' hash.
+    provenance = json.loads(open(os.path.join(workdir, continued.PROVENANCE_FILE)).read())
+    assert provenance["weights_sha256"] == continued.weights_sha256(source), workdir
     after = pretrained.load_pretrained(workdir, parts=None).params
     assert sorted(after) == sorted(source)
     for x, y in zip(_leaves(source), _leaves(after)):

@@ -276,12 +276,13 @@ def extend_positions(tree: Any, length: int) -> Any:
     for key, value in tree.items():
       if key == "position_embeddings" and isinstance(value, Mapping) and "embedding" in value:
         table = value["embedding"]
+        rows = np.shape(table)[0]
         if isinstance(table, jax.ShapeDtypeStruct):
-          table = jax.ShapeDtypeStruct((max(length, table.shape[0]),) + table.shape[1:],
-                                       table.dtype)
-        elif length > np.shape(table)[0]:
-          table = np.asarray(table)
-          table = table[np.arange(length) % table.shape[0]]
+          table = jax.ShapeDtypeStruct((max(length, rows),) + table.shape[1:], table.dtype)
+        elif length > rows:
+          index = np.arange(length) % rows
+          table = (np.asarray(table)[index] if isinstance(table, np.ndarray)
+                   else jax.numpy.take(table, index, axis=0))
         out[key] = {**value, "embedding": table}
       else:
         out[key] = extend_positions(value, length)
@@ -375,38 +376,132 @@ def plan(objective, abstract_params: Mapping[str, Any], source: Source,
 def initial_params(objective, abstract_params: Mapping[str, Any], source: Source,
                    init_generator: str = "checkpoint", path: str = ""
                    ) -> tuple[dict[str, Any], Provenance]:
-  """The parameters a continued run starts from, in the layout of `abstract_params`.
+  """The parameters a continued run starts from, placed in the run's shards.
 
-  Args: as `plan`, and `path`: the init_checkpoint as given (for the record).
+  Args: as `plan`, with `abstract_params` carrying each leaf's `.sharding` (the run's
+    `TrainState` shardings), and `path`: the init_checkpoint as given (for the record).
+
+  Each process reads only the parts of the checkpoint its devices hold, in the checkpoint's own
+  layout (`pretrained.restore_params_sharded`, as a resume reads); one jitted function then
+  unstacks or stacks the layers to the run's layout, tiles the position tables to the run's
+  length and adds a GDES embeddings delta the run has no group for, straight into the run's
+  shardings. The weights' SHA-256 (for the record) is taken from the arrays read (gathered
+  from the other processes' shards, group by group, when there are several).
 
   Returns:
-    (params, provenance): `params` holds numpy arrays for the groups taken from the checkpoint
-    (its position tables tiled to the run's length, its layers stacked when the run scans
-    them) and None for the groups that start afresh (the caller keeps the new state's values).
+    (params, provenance): `params` holds the groups taken from the checkpoint as sharded
+    `jax.Array`s and None for the groups that start afresh (the caller keeps the new state's).
 
   Raises:
     ElectraError: see `plan`; unreadable weights.
   """
   chosen = plan(objective, abstract_params, source, init_generator)
-  parts = sorted(set(chosen.loaded.values()))
-  loaded = pretrained.load_pretrained(source.step_dir, parts=parts)
-  digest = weights_sha256(loaded.params)
-  params = dict(loaded.params)
-  if chosen.positions:
-    params = extend_positions(params, chosen.positions[1])
-  out: dict[str, Any] = {name: params[from_name] for name, from_name in chosen.loaded.items()}
+  stored = pretrained.param_shapes(source.step_dir)
+  source_scanned = encoder_lib.is_scanned(stored)
+  run_scanned = encoder_lib.is_scanned(dict(abstract_params))
+  delta = source.encoder.get("embeddings_delta")
+  fold = bool(delta and delta in stored and "embeddings" in chosen.loaded
+              and delta not in chosen.loaded.values())
+  # What to read, in the checkpoint's layout, into shardings derived from the run's.
+  per_layer = {name: _unrolled_shardings(abstract_params[name]) for name in chosen.loaded}
+  targets = {}
+  for name, from_name in chosen.loaded.items():
+    targets[from_name] = _stored_targets(per_layer[name], stored[from_name], source_scanned)
+  if fold:
+    table = per_layer["embeddings"]["word_embeddings"]["embedding"]
+    targets[delta] = _stored_targets({"word_embeddings": {"embedding": table}}, stored[delta],
+                                     source_scanned)
+  restored = pretrained.restore_params_sharded(source.step_dir, targets)
+  read = sorted(targets)
+  digest = _sha256_of_read(restored, source_scanned)
+  out_shardings = {name: jax.tree.map(lambda x: x.sharding, abstract_params[name])
+                   for name in chosen.loaded}
+  rows = chosen.positions[1] if chosen.positions else 0
+
+  def to_run_layout(groups):
+    out = {}
+    for name, from_name in chosen.loaded.items():
+      tree = groups[from_name]
+      if source_scanned:
+        tree = encoder_lib.unstack_layers(tree)
+      if rows:
+        tree = extend_positions(tree, rows)
+      if fold and name == "embeddings":
+        added = groups[delta]["word_embeddings"]["embedding"]
+        words = tree["word_embeddings"]["embedding"]
+        tree = {**tree, "word_embeddings": {"embedding": words + added}}
+      if run_scanned:
+        tree = encoder_lib.stack_layers(tree)
+      out[name] = tree
+    return out
+
+  out: dict[str, Any] = dict(jax.jit(to_run_layout, out_shardings=out_shardings)(restored))
   out.update({name: None for name in chosen.fresh})
-  unused = sorted(set(pretrained.param_shapes(source.step_dir)) - set(parts))
+  unused = sorted(set(stored) - set(read))
   if unused:
     logging.info("Not used from the initial checkpoint: %s", ", ".join(unused))
-  if encoder_lib.is_scanned(dict(abstract_params)):
-    out = {k: (encoder_lib.stack_layers(v) if v is not None else None) for k, v in out.items()}
   provenance = Provenance(path=path or source.step_dir, step_dir=source.step_dir,
                           step=source.step, weights_sha256=digest,
                           data_source=source.data_source,
                           objective=source.encoder.get("objective", "electra"),
                           loaded=chosen.loaded, fresh=chosen.fresh, positions=chosen.positions)
   return out, provenance
+
+
+def _sha256_of_read(restored: Mapping[str, Any], scanned: bool) -> str:
+  """`weights_sha256` of the groups read (unrolled, as stored), from the arrays themselves;
+  with several processes each gathers the others' shards for it, one group at a time (every
+  process must call this)."""
+  from jax.experimental import multihost_utils  # pylint: disable=import-outside-toplevel
+  host = {}
+  for name, group in restored.items():
+    if all(getattr(x, "is_fully_addressable", True) for x in jax.tree.leaves(group)):
+      host[name] = jax.tree.map(np.asarray, jax.device_get(group))
+    else:
+      host[name] = jax.tree.map(np.asarray, multihost_utils.process_allgather(group, tiled=True))
+  return weights_sha256(encoder_lib.unstack_layers(host) if scanned else host)
+
+
+def _is_stacked(node: Any) -> bool:
+  return isinstance(node, Mapping) and set(node) == {"layers"}
+
+
+def _unrolled_shardings(tree: Any) -> Any:
+  """A tree of sharded `jax.ShapeDtypeStruct`s in the unrolled layout: each stacked
+  `{layers: x}` ([L, ...], spec (s0, s1, ...)) becomes `layer_0 .. layer_{L-1}` of shape
+  x.shape[1:] and spec (s1, ...)."""
+  if _is_stacked(tree):
+    leaves = jax.tree.leaves(tree["layers"])
+    count = leaves[0].shape[0]
+
+    def one_layer(x):
+      spec = tuple(x.sharding.spec) + (None,) * (len(x.shape) - len(x.sharding.spec))
+      sharding = jax.sharding.NamedSharding(x.sharding.mesh,
+                                            jax.sharding.PartitionSpec(*spec[1:]))
+      return jax.ShapeDtypeStruct(x.shape[1:], x.dtype, sharding=sharding)
+    layer = jax.tree.map(one_layer, tree["layers"])
+    return {f"layer_{i}": layer for i in range(count)}
+  if isinstance(tree, Mapping):
+    return {k: _unrolled_shardings(v) for k, v in tree.items()}
+  return tree
+
+
+def _stored_targets(unrolled: Any, stored: Any, scanned: bool) -> Any:
+  """The restore targets of a stored group: its shapes (`stored`, in its own layout) with the
+  shardings of `unrolled` (the run's, per layer; a leading unsharded axis when the checkpoint
+  stacks its layers)."""
+  if scanned and _is_stacked(stored):
+    layer = unrolled["layer_0"]
+    return {"layers": jax.tree.map(
+        lambda s, t: jax.ShapeDtypeStruct(
+            s.shape, s.dtype, sharding=jax.sharding.NamedSharding(
+                t.sharding.mesh, jax.sharding.PartitionSpec(
+                    None, *(tuple(t.sharding.spec)
+                            + (None,) * (len(t.shape) - len(t.sharding.spec)))))),
+        stored["layers"], layer)}
+  if isinstance(stored, Mapping):
+    return {k: _stored_targets(unrolled[k], v, scanned) for k, v in stored.items()}
+  return jax.ShapeDtypeStruct(stored.shape, stored.dtype, sharding=unrolled.sharding)
 
 
 def _position_rows(tree: Any) -> int:

@@ -426,7 +426,8 @@ def _initial_state(setup: Setup, state: TrainState, config: ml_collections.Confi
   """`state` (new) with the weights of `config.init_checkpoint`, a fresh optimizer and step 0,
   and what it started from."""
   source = continued.read_source(config.init_checkpoint)
-  abstract = jax.tree.map(lambda x: jax.ShapeDtypeStruct(x.shape, x.dtype), state.params)
+  abstract = jax.tree.map(lambda x: jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=x.sharding),
+                          state.params)
   initial, provenance = continued.initial_params(
       setup.objective, abstract, source, config.init_generator, config.init_checkpoint)
   params = continued.merge_params(state.params, initial)

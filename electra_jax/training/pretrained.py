@@ -254,6 +254,47 @@ def _restore_params(step_dir: str, parts: Sequence[str] | None) -> dict[str, Any
   return restored["params"]
 
 
+def read_params(step_dir: str, parts: Sequence[str]) -> dict[str, Any]:
+  """The parameter groups `parts` of a checkpoint step as host (numpy) arrays, as stored (no
+  embeddings delta folded), in the unrolled layer layout.
+
+  Raises:
+    ElectraError: a group is missing or the files are unreadable.
+  """
+  return encoder_lib.unstack_layers(_restore_params(step_dir, list(parts)))
+
+
+def restore_params_sharded(step_dir: str, targets: dict[str, Any]) -> dict[str, Any]:
+  """Parameter groups of a checkpoint step read straight into their shards: `targets` maps
+  each group to read to its tree of `jax.ShapeDtypeStruct`s with `.sharding` set, in the
+  checkpoint's own layout, and each process reads only the parts its devices hold (as a
+  resume does). Every process must call it.
+
+  Raises:
+    ElectraError: a group is missing, a shape differs, or the files are unreadable.
+  """
+  state_dir = fileio.join(step_dir, "state")
+  checkpointer = ocp.PyTreeCheckpointer()
+  available = _available_params(state_dir, checkpointer)
+  missing = [p for p in targets if p not in available]
+  if missing:
+    raise ElectraError(f"the checkpoint {step_dir} has no {', '.join(missing)} parameters (it "
+                       f"has {', '.join(sorted(available)) or 'none'})")
+  item = {"params": dict(targets)}
+  restore_args = jax.tree.map(
+      lambda s: ocp.ArrayRestoreArgs(sharding=s.sharding, global_shape=s.shape, dtype=s.dtype),
+      item)
+  try:
+    restored = checkpointer.restore(state_dir, args=ocp.args.PyTreeRestore(
+        item=item, restore_args=restore_args, partial_restore=True))
+  except Exception as e:  # pylint: disable=broad-except
+    raise ElectraError(
+        f"the parameters in {state_dir} could not be read ({type(e).__name__}: "
+        f"{str(e).splitlines()[0] if str(e) else ''}); the checkpoint is corrupt: use another "
+        "step directory") from e
+  return restored["params"]
+
+
 def load_pretrained(path: str, parts: Sequence[str] | None = ("embeddings", "encoder")
                     ) -> Pretrained:
   """Restores the model config, the tokenizer info, the encoder info and `parts` of the
@@ -371,6 +412,9 @@ def save_pretrained(output_dir: str, params: dict[str, Any],
   # Built next to the output and renamed into place: a failure never leaves half a checkpoint
   # (nor destroys the one being replaced).
   staging = tempfile.mkdtemp(prefix=f".{os.path.basename(output_dir)}.tmp-", dir=parent)
+  umask = os.umask(0)
+  os.umask(umask)
+  os.chmod(staging, 0o777 & ~umask)  # mkdtemp makes it private; OUTPUT gets the usual mode.
   try:
     _write_checkpoint(staging, params, model_config, tokenizer, step, source, output_dir,
                       extra_meta)
