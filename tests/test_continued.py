@@ -87,7 +87,8 @@ def test_learning_rate_zero_exports_the_original_weights(hf_source, tmp_path):
   assert rows[0]["step"] == 0 and "eval/disc_auc" in rows[0]
   recorded = json.loads(open(os.path.join(workdir, "config.json")).read())
   assert recorded["model"]["num_layers"] == 2 and recorded["model"]["vocab_size"] == 200
-  assert recorded["data"]["tokenizer_model"].endswith("vocab.txt")
+  # The checkpoint's tokenizer, copied into the workdir (resumes and fine-tuning read it there).
+  assert recorded["data"]["tokenizer_model"] == os.path.join(workdir, "tokenizer", "vocab.txt")
   provenance = json.loads(open(os.path.join(workdir, continued.PROVENANCE_FILE)).read())
   source = pretrained.load_pretrained(hf_source["full"], parts=None)
   assert provenance["weights_sha256"] == continued.weights_sha256(source.params)
@@ -154,6 +155,39 @@ def _opt_counts(workdir, step):
       found.append(int(np.asarray(node)))
   visit(state["opt_state"])
   return found
+
+
+def test_unrolled_run_and_extended_vocabulary(pretrained_fast, corpus_and_tokenizer, tmp_path):
+  """A scanned checkpoint continued with unrolled layers keeps its weights exactly; an
+  `extend-vocab` output is an init_checkpoint like any other: the run reads its grown
+  tokenizer and table, the new rows as extend-vocab made them."""
+  from electra_jax.convert import vocab_extension  # pylint: disable=import-outside-toplevel
+  files, _ = corpus_and_tokenizer
+  unrolled = str(tmp_path / "unrolled")
+  config = continued_config(files, pretrained_fast, steps=1, learning_rate=0.0)
+  config.model.scan_layers = False
+  loop.train_and_evaluate(config, unrolled)
+  for a, b in zip(_leaves(pretrained.load_pretrained(pretrained_fast, parts=None).params),
+                  _leaves(pretrained.load_pretrained(unrolled, parts=None).params)):
+    np.testing.assert_array_equal(a, b)
+
+  words = tmp_path / "words.txt"
+  words.write_text("interpreter\nsubprocess\n")
+  extended = str(tmp_path / "extended")
+  result = vocab_extension.extend_vocab(pretrained_fast, extended, tokens=str(words))
+  workdir = str(tmp_path / "run")
+  loop.train_and_evaluate(continued_config(files, extended, steps=1, learning_rate=0.0),
+                          workdir)
+  recorded = json.loads(open(os.path.join(workdir, "config.json")).read())
+  assert result.added == ["interpreter", "subprocess"] or len(result.added) + len(
+      result.skipped) == 2
+  assert recorded["model"]["vocab_size"] == result.vocab_size == 512 + len(result.added) > 512
+  tokenizer = pretrained.load_pretrained(workdir, parts=["embeddings"]).tokenizer.load()
+  assert tokenizer.vocab_size == recorded["model"]["vocab_size"]
+  grown = pretrained.load_pretrained(extended, parts=["embeddings"]).params
+  after = pretrained.load_pretrained(workdir, parts=["embeddings"]).params
+  np.testing.assert_array_equal(grown["embeddings"]["word_embeddings"]["embedding"],
+                                after["embeddings"]["word_embeddings"]["embedding"])
 
 
 REFUSALS = {
@@ -264,19 +298,18 @@ def test_other_objectives_start_from_the_discriminator(objective, hf_source, tmp
 
 
 @pytest.mark.full
-def test_resume_is_bit_exact_and_never_reinitialises(pretrained_fast, corpus_and_tokenizer,
-                                                     tmp_path):
-  """Stopped at step 2 and resumed to 4 (with the initial checkpoint gone) equals 4 straight;
-  a changed init_checkpoint is refused like any other config change."""
-  files, _ = corpus_and_tokenizer
+def test_resume_is_bit_exact_and_never_reinitialises(hf_source, tmp_path):
+  """Stopped at step 2 and resumed to 4 (with the initial checkpoint, and the tokenizer in it,
+  gone) equals 4 straight; a changed init_checkpoint is refused like any other config change."""
+  files = hf_source["files"]
   source = str(tmp_path / "source")
-  shutil.copytree(pretrained_fast, source)
+  shutil.copytree(hf_source["full"], source)
   straight, resumed = str(tmp_path / "straight"), str(tmp_path / "resumed")
   loop.train_and_evaluate(continued_config(files, source, steps=4), straight)
   loop.train_and_evaluate(continued_config(files, source, steps=4, stop_at_step=2), resumed)
   assert steps_saved(resumed) == [2]
   with pytest.raises(ElectraError, match="init_checkpoint"):
-    loop.train_and_evaluate(continued_config(files, pretrained_fast, steps=4), resumed)
+    loop.train_and_evaluate(continued_config(files, hf_source["full"], steps=4), resumed)
   shutil.rmtree(source)  # A resume reads its own checkpoints only.
   loop.train_and_evaluate(continued_config(files, source, steps=4), resumed)
   a = pretrained.load_pretrained(straight, parts=None).params

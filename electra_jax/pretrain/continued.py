@@ -94,8 +94,15 @@ def read_source(path: str) -> Source:
   data_source = meta.get("data_source") or {}
   if not data_source and meta.get("source"):
     data_source = {"converted_from": meta["source"]}
+  tokenizer = pretrained.tokenizer_from_meta(meta, step_dir)
+  if tokenizer is not None:
+    # The copy next to the checkpoint first: a workdir copied elsewhere is read where it is.
+    local = fileio.join(fileio.dirname(fileio.dirname(step_dir)), pretrained.TOKENIZER_DIR,
+                        fileio.basename(tokenizer.file))
+    if local != tokenizer.file and fileio.isfile(local):
+      tokenizer = dataclasses.replace(tokenizer, file=local)
   return Source(step_dir=step_dir, model_config=model_config, encoder=encoder,
-                tokenizer=pretrained.tokenizer_from_meta(meta, step_dir),
+                tokenizer=tokenizer,
                 step=int(meta.get("step", fileio.basename(step_dir))),
                 data_source=dict(data_source))
 

@@ -121,7 +121,8 @@ def get_config() -> ml_collections.ConfigDict:
   train.log_every_steps = 100  # Steps between metric writes and progress lines.
   train.eval_every_steps = 10_000  # Steps between evaluations on held-out data; 0: never.
   train.eval_batches = 20  # Batches per evaluation.
-  # Also evaluate before the first step (a run from init_checkpoint always does).
+  # Also evaluate before the first step (a run from init_checkpoint always does, unless
+  # eval_every_steps=0 turns evaluation off).
   train.eval_at_start = False
   train.checkpoint_every_steps = 5_000  # Steps between checkpoints (one is also saved at the end).
   train.keep_checkpoints = 3  # Newest checkpoints kept in WORKDIR/checkpoints.

@@ -169,7 +169,7 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str,
     NonFiniteLoss: a step's loss was not finite (train.nonfinite_policy="stop").
     ElectraError: any other problem with the config, the data or the workdir.
   """
-  config = _resolve_init(config, workdir, explicit_fields)
+  config, tokenizer_copy = _resolve_init(config, workdir, explicit_fields)
   validation.validate(config)
   objectives.objective_class(config.objective.name)  # An unknown name fails before the data.
   _check_shared_setup(config, workdir)
@@ -182,7 +182,21 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str,
   workdirs.prepare(workdir)
   with workdirs.lock(workdir, enabled=jax.process_index() == 0), \
       logs.to_file(fileio.join(workdir, "log.txt")):
+    if tokenizer_copy:
+      _copy_tokenizer(*tokenizer_copy)
     return _train_in(config, workdir, peak, allow_config_change)
+
+
+def _copy_tokenizer(source: str, target: str) -> None:
+  """Copies the initial checkpoint's tokenizer into the workdir (the first process; the others
+  wait for it), so that the run, its resumes and whatever reads its checkpoints never depend on
+  the initial checkpoint's directory."""
+  if jax.process_index() == 0 and not fileio.exists(target):
+    fileio.makedirs(fileio.dirname(target))
+    fileio.write_atomic(target, fileio.read_bytes(source))
+  if jax.process_count() > 1:
+    from jax.experimental import multihost_utils  # pylint: disable=import-outside-toplevel
+    multihost_utils.sync_global_devices("electra_jax: initial checkpoint's tokenizer copied")
 
 
 def _train_in(config: ml_collections.ConfigDict, workdir: str, peak: float,
@@ -517,18 +531,20 @@ def _unigram_counts(data, workdir: str, vocab_size: int) -> np.ndarray:
 
 
 def _resolve_init(config: ml_collections.ConfigDict, workdir: str,
-                  explicit_fields: Sequence[str]) -> ml_collections.ConfigDict:
-  """`config` with the model's shape and tokenizer of `config.init_checkpoint` (unchanged
-  without one). A workdir with checkpoints of its own resolves them from its newest readable
-  checkpoint's config instead (the initial checkpoint may be gone; the resume check then
-  compares the rest).
+                  explicit_fields: Sequence[str]
+                  ) -> tuple[ml_collections.ConfigDict, tuple[str, str] | None]:
+  """(`config` with the model's shape and tokenizer of `config.init_checkpoint` (unchanged
+  without one), (the checkpoint's tokenizer, its copy in the workdir) to copy at the first
+  start, or None). A workdir with checkpoints of its own resolves them from its newest
+  readable checkpoint's config instead (the initial checkpoint may be gone; the resume check
+  then compares the rest).
 
   Raises:
     ElectraError: see `continued.resolve_config` and `continued.check_tokenizer_size`.
   """
   continued.check_choices(config)
   if not config.get("init_checkpoint", ""):
-    return config
+    return config, None
   recorded = _recorded_config(workdir)
   if recorded is not None:
     data = recorded.get("data") or {}
@@ -539,7 +555,7 @@ def _resolve_init(config: ml_collections.ConfigDict, workdir: str,
                                            bool(data.get("lowercase", True)))
     return continued.resolve_config(
         config, pretrained.model_config_from_meta({"config": recorded}, workdir), tokenizer,
-        explicit_fields, check_explicit=False, where="this workdir's checkpoint")
+        explicit_fields, check_explicit=False, where="this workdir's checkpoint"), None
   source = continued.read_source(config.init_checkpoint)
   resolved = continued.resolve_config(config, source.model_config, source.tokenizer,
                                       explicit_fields)
@@ -558,7 +574,19 @@ def _resolve_init(config: ml_collections.ConfigDict, workdir: str,
                                    config.init_checkpoint)
   validation.validate(resolved)
   continued.check_fits(resolved, source)  # A missing generator fails before the data.
-  return resolved
+  copy = None
+  if d.source != "shards" and source.tokenizer and d.tokenizer_model == source.tokenizer.file:
+    target = fileio.join(fileio.absolute(workdir), pretrained.TOKENIZER_DIR,
+                         fileio.basename(source.tokenizer.file))
+    copy = (source.tokenizer.file, target)
+    with resolved.unlocked():
+      resolved.data.tokenizer_model = target
+    logging.info("Tokenizer: the initial checkpoint's %s (%s, %d pieces), copied to %s",
+                 source.tokenizer.file, source.tokenizer.kind,
+                 source.model_config.vocab_size, target)
+  else:
+    logging.info("Tokenizer: %s", d.shards_dir if d.source == "shards" else d.tokenizer_model)
+  return resolved, copy
 
 
 def _recorded_config(workdir: str) -> dict[str, Any] | None:
