@@ -188,6 +188,12 @@ def test_unrolled_run_and_extended_vocabulary(pretrained_fast, corpus_and_tokeni
   after = pretrained.load_pretrained(workdir, parts=["embeddings"]).params
   np.testing.assert_array_equal(grown["embeddings"]["word_embeddings"]["embedding"],
                                 after["embeddings"]["word_embeddings"]["embedding"])
+  # The scorer reads the extended checkpoint: the new word is one scored token.
+  from electra_jax.score import load_scorer  # pylint: disable=import-outside-toplevel
+  scored = load_scorer(extended).score_tokens(["the interpreter starts a subprocess"])[0]
+  texts = [t.text.strip() for t in scored]
+  assert "interpreter" in texts and "subprocess" in texts, texts
+  assert all(0.0 <= t.p_replaced <= 1.0 for t in scored), scored
 
 
 REFUSALS = {
