@@ -29,6 +29,7 @@ EXECUTION_ONLY = (
     "train.log_every_steps",
     "train.eval_every_steps",
     "train.eval_batches",
+    "train.eval_at_start",
     "train.checkpoint_every_steps",
     "train.keep_checkpoints",
     "train.prefetch_batches",
