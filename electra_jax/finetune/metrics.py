@@ -10,6 +10,16 @@ that picking the best checkpoint never meets a nan.
   cola        mcc                  stsb        pearson, spearman
   mrpc, qqp   accuracy, f1         sst2, mnli, qnli, rte, wnli   accuracy
   ax          mcc (three classes, the diagnostic set's R3)
+
+`own_data_metrics` gives each problem of fine-tuning on one's own files
+(`electra_jax.finetune.own_data`) its metrics; `DEFAULT_METRIC` is the one that picks the
+median seed unless --config.metric names another (`check_metric`):
+
+  classification  accuracy (default), macro_f1, mcc
+  regression      pearson, spearman (default, as GLUE's STS-B), mse (in the labels' units
+                  squared, not a fraction; lower is better: `LOWER_IS_BETTER`)
+  multilabel      micro_f1 (default), macro_f1, from 0/1 matrices (`threshold` makes them from
+                  sigmoid probabilities)
 """
 
 from __future__ import annotations
@@ -18,6 +28,7 @@ from typing import Any
 
 import numpy as np
 
+from electra_jax.errors import ElectraError
 from electra_jax.finetune import glue
 
 
@@ -114,6 +125,91 @@ def spearman(labels: Any, predictions: Any) -> float:
   return pearson(rankdata(labels), rankdata(predictions))
 
 
+def _f1_of_counts(tp: Any, fp: Any, fn: Any) -> np.ndarray:
+  """2 TP / (2 TP + FP + FN) elementwise (float64), 0 where the denominator is 0."""
+  tp, fp, fn = (np.asarray(x, np.float64) for x in (tp, fp, fn))
+  denominator = 2 * tp + fp + fn
+  return np.divide(2 * tp, denominator, out=np.zeros_like(denominator), where=denominator > 0)
+
+
+def macro_f1(labels: Any, predictions: Any) -> float:
+  """Unweighted mean over classes of each class's one-vs-rest F1, in [0, 1].
+
+  The classes are those that occur in `labels` or `predictions` (scikit-learn's
+  `f1_score(average="macro")`): a class that is labelled but never predicted counts with F1 0;
+  a class absent from both (a dev set without it, never predicted) does not count.
+
+  Args:
+    labels: [N] class ids.
+    predictions: [N] predicted class ids.
+  """
+  labels, predictions = _pair(labels, predictions)
+  classes = np.unique(np.concatenate([labels, predictions]))
+  true = labels[:, None] == classes[None, :]  # [N, C]
+  predicted = predictions[:, None] == classes[None, :]
+  tp = np.sum(true & predicted, axis=0)
+  fp = np.sum(~true & predicted, axis=0)
+  fn = np.sum(true & ~predicted, axis=0)
+  return float(np.mean(_f1_of_counts(tp, fp, fn)))
+
+
+def mse(labels: Any, predictions: Any) -> float:
+  """Mean squared error of two [N] float arrays, in the labels' units squared."""
+  labels, predictions = (a.astype(np.float64) for a in _pair(labels, predictions))
+  return float(np.mean((predictions - labels) ** 2))
+
+
+def _matrices(labels: Any, predictions: Any) -> tuple[np.ndarray, np.ndarray]:
+  """Both as boolean [N, K] arrays (N, K >= 1) from 0/1 values.
+
+  Raises:
+    ValueError: shapes differ, are not 2-D, are empty, or hold values other than 0 and 1.
+  """
+  labels, predictions = np.asarray(labels), np.asarray(predictions)
+  if labels.ndim != 2 or labels.shape != predictions.shape or not labels.size:
+    raise ValueError(f"labels {labels.shape} and predictions {predictions.shape} must be "
+                     "non-empty [N, K] arrays of one shape")
+  for name, array in (("labels", labels), ("predictions", predictions)):
+    if not np.all((array == 0) | (array == 1)):
+      raise ValueError(f"multilabel {name} must be 0/1; threshold probabilities with "
+                       "`threshold`")
+  return labels == 1, predictions == 1
+
+
+def threshold(probabilities: Any, cutoff: float = 0.5) -> np.ndarray:
+  """0/1 predictions of a sigmoid head: int32, 1 where probability >= `cutoff` (0.5: logit >=
+  0), same shape as `probabilities` ([N, K])."""
+  return (np.asarray(probabilities) >= cutoff).astype(np.int32)
+
+
+def multilabel_micro_f1(labels: Any, predictions: Any) -> float:
+  """F1 of TP, FP and FN pooled over every example and label: 2 TP / (2 TP + FP + FN), in
+  [0, 1]; 0 when nothing is labelled or predicted.
+
+  Args:
+    labels: [N, K] 0/1 label matrix.
+    predictions: [N, K] 0/1 predictions (see `threshold`).
+  """
+  true, predicted = _matrices(labels, predictions)
+  return float(_f1_of_counts(np.sum(true & predicted), np.sum(~true & predicted),
+                             np.sum(true & ~predicted)))
+
+
+def multilabel_macro_f1(labels: Any, predictions: Any) -> float:
+  """Unweighted mean over all K labels of each label's F1, in [0, 1]; a label never labelled
+  nor predicted counts with F1 0 (scikit-learn's `f1_score(average="macro")` on indicator
+  matrices, zero_division=0).
+
+  Args:
+    labels: [N, K] 0/1 label matrix.
+    predictions: [N, K] 0/1 predictions.
+  """
+  true, predicted = _matrices(labels, predictions)
+  return float(np.mean(_f1_of_counts(np.sum(true & predicted, axis=0),
+                                     np.sum(~true & predicted, axis=0),
+                                     np.sum(true & ~predicted, axis=0))))
+
+
 _METRICS = {"accuracy": accuracy, "f1": f1, "mcc": matthews_corrcoef, "pearson": pearson,
             "spearman": spearman}
 
@@ -150,3 +246,95 @@ def task_metrics(task: glue.Task | str, labels: Any, predictions: Any) -> dict[s
       raise ValueError(f"{task.name} labels hold -1: unlabelled (test) examples have no "
                        "metrics")
   return {name: _METRICS[name](labels, predictions) for name in task.metric_names}
+
+
+# Fine-tuning on one's own files: problem -> its metrics, and the one that picks the median seed.
+PROBLEM_METRICS: dict[str, tuple[str, ...]] = {
+    "classification": ("accuracy", "macro_f1", "mcc"),
+    "regression": ("pearson", "spearman", "mse"),
+    "multilabel": ("micro_f1", "macro_f1"),
+}
+DEFAULT_METRIC = {"classification": "accuracy", "regression": "spearman",
+                  "multilabel": "micro_f1"}
+LOWER_IS_BETTER = frozenset({"mse"})  # Every other metric: higher is better.
+
+
+def _check_problem(problem: str) -> None:
+  if problem not in PROBLEM_METRICS:
+    raise ElectraError(f"unknown --config.problem={problem!r}; choose "
+                       f"{', '.join(PROBLEM_METRICS)}")
+
+
+def check_metric(problem: str, metric: str | None = None) -> str:
+  """The metric that picks the median seed: `metric` (--config.metric) if it is one of the
+  problem's, `DEFAULT_METRIC[problem]` when it is None or "".
+
+  Raises:
+    ElectraError: an unknown problem, or a metric the problem does not report (listing them).
+  """
+  _check_problem(problem)
+  if not metric:
+    return DEFAULT_METRIC[problem]
+  choices = PROBLEM_METRICS[problem]
+  if metric not in choices:
+    raise ElectraError(f"--config.metric={metric!r} is not a metric of --config.problem="
+                       f"{problem}; choose one of {', '.join(choices)} (default "
+                       f"{DEFAULT_METRIC[problem]})")
+  return metric
+
+
+def own_data_metrics(problem: str, labels: Any, predictions: Any,
+                     num_labels: int) -> dict[str, float]:
+  """Every metric of one problem of fine-tuning on one's own files.
+
+  Args:
+    problem: "classification", "regression" or "multilabel".
+    labels: classification: [N] int label ids in [0, num_labels); regression: [N] float
+      targets; multilabel: [N, num_labels] 0/1 (from `own_data.label_array`).
+    predictions: the same shape: argmax ids, predicted values, or thresholded 0/1 (see
+      `threshold`).
+    num_labels: K, the size of the label set (1 for regression).
+
+  Returns:
+    {name: value} with the names of `PROBLEM_METRICS[problem]`, e.g. {"accuracy": 0.9,
+    "macro_f1": 0.87, "mcc": 0.8}; fractions, not percentages (mse in the labels' units
+    squared).
+
+  Raises:
+    ElectraError: an unknown problem.
+    ValueError: shapes differ or are empty, ids out of [0, num_labels), or labels that mark
+      unlabelled examples (-1, nan).
+  """
+  _check_problem(problem)
+  if problem == "regression":
+    labels, predictions = (a.astype(np.float64) for a in _pair(labels, predictions))
+    if not np.all(np.isfinite(labels)):
+      raise ValueError("regression labels hold nan: unlabelled (test) examples have no metrics")
+    if not np.all(np.isfinite(predictions)):
+      raise ValueError("regression predictions are not all finite")
+    values = {"pearson": pearson(labels, predictions),
+              "spearman": spearman(labels, predictions), "mse": mse(labels, predictions)}
+  elif problem == "classification":
+    labels, predictions = _pair(labels, predictions)
+    if not (np.issubdtype(labels.dtype, np.integer)
+            and np.issubdtype(predictions.dtype, np.integer)):
+      raise ValueError(f"classification labels and predictions must be class ids (integers), "
+                       f"got {labels.dtype} and {predictions.dtype}; take the argmax of the "
+                       "logits")
+    for name, ids in (("labels", labels), ("predictions", predictions)):
+      if ids.min() < 0 or ids.max() >= num_labels:
+        raise ValueError(f"classification {name} must be ids in [0, {num_labels}), got "
+                         f"[{ids.min()}, {ids.max()}] (-1 marks unlabelled test examples, "
+                         "which have no metrics)")
+    values = {"accuracy": accuracy(labels, predictions),
+              "macro_f1": macro_f1(labels, predictions),
+              "mcc": matthews_corrcoef(labels, predictions)}
+  else:
+    labels, predictions = np.asarray(labels), np.asarray(predictions)
+    if labels.ndim != 2 or labels.shape[1:] != (num_labels,):
+      raise ValueError(f"multilabel labels must be [N, {num_labels}], got {labels.shape}")
+    if np.issubdtype(labels.dtype, np.floating) and np.any(np.isnan(labels)):
+      raise ValueError("multilabel labels hold nan: unlabelled (test) examples have no metrics")
+    values = {"micro_f1": multilabel_micro_f1(labels, predictions),
+              "macro_f1": multilabel_macro_f1(labels, predictions)}
+  return {name: values[name] for name in PROBLEM_METRICS[problem]}
