@@ -287,9 +287,7 @@ def extend_positions(tree: Any, length: int) -> Any:
         if isinstance(table, jax.ShapeDtypeStruct):
           table = jax.ShapeDtypeStruct((max(length, rows),) + table.shape[1:], table.dtype)
         elif length > rows:
-          index = np.arange(length) % rows
-          table = (np.asarray(table)[index] if isinstance(table, np.ndarray)
-                   else jax.numpy.take(table, index, axis=0))
+          table = jax.numpy.take(table, np.arange(length) % rows, axis=0)
         out[key] = {**value, "embedding": table}
       else:
         out[key] = extend_positions(value, length)
@@ -313,6 +311,7 @@ class Plan:
   loaded: dict[str, str]
   fresh: list[str]
   positions: list[int] | None  # [checkpoint's rows, run's rows] when the table is tiled.
+  stored: dict[str, Any]  # The checkpoint's parameter shapes, in its own layer layout.
 
 
 def plan(objective, abstract_params: Mapping[str, Any], source: Source,
@@ -335,7 +334,8 @@ def plan(objective, abstract_params: Mapping[str, Any], source: Source,
       another kind) without init_generator=fresh, or a group whose shapes do not fit.
   """
   target = encoder_lib.unstack_layers(dict(abstract_params))
-  shapes = encoder_lib.unstack_layers(pretrained.param_shapes(source.step_dir))
+  stored = pretrained.param_shapes(source.step_dir)
+  shapes = encoder_lib.unstack_layers(stored)
   table, rows = _position_rows(shapes), _position_rows(target)
   positions = None
   if rows > table > 0:
@@ -377,7 +377,7 @@ def plan(objective, abstract_params: Mapping[str, Any], source: Source,
         f"{objective.name} run can start from: {'; '.join(missing_generator)}; pass "
         "--config.init_generator=fresh to build a new generator of the configured size "
         "(model.generator_hidden_size, model.generator_layers) and keep the rest")
-  return Plan(loaded=loaded, fresh=fresh, positions=positions)
+  return Plan(loaded=loaded, fresh=fresh, positions=positions, stored=stored)
 
 
 def initial_params(objective, abstract_params: Mapping[str, Any], source: Source,
@@ -403,7 +403,7 @@ def initial_params(objective, abstract_params: Mapping[str, Any], source: Source
     ElectraError: see `plan`; unreadable weights.
   """
   chosen = plan(objective, abstract_params, source, init_generator)
-  stored = pretrained.param_shapes(source.step_dir)
+  stored = chosen.stored
   source_scanned = encoder_lib.is_scanned(stored)
   run_scanned = encoder_lib.is_scanned(dict(abstract_params))
   delta = source.encoder.get("embeddings_delta")

@@ -243,6 +243,16 @@ def _restore_params(step_dir: str, parts: Sequence[str] | None) -> dict[str, Any
   item = {"params": {p: jax.tree.map(lambda m: np.zeros(m.shape, m.dtype), available[p])
                      for p in wanted}}
   restore_args = jax.tree.map(lambda _: ocp.RestoreArgs(restore_type=np.ndarray), item)
+  return _partial_restore(checkpointer, state_dir, item, restore_args)
+
+
+def _partial_restore(checkpointer: ocp.PyTreeCheckpointer, state_dir: str,
+                     item: dict[str, Any], restore_args: Any) -> dict[str, Any]:
+  """The `params` groups of `item` restored from `state_dir` as `restore_args` say.
+
+  Raises:
+    ElectraError: the files are unreadable (or do not match `item`).
+  """
   try:
     restored = checkpointer.restore(state_dir, args=ocp.args.PyTreeRestore(
         item=item, restore_args=restore_args, partial_restore=True))
@@ -252,16 +262,6 @@ def _restore_params(step_dir: str, parts: Sequence[str] | None) -> dict[str, Any
         f"{str(e).splitlines()[0] if str(e) else ''}); the checkpoint is corrupt: use another "
         "step directory") from e
   return restored["params"]
-
-
-def read_params(step_dir: str, parts: Sequence[str]) -> dict[str, Any]:
-  """The parameter groups `parts` of a checkpoint step as host (numpy) arrays, as stored (no
-  embeddings delta folded), in the unrolled layer layout.
-
-  Raises:
-    ElectraError: a group is missing or the files are unreadable.
-  """
-  return encoder_lib.unstack_layers(_restore_params(step_dir, list(parts)))
 
 
 def restore_params_sharded(step_dir: str, targets: dict[str, Any]) -> dict[str, Any]:
@@ -284,15 +284,7 @@ def restore_params_sharded(step_dir: str, targets: dict[str, Any]) -> dict[str, 
   restore_args = jax.tree.map(
       lambda s: ocp.ArrayRestoreArgs(sharding=s.sharding, global_shape=s.shape, dtype=s.dtype),
       item)
-  try:
-    restored = checkpointer.restore(state_dir, args=ocp.args.PyTreeRestore(
-        item=item, restore_args=restore_args, partial_restore=True))
-  except Exception as e:  # pylint: disable=broad-except
-    raise ElectraError(
-        f"the parameters in {state_dir} could not be read ({type(e).__name__}: "
-        f"{str(e).splitlines()[0] if str(e) else ''}); the checkpoint is corrupt: use another "
-        "step directory") from e
-  return restored["params"]
+  return _partial_restore(checkpointer, state_dir, item, restore_args)
 
 
 def load_pretrained(path: str, parts: Sequence[str] | None = ("embeddings", "encoder")
