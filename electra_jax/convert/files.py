@@ -143,6 +143,22 @@ def _check_output(output_dir: str, inputs: Sequence[str], overwrite: bool) -> st
   return output_dir
 
 
+def find_vocab(vocab_file: str | None, directory: str, where: str = "") -> str:
+  """`vocab_file`, or `directory`/vocab.txt when it is None or empty.
+
+  Raises:
+    ElectraError: that file does not exist (`where` says where vocab.txt was looked for).
+  """
+  vocab = vocab_file or os.path.join(directory, VOCAB_FILE)
+  if not os.path.isfile(vocab):
+    raise ElectraError(
+        f"the WordPiece vocabulary {vocab} does not exist; "
+        + ("check --vocab_file" if vocab_file else
+           f"{directory} has no {VOCAB_FILE}{where}: pass the model's vocab.txt as --vocab_file "
+           "(vocab_file=...)"))
+  return vocab
+
+
 class FromHfResult(NamedTuple):
   """What `convert_from_hf` wrote."""
   step_dir: str
@@ -163,13 +179,7 @@ def convert_from_hf(hf_dir: str, output_dir: str, generator_dir: str | None = No
   gen_file = ""
   if generator_dir:
     gen_config, gen_state, gen_file = read_hf_model(generator_dir, GENERATOR)
-  vocab = vocab_file or os.path.join(hf_dir, VOCAB_FILE)
-  if not os.path.isfile(vocab):
-    raise ElectraError(
-        f"the WordPiece vocabulary {vocab} does not exist; "
-        + ("check --vocab_file" if vocab_file else
-           f"{hf_dir} has no {VOCAB_FILE}: pass the model's vocab.txt as --vocab_file "
-           "(vocab_file=...)"))
+  vocab = find_vocab(vocab_file, hf_dir)
   source = "huggingface:" + os.path.abspath(disc_file)
   if gen_file:
     source += "," + os.path.abspath(gen_file)

@@ -398,13 +398,7 @@ def convert_from_tf(checkpoint: str, output_dir: str, vocab_file: str | None = N
   """`from_tf`, returning what was written as well (for the command's summary)."""
   prefix = checkpoint_prefix(checkpoint)
   directory = os.path.dirname(prefix) or "."
-  vocab = vocab_file or os.path.join(directory, files.VOCAB_FILE)
-  if not os.path.isfile(vocab):
-    raise ElectraError(
-        f"the WordPiece vocabulary {vocab} does not exist; "
-        + ("check --vocab_file" if vocab_file else
-           f"{directory} has no {files.VOCAB_FILE} next to the checkpoint: pass the model's "
-           "vocab.txt as --vocab_file (vocab_file=...)"))
+  vocab = files.find_vocab(vocab_file, directory, " next to the checkpoint")
   where = f"the TensorFlow checkpoint {prefix}"
   variables = read_tf_checkpoint(prefix)
   disc_state, disc_config, gen_state, gen_config = tf_to_hf(variables, num_heads,
