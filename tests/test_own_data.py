@@ -1,4 +1,4 @@
-"""Tests of electra_jax.finetune.own_data (the user's own csv/tsv/jsonl files) and the metrics
+"""Tests of electra_jax.finetune.classify.data (the user's own csv/tsv/jsonl files) and the metrics
 of its problems in electra_jax.finetune.metrics.
 
 Pure and fast: small files written here; GLUE's SST-2 and STS-B dev files in ../shared/data/glue
@@ -17,7 +17,7 @@ import pytest
 from electra_jax.errors import ElectraError
 from electra_jax.finetune import glue
 from electra_jax.finetune import metrics as gm
-from electra_jax.finetune import own_data
+from electra_jax.finetune.classify import data as own_data
 from tests.testing import REPO
 
 GLUE_DIR = os.path.join(REPO, "..", "shared", "data", "glue")

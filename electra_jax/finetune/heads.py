@@ -1,10 +1,16 @@
-"""Task heads for fine-tuning: a pretrained encoder with a sentence-level head.
+"""Task heads for fine-tuning: a pretrained encoder with a sentence-level or per-token head.
 
-As in the original ELECTRA fine-tuning code: the final hidden state of [CLS] -> dropout ->
-dense(num_labels). Regression tasks (STS-B) use one output. The encoder's parameters are named
-exactly as in the pretraining model (`embeddings/...` and the encoder network, `discriminator/...`
-for ELECTRA), so a pretraining checkpoint's groups drop straight in; the head lives under
-`task_head/`.
+`SequenceClassifier` has two heads on the final hidden state of [CLS]:
+  "original": dropout -> dense(num_labels), the original ELECTRA fine-tuning code's (GLUE);
+  "hf": dropout -> dense(H) -> GELU -> dropout -> dense(num_labels), transformers'
+    `ElectraClassificationHead`, so the model exports as `ElectraForSequenceClassification`.
+Regression (STS-B) uses one output. `TokenClassifier` puts dropout -> dense(num_labels) on every
+position, transformers' `ElectraForTokenClassification`.
+
+The encoder's parameters are named exactly as in the pretraining model (`embeddings/...` and the
+encoder network, `discriminator/...` for ELECTRA), so a pretraining checkpoint's groups drop
+straight in; the head lives under `task_head/` (the "hf" head: `task_head/dense` and
+`task_head/out_proj`, as transformers' `classifier.dense` and `classifier.out_proj`).
 """
 
 from __future__ import annotations
@@ -20,6 +26,19 @@ HEAD = "task_head"
 # tf.layers.dense with the default initializer); "truncated_normal" uses the encoder's
 # initializer_range (Hugging Face's choice).
 HEAD_INITS = ("glorot_uniform", "truncated_normal")
+# SequenceClassifier's head_type choices (see the module docstring).
+ORIGINAL_HEAD = "original"
+HF_HEAD = "hf"
+HEAD_TYPES = (ORIGINAL_HEAD, HF_HEAD)
+
+
+def _dense(features: int, cfg: enc.EncoderConfig, head_init: str, name: str) -> nn.Dense:
+  return nn.Dense(
+      features, dtype=cfg.dtype, param_dtype=jnp.float32,
+      kernel_init=nn.with_logical_partitioning(
+          layers.kernel_init(head_init, cfg.initializer_range), ("hidden", None)),
+      bias_init=nn.with_logical_partitioning(nn.initializers.zeros_init(), (None,)),
+      name=name)
 
 
 class SequenceClassifier(nn.Module):
@@ -31,6 +50,52 @@ class SequenceClassifier(nn.Module):
     head_dropout: dropout on the [CLS] hidden state before the output layer.
     encoder_name: the parameter name of the encoder network in the pretraining checkpoint.
     head_init: the head's kernel initialiser, one of `HEAD_INITS`.
+    head_type: `ORIGINAL_HEAD` or `HF_HEAD` (see the module docstring).
+  """
+  config: enc.EncoderConfig
+  num_labels: int
+  head_dropout: float = 0.1
+  encoder_name: str = "discriminator"
+  head_init: str = "glorot_uniform"
+  head_type: str = ORIGINAL_HEAD
+
+  @nn.compact
+  def __call__(self, input_ids, input_mask, segment_ids, deterministic: bool = True):
+    cfg = self.config
+    embedded = enc.Embeddings(cfg, name="embeddings")(input_ids, segment_ids, deterministic)
+    hidden = enc.Transformer(cfg, name=self.encoder_name)(embedded, input_mask, deterministic)
+    cls = hidden[:, 0]  # [B, H]
+    cls = nn.Dropout(self.head_dropout)(cls, deterministic=deterministic)
+    if self.head_type == ORIGINAL_HEAD:
+      return _dense(self.num_labels, cfg, self.head_init, HEAD)(cls).astype(jnp.float32)
+    if self.head_type != HF_HEAD:
+      raise ValueError(f"head_type={self.head_type!r}; choose one of {', '.join(HEAD_TYPES)}")
+    return HfClassificationHead(cfg, self.num_labels, self.head_dropout, self.head_init,
+                                name=HEAD)(cls, deterministic).astype(jnp.float32)
+
+
+class HfClassificationHead(nn.Module):
+  """transformers' `ElectraClassificationHead` after its first dropout: float [B, H] ->
+  dense(H) -> GELU (exact, erf) -> dropout -> dense(num_labels) -> [B, num_labels]."""
+  config: enc.EncoderConfig
+  num_labels: int
+  head_dropout: float
+  head_init: str
+
+  @nn.compact
+  def __call__(self, cls, deterministic: bool):
+    cfg = self.config
+    hidden = _dense(cfg.hidden_size, cfg, self.head_init, "dense")(cls)
+    hidden = nn.gelu(hidden, approximate=False)
+    hidden = nn.Dropout(self.head_dropout)(hidden, deterministic=deterministic)
+    return _dense(self.num_labels, cfg, self.head_init, "out_proj")(hidden)
+
+
+class TokenClassifier(nn.Module):
+  """[B, T] int32 inputs -> float32 [B, T, num_labels] logits: every position's final hidden
+  state -> dropout -> dense(num_labels) (transformers' `ElectraForTokenClassification`).
+
+  Attributes: as `SequenceClassifier`'s (no head_type).
   """
   config: enc.EncoderConfig
   num_labels: int
@@ -43,12 +108,5 @@ class SequenceClassifier(nn.Module):
     cfg = self.config
     embedded = enc.Embeddings(cfg, name="embeddings")(input_ids, segment_ids, deterministic)
     hidden = enc.Transformer(cfg, name=self.encoder_name)(embedded, input_mask, deterministic)
-    cls = hidden[:, 0]  # [B, H]
-    cls = nn.Dropout(self.head_dropout)(cls, deterministic=deterministic)
-    head = nn.Dense(
-        self.num_labels, dtype=cfg.dtype, param_dtype=jnp.float32,
-        kernel_init=nn.with_logical_partitioning(
-            layers.kernel_init(self.head_init, cfg.initializer_range), ("hidden", None)),
-        bias_init=nn.with_logical_partitioning(nn.initializers.zeros_init(), (None,)),
-        name=HEAD)
-    return head(cls).astype(jnp.float32)
+    hidden = nn.Dropout(self.head_dropout)(hidden, deterministic=deterministic)  # [B, T, H]
+    return _dense(self.num_labels, cfg, self.head_init, HEAD)(hidden).astype(jnp.float32)

@@ -12,7 +12,7 @@ that picking the best checkpoint never meets a nan.
   ax          mcc (three classes, the diagnostic set's R3)
 
 `own_data_metrics` gives each problem of fine-tuning on one's own files
-(`electra_jax.finetune.own_data`) its metrics; `DEFAULT_METRIC` is the one that picks the
+(`electra_jax.finetune.classify.data`) its metrics; `DEFAULT_METRIC` is the one that picks the
 median seed unless --config.metric names another (`check_metric`):
 
   classification  accuracy (default), macro_f1, mcc
@@ -290,7 +290,7 @@ def own_data_metrics(problem: str, labels: Any, predictions: Any,
   Args:
     problem: "classification", "regression" or "multilabel".
     labels: classification: [N] int label ids in [0, num_labels); regression: [N] float
-      targets; multilabel: [N, num_labels] 0/1 (from `own_data.label_array`).
+      targets; multilabel: [N, num_labels] 0/1 (from `classify.data.label_array`).
     predictions: the same shape: argmax ids, predicted values, or thresholded 0/1 (see
       `threshold`).
     num_labels: K, the size of the label set (1 for regression).

@@ -34,6 +34,7 @@ from typing import Any, Callable, Iterator, Sequence
 
 from absl import logging
 import jax
+from jax.experimental import multihost_utils
 import jax.numpy as jnp
 import ml_collections
 import numpy as np
@@ -368,6 +369,9 @@ class FinetuneSetup:
   trainer: trainer_lib.Trainer
   encoder_name: str
   target_scaling: tuple[float, float] = (0.0, 1.0)  # See `target_scaling`.
+  # More parameter groups `initial_state` takes from the checkpoint (a fine-tuned model's
+  # head, to continue fine-tuning it); empty: the head starts fresh.
+  restored_groups: tuple[str, ...] = ()
 
 
 def build_setup(config: ml_collections.ConfigDict, task: glue.Task,
@@ -416,11 +420,12 @@ def build_setup(config: ml_collections.ConfigDict, task: glue.Task,
 
 def initial_state(setup: FinetuneSetup, weights: pretrained_lib.Pretrained,
                   seed: int) -> TrainState:
-  """Fresh head (seeded), the pretrained embeddings + encoder, zero optimizer state; sharded."""
+  """Fresh head (seeded; or the checkpoint's, for `setup.restored_groups`), the pretrained
+  embeddings + encoder, zero optimizer state; sharded."""
   trainer = setup.trainer
   state = trainer.new_state(seed)
   params = dict(jax.device_get(state.params))
-  for group in ("embeddings", setup.encoder_name):
+  for group in ("embeddings", setup.encoder_name, *setup.restored_groups):
     expected = jax.tree.map(np.shape, params[group])
     got = jax.tree.map(np.shape, weights.params[group])
     if jax.tree.structure(expected) != jax.tree.structure(got) or expected != got:
@@ -546,6 +551,29 @@ def train_seed(config: ml_collections.ConfigDict, name: str, setup: FinetuneSetu
                     "run again")
   return TrainedSeed(state=result.state, stopped_by=result.signal,
                      train_seconds=time.perf_counter() - start, log=log)
+
+
+def host_params(state: TrainState) -> Any:
+  """The state's parameters as numpy arrays on every process (gathered across hosts when the
+  mesh spans several; every process must call it)."""
+  if jax.process_count() > 1:
+    return jax.tree.map(np.asarray, multihost_utils.process_allgather(state.params, tiled=True))
+  return jax.tree.map(np.asarray, jax.device_get(state.params))
+
+
+def save_model(directory: str, params: Any, weights: pretrained_lib.Pretrained,
+               tokenizer: tokenizer_lib.SubwordTokenizer | None, step: int, head: str,
+               finetuned: dict[str, Any]) -> str:
+  """The fine-tuned embeddings, encoder and `head` group (`host_params`) as an electra-jax
+  checkpoint in DIRECTORY (replaced if there) that `load_pretrained`, `convert to-hf` and a
+  later fine-tuning read; its meta records `finetuned` (the task, head, labels, ...) and the
+  encoder with `head` as its head. Returns the step directory."""
+  encoder = {**weights.encoder, "head": head}
+  encoder.pop("embeddings_delta", None)  # Folded into the embeddings when loaded.
+  info = pretrained_lib.TokenizerInfo.of(tokenizer) if tokenizer is not None else None
+  return pretrained_lib.save_pretrained(
+      directory, params, weights.model_config, info, step=step, overwrite=True,
+      source=weights.path, extra_meta={"encoder": encoder, "finetuned": finetuned})
 
 
 def finish_seed(name: str, seed: int, seed_dir: str, result: dict[str, Any],

@@ -107,11 +107,49 @@ def _newest_step_dir(directory: str) -> str | None:
   return fileio.join(directory, str(max(steps))) if steps else None
 
 
+FINETUNE_RESULTS = "results.json"  # A fine-tuning workdir's summary (finetune.runner).
+
+
+def _finetuned_model_dir(path: str) -> str | None:
+  """A fine-tuning workdir's saved model: <task>/seed_<median seed>/model/ of the one task in
+  its results.json that saved models; None when `path` is not a fine-tuning workdir.
+
+  Raises:
+    ElectraError: several tasks saved models (the one to use must be named), or none did.
+  """
+  results_file = fileio.join(path, FINETUNE_RESULTS)
+  if not fileio.isfile(results_file):
+    return None
+  try:
+    results = json.loads(fileio.read_bytes(results_file).decode("utf-8"))
+  except (ValueError, UnicodeDecodeError) as e:
+    raise ElectraError(f"{results_file} is not valid JSON ({e}); pass the model directory "
+                       "itself: WORKDIR/<task>/seed_<s>/model") from e
+  models = {}
+  for task, summary in sorted(results.items()):
+    if isinstance(summary, dict) and "median_seed" in summary:
+      model = fileio.join(path, task, f"seed_{summary['median_seed']}", "model")
+      if fileio.isdir(model):
+        models[task] = model
+  if len(models) > 1:
+    raise ElectraError(
+        f"the fine-tuning workdir {path} holds models of several tasks; pass one of "
+        + ", ".join(models.values()))
+  if not models:
+    raise ElectraError(
+        f"the fine-tuning workdir {path} saved no model (its tasks: "
+        f"{', '.join(sorted(results)) or 'none'}); fine-tune with --config.save_model=True, or "
+        "pass the pretraining checkpoint it started from")
+  return next(iter(models.values()))
+
+
 def find_step_dir(path: str) -> str:
   """The checkpoint step directory that `path` names.
 
-  `path` may be a pretraining (or converted) workdir, its `checkpoints/` directory, or one
-  `checkpoints/<step>/` directory; a directory of steps resolves to its newest step.
+  `path` may be a pretraining (or converted) workdir, its `checkpoints/` directory, one
+  `checkpoints/<step>/` directory, a fine-tuned model (`<task>/seed_<s>/model/`), or a
+  fine-tuning workdir (its median seed's model, when it fine-tuned one task that saved
+  models); a directory of steps resolves to its newest step.
 
   Raises:
     ElectraError: nothing there is an electra-jax checkpoint.
@@ -124,6 +162,9 @@ def find_step_dir(path: str) -> str:
         "python -m electra_jax.convert from-hf)")
   if _is_step_dir(path):
     return path
+  model = _finetuned_model_dir(path)
+  if model is not None:
+    path = model
   for directory in (fileio.join(path, "checkpoints"), path):
     if fileio.isdir(directory):
       step_dir = _newest_step_dir(directory)

@@ -27,7 +27,6 @@ from typing import Any
 
 from absl import logging
 import jax
-from jax.experimental import multihost_utils
 import jax.numpy as jnp
 import ml_collections
 import numpy as np
@@ -217,30 +216,13 @@ def evaluate(config: ml_collections.ConfigDict, features: qa_data.Features,
   return metrics, files
 
 
-def host_params(state: TrainState) -> Any:
-  """The state's parameters as numpy arrays on every process (gathered across hosts when the
-  mesh spans several; every process must call it)."""
-  if jax.process_count() > 1:
-    return jax.tree.map(np.asarray, multihost_utils.process_allgather(state.params, tiled=True))
-  return jax.tree.map(np.asarray, jax.device_get(state.params))
-
-
-def save_model(config: ml_collections.ConfigDict, params: Any,
-               weights: pretrained_lib.Pretrained, model_config: ml_collections.ConfigDict,
-               tokenizer_info: pretrained_lib.TokenizerInfo | None, step: int,
-               directory: str) -> None:
-  """The fine-tuned embeddings, encoder and heads (`host_params`) as an electra-jax checkpoint
-  that `load_pretrained` and `convert to-hf` read; its meta records the task and the heads."""
-  finetuned = {"task": config.task, "head": heads.HEAD,
-               "joint_prediction": bool(config.joint_prediction),
-               "answerable_classifier": uses_answerable(config),
-               "answerable_uses_start_logits": bool(config.answerable_uses_start_logits),
-               "max_seq_length": int(config.max_seq_length)}
-  encoder = {**weights.encoder, "head": heads.HEAD}
-  encoder.pop("embeddings_delta", None)  # Folded into the embeddings when loaded.
-  pretrained_lib.save_pretrained(directory, params, model_config, tokenizer_info, step=step,
-                                 overwrite=True, source=weights.path,
-                                 extra_meta={"encoder": encoder, "finetuned": finetuned})
+def model_meta(config: ml_collections.ConfigDict) -> dict[str, Any]:
+  """The "finetuned" meta of a saved SQuAD model: the task and how its heads work."""
+  return {"task": config.task, "head": heads.HEAD,
+          "joint_prediction": bool(config.joint_prediction),
+          "answerable_classifier": uses_answerable(config),
+          "answerable_uses_start_logits": bool(config.answerable_uses_start_logits),
+          "max_seq_length": int(config.max_seq_length)}
 
 
 def num_train_steps(config: ml_collections.ConfigDict, num_windows: int, recipe: Recipe) -> int:
@@ -272,15 +254,14 @@ def finetune_seed(config: ml_collections.ConfigDict, train: qa_data.Features,
   metrics, files = evaluate(config, dev, outputs)
   trained.log.write_scalars(num_steps, {f"eval/{k}": v for k, v in metrics.items()})
   trained.log.close()
-  params = host_params(trained.state) if config.save_model else None
+  params = finetune.host_params(trained.state) if config.save_model else None
   if jax.process_index() == 0:
     fileio.makedirs(seed_dir)
     for name, value in files.items():
       finetune.write_json(fileio.join(seed_dir, name), value)
     if config.save_model:  # Local or remote (gs://) alike.
-      save_model(config, params, weights, weights.model_config,
-                 pretrained_lib.TokenizerInfo.of(tokenizer), num_steps,
-                 fileio.join(seed_dir, "model"))
+      finetune.save_model(fileio.join(seed_dir, "model"), params, weights, tokenizer,
+                          num_steps, heads.HEAD, model_meta(config))
   result = {"task": task, "seed": seed, "metrics": metrics, "steps": num_steps,
             "train_questions": train.stats.questions, "train_windows": len(train),
             "dev_questions": dev.stats.questions, "dev_windows": len(dev),

@@ -90,6 +90,8 @@ from electra_jax.finetune import glue
 
 CLASSIFICATION, REGRESSION, MULTILABEL = "classification", "regression", "multilabel"
 PROBLEMS = (CLASSIFICATION, REGRESSION, MULTILABEL)
+TOKEN_CLASSIFICATION = "token_classification"  # Tagging's (finetune/tagging): labels.json only.
+LABEL_FILE_PROBLEMS = (*PROBLEMS, TOKEN_CLASSIFICATION)
 FORMATS = ("csv", "tsv", "jsonl")
 EXTENSIONS = {".csv": "csv", ".tsv": "tsv", ".jsonl": "jsonl", ".ndjson": "jsonl"}
 SPLITS = (glue.TRAIN, glue.DEV, glue.TEST)
@@ -696,13 +698,13 @@ def write_labels(path: str, labels: Sequence[str], problem: str) -> None:
   Args:
     path: e.g. WORKDIR/labels.json (local or gs://).
     labels: the label strings in index order (model output k is labels[k]); () for regression.
-    problem: "classification", "regression" or "multilabel".
+    problem: "classification", "regression", "multilabel" or "token_classification".
 
   Raises:
     ValueError: an unknown problem, or labels that are not distinct strings.
   """
-  if problem not in PROBLEMS:
-    raise ValueError(f"unknown problem {problem!r}; one of {PROBLEMS}")
+  if problem not in LABEL_FILE_PROBLEMS:
+    raise ValueError(f"unknown problem {problem!r}; one of {LABEL_FILE_PROBLEMS}")
   labels = list(labels)
   if not all(isinstance(l, str) for l in labels) or len(set(labels)) != len(labels):
     raise ValueError(f"labels must be distinct strings, got {labels!r}")
@@ -726,7 +728,7 @@ def read_labels(path: str) -> tuple[tuple[str, ...], str]:
                        "again from the training file") from e
   problem = content.get("problem") if isinstance(content, dict) else None
   labels = content.get("labels") if isinstance(content, dict) else None
-  if (problem not in PROBLEMS or not isinstance(labels, list)
+  if (problem not in LABEL_FILE_PROBLEMS or not isinstance(labels, list)
       or not all(isinstance(l, str) for l in labels)):
     raise ElectraError(f"label file {path} is not a label file (it needs "
                        '{"problem": "classification", "labels": ["a", "b"]}); delete it to have '

@@ -1,0 +1,6 @@
+"""Fine-tuning on one's own files: sentence(-pair) classification, regression and multilabel.
+
+  data.py            reading csv / tsv / jsonl files into examples and a label set
+  default_config.py  every field of configs/classify.py
+  runner.py          the run: seeds, metrics, predictions.jsonl, saved models
+"""
