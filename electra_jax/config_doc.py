@@ -29,6 +29,10 @@ DEFAULTS = {
     "finetune": (("", "finetune/default_config.py"), ("", "pretrain/default_config.py")),
     "squad": (("", "finetune/qa/default_config.py"), ("", "finetune/default_config.py"),
               ("", "pretrain/default_config.py")),
+    "classify": (("", "finetune/classify/default_config.py"), ("", "finetune/default_config.py"),
+                 ("", "pretrain/default_config.py")),
+    "tag": (("", "finetune/tagging/default_config.py"), ("", "finetune/default_config.py"),
+            ("", "pretrain/default_config.py")),
     "experiments": (("", "experiments/default_config.py"),
                     ("finetune.", "finetune/default_config.py"),
                     ("finetune.", "pretrain/default_config.py")),
@@ -102,10 +106,13 @@ def _flatten(config: Any, prefix: str = "") -> list[tuple[str, Any]]:
 
 
 def kind_of(config_file: str) -> str:
-  """Which kind of config `config_file` holds: pretrain, finetune, squad or experiments."""
+  """Which kind of config `config_file` holds: pretrain, finetune, squad, classify, tag or
+  experiments."""
   name = os.path.basename(config_file)
   if name == "squad.py" or "squad" in name:
     return "squad"
+  if name in ("classify.py", "tag.py"):
+    return name[:-3]
   if name == "glue.py" or "finetune" in name:
     return "finetune"
   if "experiments" in os.path.normpath(config_file).split(os.sep):

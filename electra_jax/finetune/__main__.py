@@ -1,5 +1,7 @@
-"""`python -m electra_jax.finetune`: GLUE (configs/glue.py, see `runner`) or SQuAD
-(configs/squad.py, see `qa.runner`) fine-tuning from the command line."""
+"""`python -m electra_jax.finetune`: GLUE (configs/glue.py, see `runner`), SQuAD
+(configs/squad.py, see `qa.runner`), one's own files (configs/classify.py, see
+`classify.runner`) or token classification (configs/tag.py, see `tagging.runner`) from the
+command line."""
 
 from absl import app
 from absl import flags
@@ -8,10 +10,12 @@ from ml_collections import config_flags
 from electra_jax import cli
 from electra_jax.errors import ElectraError
 from electra_jax.finetune import runner
+from electra_jax.finetune.classify import runner as classify_runner
 from electra_jax.finetune.qa import runner as qa_runner
 from electra_jax.training import parallel
 
 __doc__ = (runner.__doc__ + "\nSQuAD:\n" + qa_runner.__doc__.split("\n", 1)[1]
+           + "\nYour own files:\n" + classify_runner.__doc__.split("\n", 1)[1]
            )  # pylint: disable=redefined-builtin
 
 FLAGS = flags.FLAGS
@@ -19,17 +23,37 @@ FLAGS = flags.FLAGS
 
 def _define_flags() -> None:
   config_flags.DEFINE_config_file(
-      "config", None, "Fine-tuning config (configs/glue.py or configs/squad.py); override "
-      "fields with --config.a=v.",
+      "config", None, "Fine-tuning config (configs/glue.py, configs/squad.py, "
+      "configs/classify.py or configs/tag.py); override fields with --config.a=v.",
       lock_config=True)
   flags.DEFINE_string("workdir", None, "Directory for results, predictions and TensorBoard logs.")
   cli.define_show_config(validate=validate)
   flags.mark_flags_as_required(["config", "workdir"])
 
 
+def _runner_of(config):
+  """The runner module of `config`'s kind: SQuAD, own files, tagging or GLUE."""
+  if qa_runner.is_qa_config(config):
+    return qa_runner
+  if classify_runner.is_classify_config(config):
+    return classify_runner
+  tagging = _tagging_runner()
+  if tagging is not None and tagging.is_tag_config(config):
+    return tagging
+  return runner
+
+
+def _tagging_runner():
+  try:
+    from electra_jax.finetune.tagging import runner as tag_runner  # pylint: disable=import-outside-toplevel
+  except ImportError:
+    return None
+  return tag_runner
+
+
 def _check_kind(config) -> None:
   """A SQuAD task needs the SQuAD config."""
-  if not qa_runner.is_qa_config(config) and str(config.task).strip().startswith("squad"):
+  if _runner_of(config) is runner and str(config.task).strip().startswith("squad"):
     raise ElectraError(f"task={config.task} is SQuAD, which has its own config: pass "
                        "--config=configs/squad.py")
 
@@ -37,10 +61,9 @@ def _check_kind(config) -> None:
 def validate(config) -> None:
   """--show_config's check: every check of a GLUE or SQuAD config that needs no data."""
   _check_kind(config)
-  if qa_runner.is_qa_config(config):
-    qa_runner.validate(config)
-  else:
-    runner.validate(config)
+  kind = _runner_of(config)
+  kind.validate(config)
+  if kind is runner:
     runner.task_names(config)
 
 
@@ -50,10 +73,7 @@ def main(argv: list[str]) -> None:
   config = FLAGS.config
   _check_kind(config)
   parallel.initialize_distributed()
-  if qa_runner.is_qa_config(config):
-    qa_runner.run(config, FLAGS.workdir)
-  else:
-    runner.run(config, FLAGS.workdir)
+  _runner_of(config).run(config, FLAGS.workdir)
 
 
 if __name__ == "__main__":

@@ -25,6 +25,7 @@ all under --workdir:
 from __future__ import annotations
 
 import dataclasses
+import functools
 import itertools
 import json
 import math
@@ -354,7 +355,11 @@ def task_loss(task: glue.Task, logits: jax.Array, labels: jax.Array,
               reduction: str = "mean") -> jax.Array:
   """The batch's loss: the per-example losses summed (the original's reduce_sum, so clipping
   at global norm 1 acts on B times the mean's gradient) or averaged."""
-  losses = example_losses(task, logits, labels)
+  return reduce_losses(example_losses(task, logits, labels), reduction)
+
+
+def reduce_losses(losses: jax.Array, reduction: str) -> jax.Array:
+  """float32 [B] per-example losses -> the batch loss: summed ("sum") or averaged ("mean")."""
   if reduction == "sum":
     return jnp.sum(losses)
   if reduction == "mean":
@@ -378,12 +383,29 @@ def build_setup(config: ml_collections.ConfigDict, task: glue.Task,
                 encoder: Any, hyper: Hyperparameters, num_train_steps: int,
                 devices=None,
                 encoder_name: str = pretrained_lib.DEFAULT_ENCODER["network"]) -> FinetuneSetup:
-  """The classifier, the layer-wise-decay optimizer and the jitted steps of one task.
+  """The classifier, the layer-wise-decay optimizer and the jitted steps of one GLUE task.
 
   `encoder_name` is the pretraining checkpoint's encoder network (`Pretrained.encoder_network`).
   """
   model = classifier.SequenceClassifier(encoder, task.num_labels, config.head_dropout,
                                         encoder_name=encoder_name, head_init=config.head_init)
+  return build_model_setup(config, model, encoder, hyper, num_train_steps,
+                           functools.partial(example_losses, task), label_rank=1,
+                           devices=devices, encoder_name=encoder_name,
+                           target_scaling=target_scaling(config, task))
+
+
+def build_model_setup(config: ml_collections.ConfigDict, model: Any, encoder: Any,
+                      hyper: Hyperparameters, num_train_steps: int,
+                      losses_of: Callable[[jax.Array, jax.Array], jax.Array], label_rank: int,
+                      devices=None,
+                      encoder_name: str = pretrained_lib.DEFAULT_ENCODER["network"],
+                      target_scaling: tuple[float, float] = (0.0, 1.0),  # pylint: disable=redefined-outer-name
+                      restored_groups: tuple[str, ...] = ()) -> FinetuneSetup:
+  """The optimizer (AdamW, layer-wise decay, warmup, clipping) and the jitted steps of a
+  sentence-level `model` ([B, T] inputs -> [B, K] logits) trained on
+  `losses_of(logits, labels)` (float32 [B], one loss per example), batch labels of rank
+  `label_rank` ([B] ids or targets, or [B, K])."""
   dummy = np.zeros((1, config.max_seq_length), np.int32)  # Host array: no device is touched.
 
   def init_params(key):
@@ -394,8 +416,8 @@ def build_setup(config: ml_collections.ConfigDict, task: glue.Task,
     del step
     logits = model.apply({"params": params}, *(batch[k] for k in INPUT_KEYS),
                          deterministic=deterministic, rngs={"dropout": rng})
-    losses = example_losses(task, logits, batch["labels"])
-    loss = task_loss(task, logits, batch["labels"], config.loss_reduction)
+    losses = losses_of(logits, batch["labels"])
+    loss = reduce_losses(losses, config.loss_reduction)
     # The logged loss is the mean per example whatever is optimised, so runs compare.
     metrics = {"loss": metrics_lib.ratio(jnp.sum(losses), losses.shape[0])}
     return loss, metrics, {"logits": logits}
@@ -410,12 +432,12 @@ def build_setup(config: ml_collections.ConfigDict, task: glue.Task,
   trainer = trainer_lib.build_trainer(
       init_params=init_params, loss_fn=loss_fn,
       make_optimizer=lambda params: optim.build_optimizer(params, settings, group_of, groups),
-      mesh_config=config.mesh, batch_ranks={**{k: 2 for k in INPUT_KEYS}, "labels": 1},
+      mesh_config=config.mesh, batch_ranks={**{k: 2 for k in INPUT_KEYS}, "labels": label_rank},
       batch_sizes={"batch_size": config.batch_size, "eval_batch_size": config.eval_batch_size},
       devices=devices)
   parallel.check_heads_divide(encoder.num_heads, trainer.mesh, trainer.rules, "encoder")
   return FinetuneSetup(model=model, trainer=trainer, encoder_name=encoder_name,
-                       target_scaling=target_scaling(config, task))
+                       target_scaling=target_scaling, restored_groups=restored_groups)
 
 
 def initial_state(setup: FinetuneSetup, weights: pretrained_lib.Pretrained,
