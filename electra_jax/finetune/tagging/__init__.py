@@ -1,4 +1,4 @@
-"""Token classification (NER, chunking, POS) on CoNLL-style files: the pure parts.
+"""Token classification (NER, chunking, POS) on CoNLL-style files.
 
 Modules, lowest first:
 
@@ -12,6 +12,11 @@ Modules, lowest first:
   windows.py  words to subword pieces: the label of a word on its first piece, sentences
               longer than a window split into windows with a stride, each word predicted once
               from the window where it has the most context; and back to one prediction per word
+  default_config.py  every field of configs/tag.py, commented
+  runner.py   `python -m electra_jax.finetune --config=configs/tag.py`: fine-tuning on the
+              shared core (`electra_jax.finetune.runner`) with `heads.TokenClassifier`, the
+              loss on each word's first piece, dev scoring, CoNLL prediction files, saved
+              models, and prediction with a fine-tuned model (train_file="")
 
-No module here touches JAX or a model: the runner (to come) builds on them.
+The modules above default_config.py are pure Python and NumPy: no JAX, no model.
 """
