@@ -12,10 +12,12 @@ from electra_jax.errors import ElectraError
 from electra_jax.finetune import runner
 from electra_jax.finetune.classify import runner as classify_runner
 from electra_jax.finetune.qa import runner as qa_runner
+from electra_jax.finetune.tagging import runner as tag_runner
 from electra_jax.training import parallel
 
 __doc__ = (runner.__doc__ + "\nSQuAD:\n" + qa_runner.__doc__.split("\n", 1)[1]
            + "\nYour own files:\n" + classify_runner.__doc__.split("\n", 1)[1]
+           + "\nToken classification:\n" + tag_runner.__doc__.split("\n", 1)[1]
            )  # pylint: disable=redefined-builtin
 
 FLAGS = flags.FLAGS
@@ -32,23 +34,14 @@ def _define_flags() -> None:
 
 
 def _runner_of(config):
-  """The runner module of `config`'s kind: SQuAD, own files, tagging or GLUE."""
-  if qa_runner.is_qa_config(config):
-    return qa_runner
-  if classify_runner.is_classify_config(config):
-    return classify_runner
-  tagging = _tagging_runner()
-  if tagging is not None and tagging.is_tag_config(config):
-    return tagging
+  """The runner module of `config`'s kind: tagging, SQuAD, own files or GLUE (tagging's config
+  has a doc_stride too, so it is told apart first)."""
+  for kind, is_kind in ((tag_runner, tag_runner.is_tag_config),
+                        (qa_runner, qa_runner.is_qa_config),
+                        (classify_runner, classify_runner.is_classify_config)):
+    if is_kind(config):
+      return kind
   return runner
-
-
-def _tagging_runner():
-  try:
-    from electra_jax.finetune.tagging import runner as tag_runner  # pylint: disable=import-outside-toplevel
-  except ImportError:
-    return None
-  return tag_runner
 
 
 def _check_kind(config) -> None:
@@ -59,7 +52,7 @@ def _check_kind(config) -> None:
 
 
 def validate(config) -> None:
-  """--show_config's check: every check of a GLUE or SQuAD config that needs no data."""
+  """--show_config's check: every check of the config that needs no data."""
   _check_kind(config)
   kind = _runner_of(config)
   kind.validate(config)

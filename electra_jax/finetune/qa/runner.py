@@ -54,8 +54,9 @@ QA_RANGES = (*finetune.TRAINING_RANGES, ("answerable_weight", "[0, inf)"))
 
 
 def is_qa_config(config: ml_collections.ConfigDict) -> bool:
-  """A SQuAD config (configs/squad.py) rather than a GLUE one."""
-  return "doc_stride" in config
+  """A SQuAD config (configs/squad.py) rather than a GLUE one (or tagging's, which has a
+  doc_stride too)."""
+  return "doc_stride" in config and "max_query_length" in config
 
 
 def validate(config: ml_collections.ConfigDict) -> None:
