@@ -20,51 +20,11 @@ from electra_jax.finetune.tagging import metrics as tag_metrics
 from electra_jax.finetune.tagging import runner
 from electra_jax.finetune.tagging import windows
 from electra_jax.training import pretrained
+from tests import tagging_testing
 from tests import testing
 
-# The rule: a first name is B-PER, a surname (only ever right after a first name) I-PER, a
-# number B-NUM, anything else O. The tokenizer lowercases, so the rule is on the words
-# themselves, not their case; most words are several pieces.
-FILLER = ["the", "a", "of", "and", "to", "in", "is", "was", "it", "for", "on", "with", "house",
-          "city", "water", "time", "light", "river", "said", "saw"]
-FIRST = ["alice", "bob", "carol", "dave", "erin", "frank"]
-LAST = ["smith", "jones", "brown", "taylor"]
-LABELS = ["O", "B-NUM", "B-PER", "I-PER"]  # label_set's order: "O", then sorted.
-
-
-def _sentences(rng, count):
-  out = []
-  for _ in range(count):
-    words, tags = [], []
-    length = int(rng.integers(3, 13))
-    while len(words) < length:
-      r = rng.random()
-      if r < 0.15:
-        words.append(str(rng.choice(FIRST)))
-        tags.append("B-PER")
-        if rng.random() < 0.5:
-          words.append(str(rng.choice(LAST)))
-          tags.append("I-PER")
-      elif r < 0.25:
-        words.append(str(int(rng.integers(0, 10000))))
-        tags.append("B-NUM")
-      else:
-        words.append(str(rng.choice(FILLER)))
-        tags.append("O")
-    out.append((words, tags))
-  return out
-
-
-def _write(path, sentences, labeled=True, middle=False):
-  """A CoNLL file: -DOCSTART-, then "word [X] tag" lines (or "word" alone when unlabeled)."""
-  lines = ["-DOCSTART- -X- O", ""]
-  for words, tags in sentences:
-    for word, tag in zip(words, tags):
-      lines.append(f"{word} X {tag}" if middle else f"{word} {tag}" if labeled else word)
-    lines.append("")
-  with open(path, "w", encoding="utf-8") as f:
-    f.write("\n".join(lines) + "\n")
-  return str(path)
+FIRST, LAST, LABELS = tagging_testing.FIRST, tagging_testing.LAST, tagging_testing.LABELS
+_sentences, _write = tagging_testing.sentences, tagging_testing.write_conll
 
 
 def _config(checkpoint, train, dev, test="", **overrides):
@@ -93,11 +53,8 @@ def _config(checkpoint, train, dev, test="", **overrides):
 def data(tmp_path_factory):
   """{split: path} of the synthetic task: 150 training sentences (a middle column, as
   CoNLL-2003's), 40 dev, 20 unlabeled test."""
-  root = tmp_path_factory.mktemp("tag_data")
-  rng = np.random.default_rng(0)
-  return {"train": _write(root / "train.txt", _sentences(rng, 150), middle=True),
-          "dev": _write(root / "dev.txt", _sentences(rng, 40)),
-          "test": _write(root / "test.txt", _sentences(rng, 20), labeled=False)}
+  return tagging_testing.write_ner_task(str(tmp_path_factory.mktemp("tag_data")),
+                                        num_train=150, num_dev=40, num_test=20)
 
 
 @pytest.fixture(scope="module")
