@@ -1,12 +1,13 @@
 r"""Converts ELECTRA weights between Hugging Face `transformers` and electra-jax checkpoints.
 
-  python -m electra_jax.convert from-hf --hf_dir=DISC_DIR [--generator_dir=GEN_DIR] \
+  python -m electra_jax.convert from-hf --hf_dir=DISC_OR_FINETUNED_DIR [--generator_dir=GEN_DIR] \
       [--vocab_file=vocab.txt] [--generator_embeddings=auto|discriminator|untied] \
       --output=CKPT_DIR [--overwrite]
   python -m electra_jax.convert from-tf --checkpoint=TF_DIR/model.ckpt[-STEP] \
       [--vocab_file=TF_DIR/vocab.txt] [--num_heads=H] [--generator_num_heads=HG] \
       --output=CKPT_DIR [--overwrite]
-  python -m electra_jax.convert to-hf --checkpoint=WORKDIR_OR_CKPT --output=DIR [--overwrite]
+  python -m electra_jax.convert to-hf --checkpoint=WORKDIR_OR_CKPT_OR_FINETUNED --output=DIR \
+      [--overwrite]
   python -m electra_jax.convert extend-vocab --checkpoint=WORKDIR_OR_CKPT \
       (--tokens=FILE | --from_corpus=GLOB --num_tokens=N) --output=CKPT_DIR [--overwrite]
 
@@ -20,6 +21,20 @@ vocab.txt; see `tf_checkpoint`). `to-hf` writes DIR/discriminator/ (ElectraForPr
 when the checkpoint has one, DIR/generator/ (ElectraForMaskedLM), each with config.json,
 model.safetensors and the tokenizer files, loadable with `from_pretrained`. Each prints one
 summary line.
+
+Fine-tuned models go both ways too. `to-hf` of a fine-tuned sequence classifier (the "hf" head,
+transformers' ElectraClassificationHead; a classification, regression or multilabel problem) or
+token tagger (its <task>/seed_<s>/model/, or the fine-tuning workdir of one task: its median
+seed's model) writes DIR/sequence_classification/ (ElectraForSequenceClassification) or
+DIR/token_classification/ (ElectraForTokenClassification), with id2label / label2id and a
+classifier's problem_type in config.json and a regression's target scaling folded into its
+output layer, so transformers gives the label-scale output; SQuAD models with independent
+start/end heads give DIR/question_answering/ (ElectraForQuestionAnswering). A classifier with
+the original ELECTRA head has no transformers class and is refused (fine-tune with
+--config.head=hf). `from-hf` of an ElectraForSequenceClassification or
+ElectraForTokenClassification directory writes a fine-tuned checkpoint (`embeddings`,
+`discriminator`, `task_head`, and the labels, problem and max_seq_length in its meta) that
+fine-tuning continues from or predicts with (see `hf_mapping.finetuned_from_hf_config`).
 
 `extend-vocab` appends new words to a checkpoint's vocabulary (every old id keeps its meaning),
 each row of the grown embeddings and output biases the mean of the rows of the pieces the word
@@ -40,14 +55,16 @@ FFN = 4 x hidden) must match the Hugging Face generator's, or the conversion sto
 
 The Python functions work on in-memory state dicts (torch tensors or numpy arrays) as well:
 `hf_config_to_model_config`, `model_config_to_hf_configs`, `params_from_hf`, `params_to_hf`,
-and on directories: `from_hf`, `to_hf`. torch is needed only to read pytorch_model.bin.
+`classifier_params_to_hf`, `classifier_params_from_hf`, and on directories: `from_hf`, `to_hf`.
+torch is needed only to read pytorch_model.bin.
 """
 
 from electra_jax.convert.files import (  # pylint: disable=unused-import
     FromHfResult, ToHfResult, convert_from_hf, convert_to_hf, from_hf, read_hf_model, to_hf)
 from electra_jax.convert.hf_mapping import (  # pylint: disable=unused-import
     ARCHITECTURES, DISCRIMINATOR, GENERATOR, GENERATOR_EMBEDDINGS, LM_HEAD_WEIGHT,
-    abstract_params, count_params, hf_config_to_model_config, hf_name,
-    model_config_to_hf_configs, params_from_hf, params_to_hf)
+    SEQUENCE_CLASSIFICATION, TOKEN_CLASSIFICATION, abstract_params, classifier_params_from_hf,
+    classifier_params_to_hf, count_params, finetuned_from_hf_config, hf_config_to_model_config,
+    hf_name, model_config_to_hf_configs, params_from_hf, params_to_hf)
 from electra_jax.convert.tf_checkpoint import (  # pylint: disable=unused-import
     convert_from_tf, from_tf)

@@ -18,7 +18,7 @@ from electra_jax.convert.files import convert_from_hf, convert_to_hf
 from electra_jax.convert import vocab_extension
 from electra_jax.convert.tf_checkpoint import convert_from_tf
 from electra_jax.convert.hf_mapping import (ARCHITECTURES, DISCRIMINATOR, GENERATOR,
-                                            GENERATOR_EMBEDDINGS, count_params)
+                                            GENERATOR_EMBEDDINGS, PROBLEM_TYPES, count_params)
 from electra_jax.errors import ElectraError
 from electra_jax.models import electra
 from electra_jax.training import pretrained
@@ -51,14 +51,18 @@ _EXAMPLES = {
 def _define_flags() -> None:
   """Registers the command's flags (only when this module is the program, see tokenizer.py)."""
   flags.DEFINE_string("hf_dir", None,
-                      "from-hf: the Hugging Face ElectraForPreTraining (discriminator) directory: "
-                      "config.json, model.safetensors or pytorch_model.bin, vocab.txt.")
+                      "from-hf: the Hugging Face ElectraForPreTraining (discriminator) directory, "
+                      "or a fine-tuned ElectraForSequenceClassification or "
+                      "ElectraForTokenClassification one (as config.json's architectures "
+                      "says): config.json, model.safetensors or pytorch_model.bin, vocab.txt.")
   flags.DEFINE_string("generator_dir", None,
                       "from-hf: the matching ElectraForMaskedLM (generator) directory; omit it "
-                      "to convert the discriminator alone (all fine-tuning needs).")
+                      "to convert the discriminator alone (all fine-tuning needs). Not with a "
+                      "fine-tuned --hf_dir.")
   flags.DEFINE_string("vocab_file", None,
-                      "from-hf, from-tf: the WordPiece vocab.txt; default: vocab.txt in "
-                      "--hf_dir (from-hf), next to the checkpoint files (from-tf).")
+                      "from-hf, from-tf: the WordPiece vocab.txt, or a sentencepiece .model "
+                      "(e.g. the copy to-hf writes next to tokenizer.json); default: vocab.txt "
+                      "in --hf_dir (from-hf), next to the checkpoint files (from-tf).")
   flags.DEFINE_enum("generator_embeddings", "auto", list(GENERATOR_EMBEDDINGS),
                     "from-hf: auto: share the discriminator's embeddings when the generator's "
                     "copy equals them (as in ELECTRA training), untied when only that fits; "
@@ -67,12 +71,16 @@ def _define_flags() -> None:
   flags.DEFINE_string("checkpoint", None,
                       "to-hf, extend-vocab: a pretraining workdir (newest checkpoint), its "
                       "checkpoints/ directory, one checkpoints/<step>/ directory, or a from-hf "
-                      "output. from-tf: an original ELECTRA TensorFlow checkpoint (google-research/"
-                      "electra): DIR/model.ckpt[-STEP], or DIR (its newest checkpoint).")
+                      "output; to-hf also: a fine-tuned classifier, tagger or SQuAD model "
+                      "(<task>/seed_<s>/model/) or a fine-tuning workdir of one task (its "
+                      "median seed's model). from-tf: an original ELECTRA TensorFlow "
+                      "checkpoint (google-research/electra): DIR/model.ckpt[-STEP], or DIR (its "
+                      "newest checkpoint).")
   flags.DEFINE_string("output", None,
                       "Required. from-hf, from-tf, extend-vocab: the electra-jax checkpoint "
                       "directory to write. to-hf: the directory for discriminator/ and "
-                      "generator/.")
+                      "generator/ (a fine-tuned model: sequence_classification/, "
+                      "token_classification/ or question_answering/).")
   flags.DEFINE_bool("overwrite", False, "Replace a non-empty --output.")
   flags.DEFINE_string("tokens", None,
                       "extend-vocab: a text file of words to add, one per line (blank lines and "
@@ -117,9 +125,37 @@ def _from_tf_command(fl) -> str:
           "max(1, hidden // 64) unless --num_heads / --generator_num_heads say otherwise")
 
 
+def _labels_summary(labels, problem_type) -> str:
+  """E.g. "3 labels (contradiction, entailment, neutral), single_label_classification"."""
+  if problem_type == "regression":
+    return "one regression output"
+  shown = ", ".join(labels[:8]) + (", ..." if len(labels) > 8 else "")
+  return f"{len(labels)} labels ({shown})" + (f", {problem_type}" if problem_type else "")
+
+
+def _vocabulary_summary(result) -> str:
+  if result.tokenizer.kind == "sentencepiece":
+    return f"sentencepiece model of {result.vocab_size} pieces"
+  return (f"WordPiece vocabulary of {result.vocab_size} tokens "
+          f"({'lowercased' if result.tokenizer.lowercase else 'cased'})")
+
+
 def _converted_summary(result) -> str:
   """The summary line of from-hf and from-tf."""
   p = result.params
+  output = os.path.dirname(os.path.dirname(result.step_dir))
+  tokenizer_dir = os.path.join(output, pretrained.TOKENIZER_DIR)
+  if result.finetuned is not None:
+    finetuned = result.finetuned
+    problem = PROBLEM_TYPES.get(finetuned["problem"])
+    labels = _labels_summary(finetuned["labels"] if problem != "regression" else [], problem)
+    if finetuned.get("label_scheme"):
+      labels += f", label scheme {finetuned['label_scheme']}"
+    return (f"wrote {result.step_dir}: fine-tuned {finetuned['architecture']}, "
+            f"{_millions(count_params(p))} parameters, {labels}, max_seq_length "
+            f"{finetuned['max_seq_length']}; {_vocabulary_summary(result)} in {tokenizer_dir}; "
+            f"use {output} as the initial checkpoint to fine-tune it further (its head "
+            "included) or to predict with it, or export it with to-hf")
   disc = count_params({k: p[k] for k in ("embeddings", "discriminator",
                                          "discriminator_predictions")})
   gen_parts = [k for k in ("generator_embeddings", "generator", "generator_predictions")
@@ -130,11 +166,8 @@ def _converted_summary(result) -> str:
               else "sharing the discriminator's embeddings")
     gen = (f", generator {_millions(count_params({k: p[k] for k in gen_parts}))} parameters "
            f"more ({shared})")
-  output = os.path.dirname(os.path.dirname(result.step_dir))
-  return (f"wrote {result.step_dir}: discriminator {_millions(disc)} parameters{gen}, WordPiece "
-          f"vocabulary of {result.vocab_size} tokens "
-          f"({'lowercased' if result.tokenizer.lowercase else 'cased'}) in "
-          f"{os.path.join(output, pretrained.TOKENIZER_DIR)}; use {output} as the initial "
+  return (f"wrote {result.step_dir}: discriminator {_millions(disc)} parameters{gen}, "
+          f"{_vocabulary_summary(result)} in {tokenizer_dir}; use {output} as the initial "
           "checkpoint for fine-tuning, or export it with to-hf")
 
 
@@ -148,6 +181,8 @@ def _to_hf_command(fl) -> str:
                else " without tokenizer files")
   main_role = DISCRIMINATOR if DISCRIMINATOR in result.directories else next(
       iter(result.directories))
+  if result.labels is not None:
+    tokenizer += f"; {_labels_summary(result.labels, result.problem_type)}"
   return (f"wrote step {result.step} as {' and '.join(parts)}{tokenizer}; load with "
           f"transformers.{architecture(main_role)}.from_pretrained("
           f"{result.directories[main_role]!r})")

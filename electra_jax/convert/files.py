@@ -24,8 +24,9 @@ from electra_jax.models import electra
 from electra_jax.models.masked_lm import ENCODER as MASKED_LM_ENCODER
 # The in-memory mapping lives in hf_mapping; its public functions are part of this module's API.
 from electra_jax.convert.hf_mapping import (  # pylint: disable=unused-import
-    ARCHITECTURES, DISCRIMINATOR, GENERATOR, GENERATOR_EMBEDDINGS, LM_HEAD_WEIGHT,
-    QUESTION_ANSWERING, abstract_params, count_params, hf_config_to_model_config, hf_name,
+    ARCHITECTURES, DISCRIMINATOR, GENERATOR, GENERATOR_EMBEDDINGS, HEAD_ROLES, LM_HEAD_WEIGHT,
+    QUESTION_ANSWERING, SEQUENCE_CLASSIFICATION, TASK_HEAD, TOKEN_CLASSIFICATION,
+    abstract_params, count_params, hf_config_to_model_config, hf_name,
     model_config_to_hf_configs, params_from_hf, params_to_hf)
 
 CONFIG_FILE, SAFETENSORS_FILE, BIN_FILE = "config.json", "model.safetensors", "pytorch_model.bin"
@@ -151,21 +152,27 @@ def find_vocab(vocab_file: str | None, directory: str, where: str = "") -> str:
   """
   vocab = vocab_file or os.path.join(directory, VOCAB_FILE)
   if not os.path.isfile(vocab):
+    models = sorted(n for n in (os.listdir(directory) if os.path.isdir(directory) else ())
+                    if n.endswith(".model"))
+    hint = (f"; for its sentencepiece model pass --vocab_file={os.path.join(directory, models[0])}"
+            if models and not vocab_file else "")
     raise ElectraError(
-        f"the WordPiece vocabulary {vocab} does not exist; "
+        f"the {'vocabulary' if vocab_file else 'WordPiece vocabulary'} {vocab} does not exist; "
         + ("check --vocab_file" if vocab_file else
            f"{directory} has no {VOCAB_FILE}{where}: pass the model's vocab.txt as --vocab_file "
-           "(vocab_file=...)"))
+           f"(vocab_file=...){hint}"))
   return vocab
 
 
 class FromHfResult(NamedTuple):
-  """What `convert_from_hf` wrote."""
+  """What `convert_from_hf` wrote (`finetuned`: the meta of a fine-tuned classifier or tagger,
+  None for a pretraining checkpoint)."""
   step_dir: str
   model_config: ml_collections.ConfigDict
   params: dict[str, Any]
   tokenizer: pretrained.TokenizerInfo
   vocab_size: int
+  finetuned: dict[str, Any] | None = None
 
 
 def convert_from_hf(hf_dir: str, output_dir: str, generator_dir: str | None = None,
@@ -175,6 +182,15 @@ def convert_from_hf(hf_dir: str, output_dir: str, generator_dir: str | None = No
   inputs = [hf_dir] + ([generator_dir] if generator_dir else [])
   output_dir = _check_output(output_dir, inputs, overwrite)
   disc_config, disc_state, disc_file = read_hf_model(hf_dir, DISCRIMINATOR)
+  role = hf_mapping.hf_head_role(disc_config, disc_state)
+  if role is not None:
+    if generator_dir:
+      raise ElectraError(f"{hf_dir} is a fine-tuned {ARCHITECTURES[role]}, which has no "
+                         "generator; drop --generator_dir (generator_dir=...)")
+    vocab = find_vocab(vocab_file, hf_dir)
+    return save_hf_head_state(output_dir, disc_state, disc_config, role, vocab,
+                              lowercase_of(hf_dir), "huggingface:" + os.path.abspath(disc_file),
+                              overwrite=overwrite)
   gen_config = gen_state = None
   gen_file = ""
   if generator_dir:
@@ -206,28 +222,66 @@ def save_hf_state(output_dir: str, disc_state: Mapping[str, Any], disc_config: M
   `convert_from_hf` does once it has read the directories, shared with `from-tf`
   (`electra_jax.convert.tf_checkpoint`) so that the same weights give the same checkpoint.
 
-  `vocab` is an existing WordPiece vocab.txt; `source` is recorded in the checkpoint's meta;
-  `inputs` are paths the output must not overlap; `vocab_rows` says where the embedding rows
-  come from, for the error when the vocabulary's size differs."""
+  `vocab` is an existing WordPiece vocab.txt (or a sentencepiece .model, as to-hf copies next
+  to tokenizer.json); `source` is recorded in the checkpoint's meta; `inputs` are paths the
+  output must not overlap; `vocab_rows` says where the embedding rows come from, for the error
+  when the vocabulary's size differs."""
   output_dir = _check_output(output_dir, inputs, overwrite)
-  tokenizer = tokenizer_lib.WordPieceTokenizer(vocab, lowercase=lowercase)
+  tokenizer = _load_vocab(vocab, lowercase)
   params = params_from_hf(disc_state, disc_config, gen_state, gen_config,
                           generator_embeddings=generator_embeddings)
+  info = _checked_tokenizer(tokenizer, vocab, lowercase, params, vocab_rows)
+  model_config = hf_config_to_model_config(
+      disc_config, gen_config,
+      untied_generator_embeddings=("generator_embeddings" in params) if gen_config else None)
+  step_dir = pretrained.save_pretrained(output_dir, params, model_config, info, step=0,
+                                        overwrite=overwrite, source=source,
+                                        extra_meta={"encoder": encoder_of_hf_config(disc_config)})
+  return FromHfResult(step_dir, model_config, params, info, tokenizer.vocab_size)
+
+
+def _load_vocab(vocab: str, lowercase: bool) -> tokenizer_lib.SubwordTokenizer:
+  """A from-hf vocabulary: a sentencepiece model for a .model file, else a WordPiece
+  vocab.txt."""
+  kind = (tokenizer_lib.SENTENCEPIECE if vocab.lower().endswith(".model")
+          else tokenizer_lib.WORDPIECE)
+  return tokenizer_lib.load_tokenizer(vocab, kind, lowercase=lowercase)
+
+
+def _checked_tokenizer(tokenizer: tokenizer_lib.SubwordTokenizer, vocab: str, lowercase: bool,
+                       params: Mapping[str, Any], vocab_rows: str) -> pretrained.TokenizerInfo:
+  """The TokenizerInfo of `vocab`, after checking it has as many ids as the embedding rows."""
   rows = params["embeddings"]["word_embeddings"]["embedding"].shape[0]
   if tokenizer.vocab_size != rows:
     raise ElectraError(
         f"the vocabulary {vocab} has {tokenizer.vocab_size} tokens but the model's embeddings "
         f"have {rows} rows ({vocab_rows}); pass the vocab.txt the model was "
         "trained with as --vocab_file (vocab_file=...)")
-  model_config = hf_config_to_model_config(
-      disc_config, gen_config,
-      untied_generator_embeddings=("generator_embeddings" in params) if gen_config else None)
-  info = pretrained.TokenizerInfo(file=os.path.abspath(vocab), kind=tokenizer_lib.WORDPIECE,
+  return pretrained.TokenizerInfo(file=os.path.abspath(vocab), kind=tokenizer.kind,
                                   lowercase=lowercase)
+
+
+def save_hf_head_state(output_dir: str, state: Mapping[str, Any], config: Mapping[str, Any],
+                       role: str, vocab: str, lowercase: bool, source: str,
+                       overwrite: bool = False, inputs: Sequence[str] = ()) -> FromHfResult:
+  """Writes a Hugging Face `ElectraForSequenceClassification` (role SEQUENCE_CLASSIFICATION)
+  or `ElectraForTokenClassification` (TOKEN_CLASSIFICATION) as a fine-tuned electra-jax
+  checkpoint, the layout `finetune.runner.save_model` writes: parameters `embeddings`,
+  `discriminator` and `task_head` (`hf_mapping.classifier_params_from_hf`), meta `encoder`
+  {objective electra, network discriminator, head task_head} and `finetuned`
+  (`hf_mapping.finetuned_from_hf_config`: task, labels, problem, max_seq_length, ...).
+  Arguments as `save_hf_state`'s."""
+  output_dir = _check_output(output_dir, inputs, overwrite)
+  tokenizer = _load_vocab(vocab, lowercase)
+  params = hf_mapping.classifier_params_from_hf(state, config, role)
+  finetuned = hf_mapping.finetuned_from_hf_config(config, role)
+  info = _checked_tokenizer(tokenizer, vocab, lowercase, params, "vocab_size in config.json")
+  model_config = hf_config_to_model_config(config)
+  encoder = {**pretrained.DEFAULT_ENCODER, "head": TASK_HEAD}
   step_dir = pretrained.save_pretrained(output_dir, params, model_config, info, step=0,
                                         overwrite=overwrite, source=source,
-                                        extra_meta={"encoder": encoder_of_hf_config(disc_config)})
-  return FromHfResult(step_dir, model_config, params, info, tokenizer.vocab_size)
+                                        extra_meta={"encoder": encoder, "finetuned": finetuned})
+  return FromHfResult(step_dir, model_config, params, info, tokenizer.vocab_size, finetuned)
 
 
 def from_hf(hf_dir: str, output_dir: str, generator_dir: str | None = None,
@@ -237,12 +291,16 @@ def from_hf(hf_dir: str, output_dir: str, generator_dir: str | None = None,
 
   Args:
     hf_dir: an `ElectraForPreTraining` directory (config.json, model.safetensors or
-      pytorch_model.bin, vocab.txt, optionally tokenizer_config.json).
+      pytorch_model.bin, vocab.txt, optionally tokenizer_config.json), or a fine-tuned
+      `ElectraForSequenceClassification` / `ElectraForTokenClassification` one (as its
+      config.json's architectures says): then the checkpoint is a fine-tuned model (see
+      `save_hf_head_state`) and `generator_dir` must be None.
     output_dir: where to write OUTPUT/checkpoints/0/ and OUTPUT/tokenizer/vocab.txt (see
       `pretrained.save_pretrained`); must be new or empty unless `overwrite`.
     generator_dir: the matching `ElectraForMaskedLM` directory, or None (the checkpoint then has
       no generator; fine-tuning does not need one).
-    vocab_file: the WordPiece vocab.txt; None takes hf_dir/vocab.txt. Lowercasing follows
+    vocab_file: the WordPiece vocab.txt, or a sentencepiece .model (as to-hf writes next to
+      tokenizer.json); None takes hf_dir/vocab.txt. Lowercasing follows
       hf_dir/tokenizer_config.json's `do_lower_case` (True when absent).
     overwrite: replace a non-empty `output_dir`.
     generator_embeddings: "auto", "discriminator" or "untied" (see `params_from_hf`).
@@ -351,11 +409,18 @@ def _electra_models(loaded: pretrained.Pretrained, pad_id: int | None
 
 
 class ToHfResult(NamedTuple):
-  """What `convert_to_hf` wrote: {"discriminator": dir, "generator": dir} and counts."""
+  """What `convert_to_hf` wrote: {"discriminator": dir, "generator": dir} and counts;
+  `labels`: a fine-tuned classifier's or tagger's config.json id2label in id order, and its
+  `problem_type` (None for a tagger), for the summary."""
   directories: dict[str, str]
   param_counts: dict[str, int]
   tokenizer_files: list[str]
   step: int
+  labels: list[str] | None = None
+  problem_type: str | None = None
+
+
+ORIGINAL_HEAD_TYPE = "original"  # finetune.heads.ORIGINAL_HEAD: no transformers class.
 
 
 def convert_to_hf(checkpoint: str, output_dir: str, overwrite: bool = False) -> ToHfResult:
@@ -364,7 +429,14 @@ def convert_to_hf(checkpoint: str, output_dir: str, overwrite: bool = False) -> 
   masked_lm = loaded.encoder_network == MASKED_LM_ENCODER
   finetuned = loaded.finetuned or {}
   question_answering = finetuned.get("head") == QA_HEAD
-  if finetuned and not question_answering:
+  head_role = hf_mapping.head_role(finetuned)
+  if finetuned.get("head_type") == ORIGINAL_HEAD_TYPE:
+    raise ElectraError(
+        f"{loaded.path} is a classifier fine-tuned with the original ELECTRA head (one dense "
+        "layer on [CLS]), which transformers has no class for; fine-tune again with "
+        "--config.head=hf (transformers' ElectraClassificationHead) to export it as "
+        f"{ARCHITECTURES[SEQUENCE_CLASSIFICATION]}")
+  if finetuned and not question_answering and head_role is None:
     raise ElectraError(f"{loaded.path} is a model fine-tuned for {finetuned.get('task')!r} "
                        f"with head {finetuned.get('head')!r}, which to-hf cannot export")
   if question_answering:
@@ -373,7 +445,7 @@ def convert_to_hf(checkpoint: str, output_dir: str, overwrite: bool = False) -> 
           f"{loaded.path} was fine-tuned with joint_prediction=True (the end head conditioned "
           "on the start), which transformers' ElectraForQuestionAnswering has no counterpart "
           "for; fine-tune with --config.joint_prediction=False to export it")
-  elif not masked_lm and "discriminator" not in loaded.params:
+  elif not head_role and not masked_lm and "discriminator" not in loaded.params:
     raise ElectraError(
         f"the checkpoint {loaded.path} has no discriminator (it has "
         f"{', '.join(sorted(loaded.params)) or 'no parameters'}); pass the workdir of an "
@@ -400,6 +472,10 @@ def convert_to_hf(checkpoint: str, output_dir: str, overwrite: bool = False) -> 
       logging.warning("The SQuAD 2.0 answerability head has no transformers class; %s/ holds "
                       "the span part (ElectraForQuestionAnswering) without it.",
                       QUESTION_ANSWERING)
+  elif head_role:
+    models = {head_role: hf_mapping.classifier_params_to_hf(
+        loaded.params, loaded.model_config, loaded.encoder_network, finetuned,
+        pad_token_id=pad_id)}
   elif masked_lm:
     models = {MASKED_LM: hf_mapping.masked_lm_params_to_hf(loaded.params, loaded.model_config,
                                                           pad_token_id=pad_id)}
@@ -410,11 +486,11 @@ def convert_to_hf(checkpoint: str, output_dir: str, overwrite: bool = False) -> 
     models = _electra_models(loaded, pad_id)
   if loaded.encoder.get("objective") in HEAD_MEANINGS and DISCRIMINATOR in models:
     models[DISCRIMINATOR][1][OBJECTIVE_KEY] = loaded.encoder["objective"]
-  if loaded.encoder.get("objective") == "electric":
+  if loaded.encoder.get("objective") == "electric" and DISCRIMINATOR in models:
     logging.info("Electric: %s/ holds the energy network (its head's output is the energy); "
                  "the two-tower noise model has no Hugging Face counterpart and is not "
                  "exported.", DISCRIMINATOR)
-  elif not masked_lm and not question_answering and GENERATOR not in models:
+  elif DISCRIMINATOR in models and GENERATOR not in models:
     logging.warning("The checkpoint %s has no generator; writing the discriminator only.",
                     loaded.path)
   parent = os.path.dirname(output_dir)
@@ -446,7 +522,12 @@ def convert_to_hf(checkpoint: str, output_dir: str, overwrite: bool = False) -> 
     if os.path.isdir(staging):
       shutil.rmtree(staging)
   directories = {role: os.path.join(output_dir, role) for role in models}
-  return ToHfResult(directories, counts, tokenizer_files, loaded.step)
+  labels = problem_type = None
+  if head_role:
+    config = models[head_role][1]
+    labels = [config["id2label"][str(i)] for i in range(config["num_labels"])]
+    problem_type = config.get("problem_type")
+  return ToHfResult(directories, counts, tokenizer_files, loaded.step, labels, problem_type)
 
 
 def to_hf(checkpoint: str, output_dir: str, overwrite: bool = False) -> dict[str, str]:
@@ -459,7 +540,14 @@ def to_hf(checkpoint: str, output_dir: str, overwrite: bool = False) -> dict[str
   independent start/end heads (`python -m electra_jax.finetune --config=configs/squad.py
   --config.joint_prediction=False`, its <task>/seed_<s>/model/), OUTPUT/question_answering/
   (`ElectraForQuestionAnswering`; a SQuAD 2.0 answerability head is left out with a warning,
-  and a joint start-end head is refused: transformers has no class for either). Each gets
+  and a joint start-end head is refused: transformers has no class for either); for a
+  fine-tuned sequence classifier with the "hf" head (--config.head=hf: classification,
+  regression or multilabel), OUTPUT/sequence_classification/
+  (`ElectraForSequenceClassification`; a regression's target scaling folded into out_proj, so
+  its output is on the label scale), and for a token tagger, OUTPUT/token_classification/
+  (`ElectraForTokenClassification`), each config.json with the labels as id2label / label2id
+  and a classifier's problem_type (see `hf_mapping.classifier_params_to_hf`); a classifier with
+  the original ELECTRA head has no transformers class and is refused. Each gets
   config.json, model.safetensors and the tokenizer: vocab.txt + tokenizer_config.json for a WordPiece
   vocabulary (loadable with `ElectraTokenizer` / `AutoTokenizer`), or, for a sentencepiece
   model, tokenizer.json + tokenizer_config.json (a fast tokenizer `AutoTokenizer` loads, with
@@ -469,15 +557,19 @@ def to_hf(checkpoint: str, output_dir: str, overwrite: bool = False) -> dict[str
 
   Args:
     checkpoint: a pretraining workdir (its newest checkpoint), its checkpoints/ directory, one
-      checkpoints/<step>/ directory, or the output of `from_hf`.
+      checkpoints/<step>/ directory, the output of `from_hf`, a fine-tuned model
+      (<task>/seed_<s>/model/), or a fine-tuning workdir whose one task saved models (its
+      median seed's model).
     output_dir: new or empty unless `overwrite`.
     overwrite: replace a non-empty `output_dir`.
 
   Returns:
     {"discriminator": dir, "generator": dir} (no "generator" when the checkpoint has none), or
-    {"masked_lm": dir}.
+    {"masked_lm": dir}, {"question_answering": dir}, {"sequence_classification": dir},
+    {"token_classification": dir}.
 
   Raises:
-    ElectraError: no checkpoint there, no discriminator in it, or an output that exists.
+    ElectraError: no checkpoint there, no discriminator in it, a fine-tuned model transformers
+      has no class for, or an output that exists.
   """
   return convert_to_hf(checkpoint, output_dir, overwrite).directories

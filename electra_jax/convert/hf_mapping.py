@@ -23,6 +23,7 @@ import ml_collections
 import numpy as np
 
 from electra_jax.errors import ElectraError
+from electra_jax.finetune.tagging import schemes
 from electra_jax.models import default_config as model_default_config
 from electra_jax.models import electra
 from electra_jax.models import encoder as encoder_lib
@@ -58,8 +59,26 @@ _EMBEDDING_LEAVES = ("word_embeddings.weight", "position_embeddings.weight",
 _HF_EMBEDDINGS = "electra.embeddings."
 LM_HEAD_WEIGHT = "generator_lm_head.weight"
 QUESTION_ANSWERING = "question_answering"  # to-hf's directory for a SQuAD-fine-tuned model.
+# to-hf's directories for fine-tuned sequence classifiers (the "hf" head) and token taggers.
+SEQUENCE_CLASSIFICATION = "sequence_classification"
+TOKEN_CLASSIFICATION = "token_classification"
+HEAD_ROLES = (SEQUENCE_CLASSIFICATION, TOKEN_CLASSIFICATION)
 ARCHITECTURES = {DISCRIMINATOR: "ElectraForPreTraining", GENERATOR: "ElectraForMaskedLM",
-                 QUESTION_ANSWERING: "ElectraForQuestionAnswering"}
+                 QUESTION_ANSWERING: "ElectraForQuestionAnswering",
+                 SEQUENCE_CLASSIFICATION: "ElectraForSequenceClassification",
+                 TOKEN_CLASSIFICATION: "ElectraForTokenClassification"}
+TASK_HEAD = "task_head"  # A fine-tuned classifier's or tagger's head group (finetune.heads.HEAD).
+# A sequence classifier's `finetuned["problem"]` -> transformers' `problem_type`.
+PROBLEM_TYPES = {"classification": "single_label_classification", "regression": "regression",
+                 "multilabel": "multi_label_classification"}
+TOKEN_PROBLEM = "token_classification"  # A tagger's `finetuned["problem"]`.
+HF_HEAD_TYPE = "hf"  # A classifier's `finetuned["head_type"]` with transformers' head.
+# config.json key holding what a fine-tuned model's meta has and transformers' config has no
+# field for (RECORDED_FIELDS: max_seq_length; a classifier's text_fields; a tagger's
+# label_scheme and doc_stride), for from-hf to read back.
+FINETUNED_KEY = "electra_jax_finetuned"
+RECORDED_FIELDS = ("max_seq_length", "label_scheme", "doc_stride", "text_fields")
+MAX_SEQ_LENGTH = 512  # from-hf's max_seq_length for a model without FINETUNED_KEY (at most).
 
 
 
@@ -290,37 +309,54 @@ def _kind_hint(keys: Sequence[str], role: str) -> str:
     return (" It looks like a bare ElectraModel (the encoder without a pretraining head), which "
             "electra-jax cannot use as a pretraining checkpoint: convert the "
             f"{ARCHITECTURES[role]} it came from (e.g. google/electra-base-{role}).")
+  if role in HEAD_ROLES:
+    if any(k.startswith("discriminator_predictions.") for k in keys):
+      return (" It looks like a pretrained ElectraForPreTraining: give its config.json "
+              "architectures=[\"ElectraForPreTraining\"].")
+    return ""
   if any(k.startswith(("classifier.", "qa_outputs.", "sequence_summary.")) for k in keys):
     return (" It looks like a fine-tuned model with a task head instead of the pretraining "
-            f"head: convert the pretrained {ARCHITECTURES[role]} instead.")
+            f"head: from-hf reads {ARCHITECTURES[SEQUENCE_CLASSIFICATION]} and "
+            f"{ARCHITECTURES[TOKEN_CLASSIFICATION]} models (as config.json's architectures "
+            f"names them); for another task convert the pretrained {ARCHITECTURES[role]} "
+            "instead.")
   return ""
+
+
+# What each kind of Hugging Face state dict holds, for the errors of `_check_keys`.
+_STATE_KEYS = {
+    DISCRIMINATOR: "electra.embeddings.*, electra.encoder.layer.N.*, discriminator_predictions.*",
+    GENERATOR: "electra.embeddings.*, electra.encoder.layer.N.*, generator_predictions.*, "
+               "generator_lm_head.bias",
+    SEQUENCE_CLASSIFICATION: "electra.embeddings.*, electra.encoder.layer.N.*, "
+                             "classifier.dense.*, classifier.out_proj.*",
+    TOKEN_CLASSIFICATION: "electra.embeddings.*, electra.encoder.layer.N.*, classifier.weight, "
+                          "classifier.bias",
+}
 
 
 def _check_keys(state: Mapping[str, Any], expected: Mapping[str, tuple[int, ...]],
                 optional: Sequence[str], role: str) -> None:
   """Raises ElectraError when `state` lacks, adds or mis-shapes keys of `expected`."""
-  what = (f"expected a Hugging Face {ARCHITECTURES[role]} state dict (keys "
-          + ("electra.embeddings.*, electra.encoder.layer.N.*, discriminator_predictions.*)"
-             if role == DISCRIMINATOR else
-             "electra.embeddings.*, electra.encoder.layer.N.*, generator_predictions.*, "
-             "generator_lm_head.bias)"))
+  what = f"expected a Hugging Face {ARCHITECTURES[role]} state dict (keys {_STATE_KEYS[role]})"
+  name = role.replace("_", " ")  # "sequence classification" in the messages.
   present = [k for k in state if not k.endswith(_IGNORED_SUFFIXES)]
   missing = [k for k in expected if k not in state]
   if missing:
     raise ElectraError(
-        f"the {role} weights lack {len(missing)} of the {len(expected)} expected parameters, "
+        f"the {name} weights lack {len(missing)} of the {len(expected)} expected parameters, "
         f"e.g. {', '.join(missing[:4])}; {what}.{_kind_hint(present, role)}")
   unexpected = [k for k in present if k not in expected and k not in optional]
   if unexpected:
     raise ElectraError(
-        f"the {role} weights have {len(unexpected)} parameter(s) that its config.json does not "
+        f"the {name} weights have {len(unexpected)} parameter(s) that its config.json does not "
         f"describe, e.g. {', '.join(unexpected[:4])}; {what} whose config.json matches the "
         f"weights (e.g. num_hidden_layers).{_kind_hint(present, role)}")
   for key, shape in expected.items():
     got = tuple(np.shape(state[key]))
     if got != tuple(shape):
       raise ElectraError(
-          f"the {role} weight {key} has shape {got} but its config.json implies "
+          f"the {name} weight {key} has shape {got} but its config.json implies "
           f"{tuple(shape)}; the config.json does not belong to these weights")
 
 
@@ -570,6 +606,19 @@ def masked_lm_params_to_hf(params: Mapping[str, Any], model_config: ml_collectio
   return state, hf_config(cfg, GENERATOR, pad_token_id)
 
 
+def _encoder_state(params: Mapping[str, Any], encoder_network: str) -> dict[str, np.ndarray]:
+  """The `electra.*` part of a fine-tuned model's Hugging Face state dict: its `embeddings`
+  and its encoder network (`encoder_network`, mapped as the discriminator), float32."""
+  tree = encoder_lib.unstack_layers({"embeddings": params["embeddings"],
+                                     DISCRIMINATOR: params[encoder_network]})
+  state = {}
+  for path, value in jax.tree_util.tree_leaves_with_path(tree):
+    _, key, transpose = hf_name(_path_keys(path))
+    value = np.asarray(value, dtype=np.float32)
+    state[key] = np.ascontiguousarray(value.T) if transpose else value.copy()
+  return state
+
+
 def question_answering_params_to_hf(params: Mapping[str, Any],
                                     model_config: ml_collections.ConfigDict,
                                     encoder_network: str, head: str,
@@ -595,13 +644,7 @@ def question_answering_params_to_hf(params: Mapping[str, Any],
         "this model's end head is conditioned on the start (joint_prediction=True), which "
         "transformers' ElectraForQuestionAnswering has no counterpart for; fine-tune with "
         "--config.joint_prediction=False to export it")
-  tree = encoder_lib.unstack_layers({"embeddings": params["embeddings"],
-                                     DISCRIMINATOR: params[encoder_network]})
-  state = {}
-  for path, value in jax.tree_util.tree_leaves_with_path(tree):
-    _, key, transpose = hf_name(_path_keys(path))
-    value = np.asarray(value, dtype=np.float32)
-    state[key] = np.ascontiguousarray(value.T) if transpose else value.copy()
+  state = _encoder_state(params, encoder_network)
   kernels = [np.asarray(heads[n]["kernel"], np.float32)[:, 0] for n in ("span_start", "span_end")]
   biases = [np.asarray(heads[n]["bias"], np.float32)[0] for n in ("span_start", "span_end")]
   state["qa_outputs.weight"] = np.stack(kernels)  # [2, H]: row 0 start, row 1 end.
@@ -611,3 +654,280 @@ def question_answering_params_to_hf(params: Mapping[str, Any],
   config["architectures"] = [ARCHITECTURES[QUESTION_ANSWERING]]
   config["num_labels"] = 2
   return state, config
+
+
+# --------------------------------------------------------------------------------------------
+# Fine-tuned sequence classifiers and token taggers.
+
+
+def head_role(finetuned: Mapping[str, Any] | None) -> str | None:
+  """SEQUENCE_CLASSIFICATION or TOKEN_CLASSIFICATION for the `finetuned` meta of a model whose
+  `architecture` is that transformers class; None for any other (or no) fine-tuned model."""
+  architecture = (finetuned or {}).get("architecture")
+  return next((role for role in HEAD_ROLES if ARCHITECTURES[role] == architecture), None)
+
+
+def hf_head_role(hf_config: Mapping[str, Any], state_dict: Mapping[str, Any]) -> str | None:
+  """SEQUENCE_CLASSIFICATION or TOKEN_CLASSIFICATION for a Hugging Face model whose
+  config.json's `architectures` names that class (or, when it names none, whose state dict has
+  that head: `classifier.out_proj.*` or `classifier.*`); None for any other model."""
+  architectures = hf_config.get("architectures") or []
+  for role in HEAD_ROLES:
+    if ARCHITECTURES[role] in architectures:
+      return role
+  if not architectures:
+    if "classifier.out_proj.weight" in state_dict:
+      return SEQUENCE_CLASSIFICATION
+    if "classifier.weight" in state_dict:
+      return TOKEN_CLASSIFICATION
+  return None
+
+
+def _head_array(tree: Mapping[str, Any], path: Sequence[str], head: str) -> np.ndarray:
+  node: Any = tree
+  for key in path:
+    if not isinstance(node, Mapping) or key not in node:
+      raise ElectraError(f"the head {head} has no {'/'.join(path)} (it has "
+                         f"{', '.join(sorted(tree))}); the checkpoint's meta and parameters do "
+                         "not belong together: fine-tune again and save the model")
+    node = node[key]
+  return np.asarray(node, dtype=np.float32)
+
+
+def classifier_params_to_hf(params: Mapping[str, Any], model_config: ml_collections.ConfigDict,
+                            encoder_network: str, finetuned: Mapping[str, Any],
+                            pad_token_id: int | None = None
+                            ) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+  """The `ElectraForSequenceClassification` or `ElectraForTokenClassification` state dict and
+  config.json of a fine-tuned classifier (`finetune.heads.SequenceClassifier` with the "hf"
+  head) or tagger (`TokenClassifier`), as `finetuned["architecture"]` says.
+
+  The encoder maps as the discriminator's (`electra.*`). A classifier's `task_head/dense` and
+  `task_head/out_proj` are transformers' `classifier.dense` and `classifier.out_proj`; a
+  tagger's `task_head` is its `classifier`. A regression model is trained on targets
+  (label - offset) / scale (`finetuned["target_scaling"]`): the offset and scale are folded
+  into out_proj (kernel x scale, bias x scale + offset), so that transformers' output is on the
+  label scale. The config gets `num_labels`, `id2label` and `label2id` (the labels in id order;
+  a regression's one output gets transformers' default name, LABEL_0), a classifier's
+  `problem_type` (single_label_classification, regression or multi_label_classification; a
+  tagger's is left unset, as transformers leaves it), and under FINETUNED_KEY what only
+  electra-jax reads back (max_seq_length; a classifier's text_fields; a tagger's label_scheme
+  and doc_stride).
+
+  Raises:
+    ElectraError: another kind of fine-tuned model, a missing part, a head of another shape
+      than the meta says, or labels that do not match the head's outputs.
+  """
+  role = head_role(finetuned)
+  if role is None:
+    raise ElectraError(f"a fine-tuned model of architecture {finetuned.get('architecture')!r} "
+                       f"is neither {ARCHITECTURES[SEQUENCE_CLASSIFICATION]} nor "
+                       f"{ARCHITECTURES[TOKEN_CLASSIFICATION]}")
+  head = finetuned.get("head", TASK_HEAD)
+  missing = [p for p in ("embeddings", encoder_network, head) if p not in params]
+  if missing:
+    raise ElectraError(f"the fine-tuned parameters lack {', '.join(missing)} (they have "
+                       f"{', '.join(sorted(params))}); the checkpoint is not a complete "
+                       "fine-tuned model: fine-tune again and save the model")
+  disc, _ = electra.encoder_configs(model_config)
+  hidden = disc.hidden_size
+  state = _encoder_state(params, encoder_network)
+  tree = params[head]
+  problem = finetuned.get("problem", "classification" if role == SEQUENCE_CLASSIFICATION
+                          else TOKEN_PROBLEM)
+  if role == SEQUENCE_CLASSIFICATION:
+    if problem not in PROBLEM_TYPES:
+      raise ElectraError(f"the fine-tuned model's problem {problem!r} is none of "
+                         f"{', '.join(PROBLEM_TYPES)}; the checkpoint's meta is not electra-jax's")
+    if "dense" not in tree and "kernel" in tree:
+      raise ElectraError(f"the meta says {ARCHITECTURES[role]} but the head {head} is the "
+                         "original ELECTRA head (one dense layer); the checkpoint is "
+                         "inconsistent: fine-tune again with --config.head=hf")
+    names = {"dense": ("classifier.dense", (hidden, hidden)),
+             "out_proj": ("classifier.out_proj", (hidden, None))}
+  else:
+    names = {"": ("classifier", (hidden, None))}
+  outputs = None
+  for ours, (theirs, shape) in names.items():
+    prefix = (ours,) if ours else ()
+    kernel = _head_array(tree, prefix + ("kernel",), head)
+    bias = _head_array(tree, prefix + ("bias",), head)
+    if (kernel.ndim != 2 or kernel.shape[0] != shape[0]
+        or (shape[1] is not None and kernel.shape[1] != shape[1])
+        or bias.shape != kernel.shape[1:]):
+      raise ElectraError(
+          f"the head {head}/{ours or 'kernel'} has kernel {kernel.shape} and bias {bias.shape}, "
+          f"which do not fit the encoder's hidden size {hidden}; the checkpoint is "
+          "inconsistent: fine-tune again and save the model")
+    if theirs != "classifier.dense":
+      outputs = kernel.shape[1]
+      if problem == "regression":
+        offset, scale = (float(v) for v in finetuned.get("target_scaling") or (0.0, 1.0))
+        kernel, bias = kernel * scale, bias * scale + offset
+    state[theirs + ".weight"] = np.ascontiguousarray(kernel.T)
+    state[theirs + ".bias"] = bias.copy()
+  labels = [str(label) for label in finetuned.get("labels") or []]
+  if problem == "regression":
+    if outputs != 1:
+      raise ElectraError(f"the regression head {head} has {outputs} outputs; electra-jax's "
+                         "regression has one: the checkpoint is inconsistent")
+    labels = labels if len(labels) == 1 else ["LABEL_0"]
+  elif not labels:
+    labels = [f"LABEL_{i}" for i in range(outputs)]
+  if len(labels) != outputs:
+    raise ElectraError(f"the fine-tuned model's meta lists {len(labels)} labels but its head "
+                       f"{head} has {outputs} outputs; the checkpoint is inconsistent: "
+                       "fine-tune again and save the model")
+  config = hf_config(disc, DISCRIMINATOR, pad_token_id)
+  config["architectures"] = [ARCHITECTURES[role]]
+  config["num_labels"] = outputs
+  config["id2label"] = {str(i): label for i, label in enumerate(labels)}
+  config["label2id"] = {label: i for i, label in enumerate(labels)}
+  if role == SEQUENCE_CLASSIFICATION:
+    config["problem_type"] = PROBLEM_TYPES[problem]
+  recorded = {k: finetuned[k] for k in RECORDED_FIELDS if finetuned.get(k) is not None}
+  if recorded:
+    config[FINETUNED_KEY] = recorded
+  return state, config
+
+
+def hf_labels(hf_config: Mapping[str, Any]) -> list[str]:
+  """The labels of a Hugging Face classifier's config.json in id order: its `id2label`, or
+  LABEL_0 ... for `num_labels` (transformers' default: 2) when it has none.
+
+  Raises:
+    ElectraError: id2label's ids are not 0 .. n-1.
+  """
+  id2label = hf_config.get("id2label")
+  if not id2label:
+    return [f"LABEL_{i}" for i in range(int(hf_config.get("num_labels", 2)))]
+  try:
+    ids = {int(k): str(v) for k, v in dict(id2label).items()}
+  except (TypeError, ValueError) as e:
+    raise ElectraError(f"config.json's id2label {id2label} has an id that is not a number; "
+                       "fix config.json") from e
+  if sorted(ids) != list(range(len(ids))):
+    raise ElectraError(f"config.json's id2label has the ids {sorted(ids)}; they must be 0 to "
+                       f"{len(ids) - 1}: fix config.json")
+  return [ids[i] for i in range(len(ids))]
+
+
+def guess_label_scheme(labels: Sequence[str]) -> str:
+  """The label scheme of a tagger's labels (`finetune.tagging.schemes`): with an "O" label,
+  IO when every other label is I-TYPE, else BIO when each is B- or I-TYPE, else BIOES when each
+  is B-, I-, E- or S-TYPE; NONE otherwise (no "O", or a label of no scheme, e.g. POS tags)."""
+  if schemes.OUTSIDE not in labels:
+    return schemes.NONE
+  for scheme in (schemes.IO, schemes.BIO, schemes.BIOES):
+    if all(schemes.tag_problem(label, scheme) is None for label in labels):
+      return scheme
+  return schemes.NONE
+
+
+def _recorded_int(recorded: Mapping[str, Any], key: str, low: int, high: int) -> int | None:
+  value = recorded.get(key)
+  if isinstance(value, int) and not isinstance(value, bool) and low <= value <= high:
+    return value
+  return None
+
+
+def finetuned_from_hf_config(hf_config: Mapping[str, Any], role: str) -> dict[str, Any]:
+  """The `finetuned` meta of a Hugging Face classifier (role SEQUENCE_CLASSIFICATION) or
+  tagger (TOKEN_CLASSIFICATION), as the fine-tuning runners write it for their own models.
+
+  labels: `hf_labels` ([] for regression). A classifier's problem: from `problem_type`, or when
+  unset regression for one label and classification otherwise (transformers' own rule for
+  integer labels); head_type "hf"; target_scaling [0, 1] (an exported regression model has its
+  scaling folded in). max_seq_length (and a classifier's text_fields): what to-hf recorded
+  under FINETUNED_KEY, else min(512, max_position_embeddings) (and none). A tagger's
+  label_scheme: recorded, else `guess_label_scheme`; its doc_stride: recorded, else
+  max_seq_length // 2 (windows of a long sentence overlap by half, as the tagging config's
+  default 64 of 128).
+
+  Raises:
+    ElectraError: an unknown problem_type, or a regression of more than one output.
+  """
+  labels = hf_labels(hf_config)
+  recorded = hf_config.get(FINETUNED_KEY)
+  recorded = recorded if isinstance(recorded, Mapping) else {}
+  positions = int(_hf_get(hf_config, "max_position_embeddings"))
+  max_seq_length = (_recorded_int(recorded, "max_seq_length", 3, positions)
+                    or min(MAX_SEQ_LENGTH, positions))
+  common = {"head": TASK_HEAD, "architecture": ARCHITECTURES[role], "labels": labels,
+            "max_seq_length": max_seq_length}
+  fields = recorded.get("text_fields")
+  if (role == SEQUENCE_CLASSIFICATION and isinstance(fields, list) and fields
+      and all(isinstance(f, str) for f in fields)):
+    common["text_fields"] = list(fields)
+  if role == TOKEN_CLASSIFICATION:
+    scheme = recorded.get("label_scheme")
+    if scheme not in schemes.SCHEMES:
+      scheme = guess_label_scheme(labels)
+    doc_stride = (_recorded_int(recorded, "doc_stride", 1, max_seq_length)
+                  or max(1, max_seq_length // 2))
+    return {"task": "tag", **common, "problem": TOKEN_PROBLEM, "label_scheme": scheme,
+            "doc_stride": doc_stride}
+  problem_type = hf_config.get("problem_type")
+  if problem_type is None:
+    problem = "regression" if len(labels) == 1 else "classification"
+  else:
+    problem = {v: k for k, v in PROBLEM_TYPES.items()}.get(problem_type)
+    if problem is None:
+      raise ElectraError(f"config.json's problem_type={problem_type!r} is none of "
+                         f"{', '.join(PROBLEM_TYPES.values())}; fix config.json")
+  if problem == "regression":
+    if len(labels) != 1:
+      raise ElectraError(f"config.json says problem_type='regression' with {len(labels)} "
+                         "outputs; electra-jax's regression has one output, so this model "
+                         "cannot be converted")
+    common["labels"] = []
+  return {"task": "classify", **common, "head_type": HF_HEAD_TYPE, "problem": problem,
+          "target_scaling": [0.0, 1.0]}
+
+
+def classifier_params_from_hf(state_dict: Mapping[str, Any], hf_config: Mapping[str, Any],
+                              role: str) -> dict[str, Any]:
+  """electra-jax parameters of a Hugging Face `ElectraForSequenceClassification` (role
+  SEQUENCE_CLASSIFICATION) or `ElectraForTokenClassification` (TOKEN_CLASSIFICATION): the
+  inverse of `classifier_params_to_hf` (regression scaling aside: it stays folded in).
+
+  Returns:
+    nested dicts of float32 numpy arrays: `embeddings`, `discriminator` and TASK_HEAD
+    ({"dense": {kernel [H, H], bias}, "out_proj": {kernel [H, K], bias}} for a classifier,
+    {kernel [H, K], bias} for a tagger; K = the labels of `hf_labels`).
+
+  Raises:
+    ElectraError: a config electra-jax cannot represent, or missing / unexpected / mis-shaped
+      keys.
+  """
+  model_config = hf_config_to_model_config(hf_config)
+  abstract = abstract_params(model_config)
+  encoder = {k: abstract[k] for k in ("embeddings", DISCRIMINATOR)}
+  hidden, outputs = model_config.hidden_size, len(hf_labels(hf_config))
+  expected: dict[str, tuple[int, ...]] = {}
+  leaves = []
+  for path, leaf in jax.tree_util.tree_leaves_with_path(encoder):
+    keys = _path_keys(path)
+    _, key, transpose = hf_name(keys)
+    expected[key] = tuple(reversed(leaf.shape)) if transpose else tuple(leaf.shape)
+    leaves.append((keys, key, transpose))
+  if role == SEQUENCE_CLASSIFICATION:
+    head = {("dense",): ("classifier.dense", hidden), ("out_proj",): ("classifier.out_proj",
+                                                                      outputs)}
+  else:
+    head = {(): ("classifier", outputs)}
+  for ours, (theirs, rows) in head.items():
+    keys = (TASK_HEAD, *ours)
+    expected[theirs + ".weight"] = (rows, hidden)
+    expected[theirs + ".bias"] = (rows,)
+    leaves += [(keys + ("kernel",), theirs + ".weight", True),
+               (keys + ("bias",), theirs + ".bias", False)]
+  _check_keys(state_dict, expected, (), role)
+  params: dict[str, Any] = {}
+  for keys, key, transpose in leaves:
+    value = _as_float32(state_dict[key])
+    node = params
+    for k in keys[:-1]:
+      node = node.setdefault(k, {})
+    node[keys[-1]] = np.ascontiguousarray(value.T) if transpose else value
+  return params
