@@ -214,8 +214,8 @@ def _labels(sentence: Sentence, label_ids: Mapping[str, int]) -> np.ndarray | No
       known = ", ".join(list(label_ids)[:12]) + (", ..." if len(label_ids) > 12 else "")
       raise ElectraError(
           f"{sentence.where(i)}: tag {tag!r} is not in the label set ({known}), which comes "
-          "from the training file; a model cannot predict a tag it was not trained on: "
-          "build the label set from every labeled file, or fix the tag")
+          "from the training file; a model cannot predict a tag it was not trained on: add "
+          "sentences with it to the training file, or fix the tag")
     out[i] = label_ids[tag]
   return out
 
