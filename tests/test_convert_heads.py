@@ -305,7 +305,7 @@ def test_from_hf_of_a_transformers_model(tmp_path, kind):
   if kind == "tag":
     assert back.finetuned == {
         "task": "tag", "head": heads.HEAD, "architecture": "ElectraForTokenClassification",
-        "problem": "token_classification", "labels": labels, "label_scheme": "BIOES",
+        "problem": "token_classification", "labels": labels, "label_scheme": None,
         "max_seq_length": 40, "doc_stride": 20}
   else:
     assert back.finetuned == {
@@ -340,13 +340,5 @@ def test_from_hf_refusals(tmp_path):
   assert not (tmp_path / "ckpt").exists()
 
 
-def test_guess_label_scheme():
-  guess = hf_mapping.guess_label_scheme
-  assert guess(["O", "I-PER", "I-LOC"]) == "IO"
-  assert guess(["O", "B-PER", "I-PER"]) == "BIO"
-  assert guess(["O", "B-PER", "I-PER", "E-PER", "S-PER"]) == "BIOES"
-  assert guess(["O", "S-PER"]) == "BIOES"
-  assert guess(["B-PER", "I-PER"]) == "NONE"  # No "O".
-  assert guess(["O", "NN", "VB"]) == "NONE"
-  assert guess(["LABEL_0", "LABEL_1"]) == "NONE"
+def test_the_task_head_is_the_runners():
   assert hf_mapping.TASK_HEAD == heads.HEAD

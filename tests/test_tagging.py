@@ -510,3 +510,15 @@ def test_window_errors(wordpiece):
   with pytest.raises(ElectraError) as e:
     windows.featurize([LONG], wordpiece, 8, 2, {"O": 0, "B-LOC": 1})
   assert str(e.value).startswith("dev.txt:3: tag 'I-LOC' is not in the label set (O, B-LOC)")
+
+
+def test_the_scheme_of_a_label_set():
+  """A tagger converted from Hugging Face records no scheme: it is read off its labels."""
+  guess = schemes.guess_scheme
+  assert guess(["O", "I-PER", "I-LOC"]) == "IO"
+  assert guess(["O", "B-PER", "I-PER"]) == "BIO"
+  assert guess(["O", "B-PER", "I-PER", "E-PER", "S-PER"]) == "BIOES"
+  assert guess(["O", "S-PER"]) == "BIOES"
+  assert guess(["B-PER", "I-PER"]) == "NONE"  # No "O".
+  assert guess(["O", "NN", "VB"]) == "NONE"
+  assert guess(["LABEL_0", "LABEL_1"]) == "NONE"

@@ -23,7 +23,6 @@ import ml_collections
 import numpy as np
 
 from electra_jax.errors import ElectraError
-from electra_jax.finetune.tagging import schemes
 from electra_jax.models import default_config as model_default_config
 from electra_jax.models import electra
 from electra_jax.models import encoder as encoder_lib
@@ -812,18 +811,6 @@ def hf_labels(hf_config: Mapping[str, Any]) -> list[str]:
   return [ids[i] for i in range(len(ids))]
 
 
-def guess_label_scheme(labels: Sequence[str]) -> str:
-  """The label scheme of a tagger's labels (`finetune.tagging.schemes`): with an "O" label,
-  IO when every other label is I-TYPE, else BIO when each is B- or I-TYPE, else BIOES when each
-  is B-, I-, E- or S-TYPE; NONE otherwise (no "O", or a label of no scheme, e.g. POS tags)."""
-  if schemes.OUTSIDE not in labels:
-    return schemes.NONE
-  for scheme in (schemes.IO, schemes.BIO, schemes.BIOES):
-    if all(schemes.tag_problem(label, scheme) is None for label in labels):
-      return scheme
-  return schemes.NONE
-
-
 def _recorded_int(recorded: Mapping[str, Any], key: str, low: int, high: int) -> int | None:
   value = recorded.get(key)
   if isinstance(value, int) and not isinstance(value, bool) and low <= value <= high:
@@ -840,7 +827,7 @@ def finetuned_from_hf_config(hf_config: Mapping[str, Any], role: str) -> dict[st
   integer labels); head_type "hf"; target_scaling [0, 1] (an exported regression model has its
   scaling folded in). max_seq_length (and a classifier's text_fields): what to-hf recorded
   under FINETUNED_KEY, else min(512, max_position_embeddings) (and none). A tagger's
-  label_scheme: recorded, else `guess_label_scheme`; its doc_stride: recorded, else
+  label_scheme: recorded, else None (the tagging runner tells it from the labels); its doc_stride: recorded, else
   max_seq_length // 2 (windows of a long sentence overlap by half, as the tagging config's
   default 64 of 128).
 
@@ -860,12 +847,13 @@ def finetuned_from_hf_config(hf_config: Mapping[str, Any], role: str) -> dict[st
       and all(isinstance(f, str) for f in fields)):
     common["text_fields"] = list(fields)
   if role == TOKEN_CLASSIFICATION:
+    # The scheme only when to-hf recorded it: the tagging runner tells it from the labels
+    # otherwise (`finetune.tagging.schemes.guess_scheme`).
     scheme = recorded.get("label_scheme")
-    if scheme not in schemes.SCHEMES:
-      scheme = guess_label_scheme(labels)
     doc_stride = (_recorded_int(recorded, "doc_stride", 1, max_seq_length)
                   or max(1, max_seq_length // 2))
-    return {"task": "tag", **common, "problem": TOKEN_PROBLEM, "label_scheme": scheme,
+    return {"task": "tag", **common, "problem": TOKEN_PROBLEM,
+            "label_scheme": scheme if isinstance(scheme, str) else None,
             "doc_stride": doc_stride}
   problem_type = hf_config.get("problem_type")
   if problem_type is None:

@@ -486,7 +486,7 @@ def _predict_in(config: ml_collections.ConfigDict, workdir: str) -> dict[str, An
         f"{ARCHITECTURE}); pass a tag fine-tuning workdir or its tag/seed_<s>/model/, or set "
         "--config.train_file to fine-tune")
   labels = list(finetuned["labels"])
-  scheme = schemes.check_scheme(finetuned.get("label_scheme", config.label_scheme))
+  scheme = schemes.check_scheme(finetuned.get("label_scheme") or schemes.guess_scheme(labels))
   if scheme != schemes.check_scheme(config.label_scheme):
     logging.warning("label_scheme=%s, but the checkpoint's labels are %s: using %s",
                     config.label_scheme, scheme, scheme)

@@ -60,6 +60,19 @@ def check_scheme(scheme: str) -> str:
   return name
 
 
+def guess_scheme(labels: Sequence[str]) -> str:
+  """The scheme of a label set (a model converted from Hugging Face records none): with an
+  "O" label, IO when every other label is I-TYPE, else BIO when each is B- or I-TYPE, else
+  BIOES when each is B-, I-, E- or S-TYPE; NONE otherwise (no "O", or a label of no scheme,
+  e.g. part-of-speech tags)."""
+  if OUTSIDE not in labels:
+    return NONE
+  for scheme in (IO, BIO, BIOES):
+    if all(tag_problem(label, scheme) is None for label in labels):
+      return scheme
+  return NONE
+
+
 def split_tag(tag: str) -> tuple[str, str]:
   """(prefix, type) of a tag, split at the first hyphen as conlleval; ("O", "") for "O" and
   (tag, "") for a tag without a hyphen."""
