@@ -220,6 +220,28 @@ def test_a_finetuned_head_continues_only_with_the_same_labels(multilabel_run, tm
     classify.prepare(other, weights, encoder, tokenizer, hyper, labels)
 
 
+def test_the_exported_model_converted_back_predicts_the_same(multilabel_run, tmp_path):
+  """to-hf of the fine-tuning workdir (ElectraForSequenceClassification), from-hf of that
+  folder, then prediction with it: the same labels, probabilities within 1e-4."""
+  from electra_jax import convert  # pylint: disable=import-outside-toplevel
+  config, workdir, _ = multilabel_run
+  hf_dir = convert.to_hf(str(workdir), str(tmp_path / "hf"))["sequence_classification"]
+  with open(os.path.join(hf_dir, "config.json"), encoding="utf-8") as f:
+    hf_config = json.load(f)
+  assert hf_config["problem_type"] == "multi_label_classification"
+  assert hf_config["id2label"] == {"0": "blue", "1": "green", "2": "purple", "3": "red"}
+  model = [n for n in os.listdir(hf_dir) if n.endswith(".model")]
+  convert.from_hf(hf_dir, str(tmp_path / "back"), vocab_file=os.path.join(hf_dir, model[0]))
+  again = config.copy_and_resolve_references()
+  again.update(init_checkpoint=str(tmp_path / "back"), train_file="", test_file="")
+  classify.run(again, str(tmp_path / "predict"))
+  ours = _jsonl(workdir / "classify" / "dev_predictions.jsonl")
+  back = _jsonl(tmp_path / "predict" / "predict" / "dev_predictions.jsonl")
+  assert [p["label"] for p in back] == [p["label"] for p in ours]
+  for a, b in zip(back, ours):
+    assert a["probabilities"] == pytest.approx(b["probabilities"], abs=1e-4)
+
+
 # ---------------------------------------------------------------------------------------------
 # Errors.
 

@@ -153,6 +153,24 @@ def test_the_saved_model_predicts_the_same_without_training(tag_run, data, tmp_p
   assert not os.path.exists(os.path.join(out, "tag"))
 
 
+def test_the_exported_tagger_converted_back_predicts_the_same(tag_run, data, tmp_path):
+  """to-hf of the workdir (ElectraForTokenClassification), from-hf of that folder, then
+  prediction with it: the same CoNLL predictions; its scheme is read off its labels."""
+  from electra_jax import convert  # pylint: disable=import-outside-toplevel
+  config, workdir, _ = tag_run
+  hf_dir = convert.to_hf(workdir, str(tmp_path / "hf"))["token_classification"]
+  with open(os.path.join(hf_dir, "config.json"), encoding="utf-8") as f:
+    assert json.load(f)["id2label"] == {str(i): label for i, label in enumerate(LABELS)}
+  model = [n for n in os.listdir(hf_dir) if n.endswith(".model")]
+  convert.from_hf(hf_dir, str(tmp_path / "back"), vocab_file=os.path.join(hf_dir, model[0]))
+  predict = _config(str(tmp_path / "back"), "", data["dev"], data["test"])
+  runner.run(predict, str(tmp_path / "predict"))
+  for name in ("dev_predictions.conll", "test_predictions.conll"):
+    assert (open(os.path.join(tmp_path, "predict", "predict", name)).read()
+            == open(os.path.join(workdir, "tag", name)).read())
+  del config
+
+
 def test_continuing_from_the_fine_tuned_tag_layer(tag_run, data, tmp_path):
   """init_head=checkpoint restores the trained tag layer: one step at a negligible learning
   rate keeps the dev F1 (a fresh layer would score about 0)."""
