@@ -422,6 +422,20 @@ def build_model_setup(config: ml_collections.ConfigDict, model: Any, encoder: An
     metrics = {"loss": metrics_lib.ratio(jnp.sum(losses), losses.shape[0])}
     return loss, metrics, {"logits": logits}
 
+  trainer = build_trainer(config, encoder, hyper, num_train_steps, init_params, loss_fn,
+                          {**{k: 2 for k in INPUT_KEYS}, "labels": label_rank}, devices)
+  return FinetuneSetup(model=model, trainer=trainer, encoder_name=encoder_name,
+                       target_scaling=target_scaling, restored_groups=restored_groups)
+
+
+def build_trainer(config: ml_collections.ConfigDict, encoder: Any, hyper: Hyperparameters,
+                  num_train_steps: int, init_params: Callable[..., Any],
+                  loss_fn: Callable[..., Any], batch_ranks: dict[str, int],
+                  devices=None) -> trainer_lib.Trainer:
+  """Every fine-tuning task's training core: the original's AdamW with layer-wise learning-rate
+  decay, warmup, linear decay and clipping (`config`'s optimizer fields and `hyper`) over
+  `num_train_steps`, and the sharded jitted steps of `loss_fn` (see
+  `trainer_lib.build_trainer`) on `config.mesh`; checks that the heads divide the mesh."""
   settings = optim.OptimizerSettings(
       learning_rate=hyper.learning_rate, warmup_steps=int(config.warmup_fraction * num_train_steps),
       total_steps=num_train_steps, weight_decay=config.weight_decay, b1=config.adam_b1,
@@ -432,12 +446,11 @@ def build_model_setup(config: ml_collections.ConfigDict, model: Any, encoder: An
   trainer = trainer_lib.build_trainer(
       init_params=init_params, loss_fn=loss_fn,
       make_optimizer=lambda params: optim.build_optimizer(params, settings, group_of, groups),
-      mesh_config=config.mesh, batch_ranks={**{k: 2 for k in INPUT_KEYS}, "labels": label_rank},
+      mesh_config=config.mesh, batch_ranks=batch_ranks,
       batch_sizes={"batch_size": config.batch_size, "eval_batch_size": config.eval_batch_size},
       devices=devices)
   parallel.check_heads_divide(encoder.num_heads, trainer.mesh, trainer.rules, "encoder")
-  return FinetuneSetup(model=model, trainer=trainer, encoder_name=encoder_name,
-                       target_scaling=target_scaling, restored_groups=restored_groups)
+  return trainer
 
 
 def initial_state(setup: FinetuneSetup, weights: pretrained_lib.Pretrained,

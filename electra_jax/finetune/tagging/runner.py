@@ -55,10 +55,7 @@ from electra_jax.finetune.tagging import metrics as tag_metrics
 from electra_jax.finetune.tagging import schemes
 from electra_jax.finetune.tagging import windows
 from electra_jax.training import metrics as metrics_lib
-from electra_jax.training import optimizer as optim
-from electra_jax.training import parallel
 from electra_jax.training import pretrained as pretrained_lib
-from electra_jax.training import trainer as trainer_lib
 from electra_jax.training.state import TrainState
 
 TASK = "tag"  # The task's directory under the workdir, and its key in results.json.
@@ -255,21 +252,8 @@ def build_setup(config: ml_collections.ConfigDict, encoder: Any, num_labels: int
     outputs = {"predictions": jnp.argmax(logits, -1).astype(jnp.int32)} if deterministic else {}
     return loss, metrics, outputs
 
-  settings = optim.OptimizerSettings(
-      learning_rate=recipe.learning_rate,
-      warmup_steps=int(config.warmup_fraction * num_train_steps), total_steps=num_train_steps,
-      weight_decay=config.weight_decay, b1=config.adam_b1, b2=config.adam_b2,
-      eps=config.adam_eps, max_grad_norm=config.max_grad_norm,
-      bias_correction=config.adam_bias_correction)
-  group_of, groups = optim.layerwise_decay_groups(encoder.num_layers, recipe.layer_decay,
-                                                  config.original_layer_decay)
-  trainer = trainer_lib.build_trainer(
-      init_params=init_params, loss_fn=loss_fn,
-      make_optimizer=lambda params: optim.build_optimizer(params, settings, group_of, groups),
-      mesh_config=config.mesh, batch_ranks=BATCH_RANKS,
-      batch_sizes={"batch_size": config.batch_size, "eval_batch_size": config.eval_batch_size},
-      devices=devices)
-  parallel.check_heads_divide(encoder.num_heads, trainer.mesh, trainer.rules, "encoder")
+  trainer = finetune.build_trainer(config, encoder, recipe, num_train_steps, init_params, loss_fn,
+                                   BATCH_RANKS, devices)
   return finetune.FinetuneSetup(model=model, trainer=trainer, encoder_name=encoder_name,
                                 restored_groups=(heads.HEAD,) if restore_head else ())
 
