@@ -247,12 +247,10 @@ def prediction_lines(problem: str, labels: tuple[str, ...], ids: list[str],
     if problem == own_data.REGRESSION:
       record = {"id": row_id, "value": float(chosen[i])}
     else:
-      record = {"id": row_id,
+      label = (labels[int(chosen[i])] if problem == own_data.CLASSIFICATION
+               else [l for l, on in zip(labels, chosen[i]) if on])
+      record = {"id": row_id, "label": label,
                 "probabilities": {l: round(float(p), 6) for l, p in zip(labels, probabilities[i])}}
-      if problem == own_data.CLASSIFICATION:
-        record["label"] = labels[int(chosen[i])]
-      else:
-        record["label"] = [l for l, on in zip(labels, chosen[i]) if on]
     lines.append(json.dumps(record, ensure_ascii=False))
   return lines
 
