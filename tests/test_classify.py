@@ -230,6 +230,10 @@ def test_the_exported_model_converted_back_predicts_the_same(multilabel_run, tmp
     hf_config = json.load(f)
   assert hf_config["problem_type"] == "multi_label_classification"
   assert hf_config["id2label"] == {"0": "blue", "1": "green", "2": "purple", "3": "red"}
+  labels = {"problem": "multilabel", "labels": ["blue", "green", "purple", "red"]}
+  for directory in (hf_dir, workdir / "classify" / "seed_0" / "model"):
+    with open(os.path.join(directory, "labels.json"), encoding="utf-8") as f:
+      assert json.load(f) == labels
   model = [n for n in os.listdir(hf_dir) if n.endswith(".model")]
   convert.from_hf(hf_dir, str(tmp_path / "back"), vocab_file=os.path.join(hf_dir, model[0]))
   again = config.copy_and_resolve_references()

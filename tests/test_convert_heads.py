@@ -131,8 +131,8 @@ def test_head_exports_to_transformers_and_back(weights, tmp_path, kind):
   assert list(dirs) == [role]
   hf_dir = dirs[role]
   spm = os.path.basename(weights.tokenizer.file)
-  assert sorted(os.listdir(hf_dir)) == sorted(["config.json", "model.safetensors", spm,
-                                               "tokenizer.json", "tokenizer_config.json"])
+  assert sorted(os.listdir(hf_dir)) == sorted(["config.json", "labels.json", "model.safetensors",
+                                               spm, "tokenizer.json", "tokenizer_config.json"])
   with open(os.path.join(hf_dir, "config.json"), encoding="utf-8") as f:
     config = json.load(f)
   labels = LABELS[kind] or ["LABEL_0"]

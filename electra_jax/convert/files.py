@@ -377,7 +377,8 @@ def encoder_of_hf_config(config: dict[str, Any]) -> dict[str, Any]:
   if objective in HEAD_MEANINGS:
     return {**pretrained.DEFAULT_ENCODER, "objective": objective}
   return dict(pretrained.DEFAULT_ENCODER)
-QA_HEAD = "qa_head"  # A SQuAD-fine-tuned model's head group (electra_jax.finetune.qa.heads).
+QA_HEAD = "qa_head"
+LABELS_FILE = "labels.json"  # A fine-tuned classifier's or tagger's label set, next to its config.  # A SQuAD-fine-tuned model's head group (electra_jax.finetune.qa.heads).
 
 
 def _electra_models(loaded: pretrained.Pretrained, pad_id: int | None
@@ -509,6 +510,9 @@ def convert_to_hf(checkpoint: str, output_dir: str, overwrite: bool = False) -> 
       counts[role] = count_params(written)
       _write_safetensors(written, os.path.join(directory, SAFETENSORS_FILE))
       _write_json(config, os.path.join(directory, CONFIG_FILE))
+      if role == head_role:  # The label set as the fine-tuning workdir's labels.json has it.
+        _write_json({"problem": finetuned.get("problem"), "labels": finetuned.get("labels", [])},
+                    os.path.join(directory, LABELS_FILE))
       tokenizer_files = _write_tokenizer(loaded.tokenizer, tokenizer,
                                          loaded.model_config.max_position_embeddings, directory)
     if os.path.isdir(output_dir):

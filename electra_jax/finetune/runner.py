@@ -602,13 +602,18 @@ def save_model(directory: str, params: Any, weights: pretrained_lib.Pretrained,
   """The fine-tuned embeddings, encoder and `head` group (`host_params`) as an electra-jax
   checkpoint in DIRECTORY (replaced if there) that `load_pretrained`, `convert to-hf` and a
   later fine-tuning read; its meta records `finetuned` (the task, head, labels, ...) and the
-  encoder with `head` as its head. Returns the step directory."""
+  encoder with `head` as its head; a label set is also written to DIRECTORY/labels.json.
+  Returns the step directory."""
   encoder = {**weights.encoder, "head": head}
   encoder.pop("embeddings_delta", None)  # Folded into the embeddings when loaded.
   info = pretrained_lib.TokenizerInfo.of(tokenizer) if tokenizer is not None else None
-  return pretrained_lib.save_pretrained(
+  step_dir = pretrained_lib.save_pretrained(
       directory, params, weights.model_config, info, step=step, overwrite=True,
       source=weights.path, extra_meta={"encoder": encoder, "finetuned": finetuned})
+  if "labels" in finetuned:  # A classifier's or tagger's label set, as the workdir's.
+    write_json(fileio.join(directory, "labels.json"),
+               {"problem": finetuned.get("problem"), "labels": list(finetuned["labels"])})
+  return step_dir
 
 
 def finish_seed(name: str, seed: int, seed_dir: str, result: dict[str, Any],
