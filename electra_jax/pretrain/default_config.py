@@ -51,6 +51,14 @@ def get_config() -> ml_collections.ConfigDict:
   # distinct positions) or "with_replacement" (the original's independent draws, repeats
   # dropped: slightly fewer positions; see electra_jax/pretrain/objectives/ops.py).
   objective.masking_sampler = "without_replacement"
+  # What one masking decision covers: "token" (each piece alone, as the original ELECTRA),
+  # "whole_word" (all pieces of a word together, BERT's whole-word masking) or "span" (spans
+  # of whole words, SpanBERT's). Words come from the tokenizer's pieces (WordPiece: "##"
+  # continues a word; sentencepiece: a piece without the leading "▁" does). The other modes
+  # still cover mask_prob of the tokens (in expectation) and take masking_sampler's default.
+  objective.masking = "token"
+  objective.span_p = 0.2  # masking=span: lengths in words ~ Geometric(span_p) (SpanBERT: 0.2),
+  objective.span_max_words = 10  # clipped at this many words (SpanBERT: 10).
   # Where replacements come from (electra, electra_15, replace_mlm, all_tokens_mlm; electric
   # takes only "learned", its two-tower noise model): "learned"
   # (the generator network), "uniform" (any non-special id), "unigram" (the training data's

@@ -109,13 +109,15 @@ def flops_per_step(config: ml_collections.ConfigDict) -> float:
 
 
 def build_setup(config: ml_collections.ConfigDict, special_ids: objectives.SpecialIds,
-                devices=None, unigram_counts: np.ndarray | None = None) -> Setup:
+                devices=None, unigram_counts: np.ndarray | None = None,
+                starts_word: np.ndarray | None = None) -> Setup:
   """The objective, optimizer, mesh, shardings and jitted steps for `config`.
 
-  `unigram_counts`: the training data's token counts (objective.generator="unigram").
+  `unigram_counts`: the training data's token counts (objective.generator="unigram");
+  `starts_word`: the tokenizer's word-start table (objective.masking=whole_word or span).
   """
   validation.validate(config)
-  objective = objectives.build_objective(config, special_ids, unigram_counts)
+  objective = objectives.build_objective(config, special_ids, unigram_counts, starts_word)
   t = config.train
   settings = optimizer_settings(t)
   groups = group_settings(config, objective)
@@ -231,8 +233,12 @@ def _train_with(ckpt: checkpoints.Checkpointer, config: ml_collections.ConfigDic
   counts = None
   if objectives.needs_unigram_counts(config):
     counts = _unigram_counts(data, workdir, config.model.vocab_size)
+  # The pieces that begin words, for whole-word and span masking (cheap: one pass over the
+  # vocabulary); a resumed checkpoint's config may mask by words even if this one does not.
+  starts_word = data.tokenizer.starts_word_table()
   setup, state, data_position, config, provenance = _restore_or_start(
-      ckpt, config, objectives.SpecialIds.of(data.tokenizer), counts, allow_config_change,
+      ckpt, config, objectives.SpecialIds.of(data.tokenizer), counts, starts_word,
+      allow_config_change,
       data.provenance())
   if config.train.get("compiled_step", ""):
     loaded = compiled_step.load(config.train.compiled_step, config, setup.trainer.mesh,
@@ -391,6 +397,7 @@ def _check_resume_config(ckpt: checkpoints.Checkpointer, config: ml_collections.
 
 def _restore_or_start(ckpt: checkpoints.Checkpointer, config: ml_collections.ConfigDict,
                       special_ids: objectives.SpecialIds, counts: np.ndarray | None,
+                      starts_word: np.ndarray | None,
                       allow_config_change: bool, data_source: dict[str, str] | None = None):
   """(setup, state, data position, config, provenance) from the newest checkpoint that
   restores, or a new state when there is none: from config.init_checkpoint's weights when set.
@@ -411,7 +418,8 @@ def _restore_or_start(ckpt: checkpoints.Checkpointer, config: ml_collections.Con
       continue
     try:
       if setup is None or setup.config.model.scan_layers != step_config.model.scan_layers:
-        setup = build_setup(step_config, special_ids, unigram_counts=counts)
+        setup = build_setup(step_config, special_ids, unigram_counts=counts,
+                            starts_word=starts_word)
       state, meta = ckpt.restore(step, setup.trainer.abstract_state())
     except checkpoints.CheckpointUnreadable as e:
       failures.append((step, str(e)))
@@ -426,7 +434,7 @@ def _restore_or_start(ckpt: checkpoints.Checkpointer, config: ml_collections.Con
     raise ElectraError(
         f"none of the {len(failures)} checkpoint(s) in {ckpt.directory} can be restored; the "
         f"newest: {failures[0][1]}")
-  setup = build_setup(config, special_ids, unigram_counts=counts)
+  setup = build_setup(config, special_ids, unigram_counts=counts, starts_word=starts_word)
   state = setup.trainer.new_state(config.seed)
   if not config.get("init_checkpoint", ""):
     logging.info("Starting from scratch")

@@ -13,7 +13,7 @@ from electra_jax.models import layers
 from electra_jax.pretrain import continued
 from electra_jax.pretrain import objectives
 from electra_jax.pretrain.objectives.base import SpecialIds
-from electra_jax.pretrain.objectives.corruption import GENERATORS, MASKING_SAMPLERS
+from electra_jax.pretrain.objectives.corruption import GENERATORS, MASKING_MODES, MASKING_SAMPLERS
 from electra_jax.pretrain.objectives.electra import ALGORITHMS
 from electra_jax.training import ranges
 
@@ -104,6 +104,16 @@ def validate(config: ml_collections.ConfigDict) -> None:
   sampler = o.get("masking_sampler", "without_replacement")
   _require(sampler in MASKING_SAMPLERS,
            f"objective.masking_sampler={sampler!r}; choose one of {', '.join(MASKING_SAMPLERS)}")
+  masking = o.get("masking", "token")
+  _require(masking in MASKING_MODES,
+           f"objective.masking={masking!r}; choose one of {', '.join(MASKING_MODES)}")
+  _require(masking == "token" or sampler == "without_replacement",
+           f"objective.masking={masking} chooses whole words without replacement; "
+           "objective.masking_sampler=with_replacement applies to masking=token only")
+  _require(0.0 < o.get("span_p", 0.2) <= 1.0,
+           f"objective.span_p={o.get('span_p')} must be in (0, 1]")
+  _require(o.get("span_max_words", 10) >= 1,
+           f"objective.span_max_words={o.get('span_max_words')} must be at least 1")
   _require(o.get("generator", "learned") in GENERATORS,
            f"objective.generator={o.get('generator')!r}; choose one of {', '.join(GENERATORS)}")
   _require(t.get("algorithm", "joint") in ALGORITHMS,

@@ -49,8 +49,9 @@ def check_exists(path: str) -> None:
 def check_usable(config: ml_collections.ConfigDict) -> None:
   """The config's train.compiled_step exists and the objective allows one (before any data).
 
-  The unigram generator's step holds the training data's token counts as constants: a step
-  compiled without the data cannot be used.
+  The unigram generator's step holds the training data's token counts as constants, and
+  whole-word and span masking the tokenizer's word boundaries: a step compiled without the
+  data and tokenizer cannot be used for them.
   """
   path = config.train.get("compiled_step", "")
   if not path:
@@ -59,6 +60,11 @@ def check_usable(config: ml_collections.ConfigDict) -> None:
     raise ElectraError("train.compiled_step cannot be used with objective.generator='unigram' "
                        "(its step holds the data's token counts); leave train.compiled_step "
                        "empty")
+  if config.objective.get("masking", "token") != "token":
+    raise ElectraError(f"train.compiled_step cannot be used with objective.masking="
+                       f"{config.objective.masking} (its step holds the tokenizer's word "
+                       "boundaries, which a step compiled without the tokenizer lacks); leave "
+                       "train.compiled_step empty")
   check_exists(path)
 
 

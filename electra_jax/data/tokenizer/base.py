@@ -5,6 +5,8 @@ from __future__ import annotations
 import abc
 from collections.abc import Sequence
 
+import numpy as np
+
 
 PAD, UNK, CLS, SEP, MASK = "[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"
 SPECIAL_TOKENS: tuple[str, ...] = (PAD, UNK, CLS, SEP, MASK)
@@ -13,6 +15,7 @@ TOKENIZER_KINDS: tuple[str, ...] = (SENTENCEPIECE, WORDPIECE)  # What can be tra
 LOAD_KINDS: tuple[str, ...] = TOKENIZER_KINDS + (AUTO,)  # What `load_tokenizer` accepts.
 MAX_SENTENCE_BYTES = 1 << 16  # Longer lines (UTF-8 bytes) are left out of sentencepiece training.
 WORDPIECE_PREFIX = "##"  # Marks a piece that continues a word, as in BERT's vocab.txt.
+SENTENCEPIECE_WORD_MARK = "\u2581"  # Begins a sentencepiece piece that begins a word ("▁the").
 MAX_WORD_CHARS = 100  # Longer words encode to [UNK], as in BERT.
 HINT_TRAIN = "train one with `python -m electra_jax.data.tokenizer train` (see --help)"
 
@@ -78,6 +81,19 @@ class SubwordTokenizer(abc.ABC):
     Raises:
       IndexError: `i` is not in 0..vocab_size-1.
     """
+
+  def starts_word_table(self) -> np.ndarray:
+    """bool [vocab_size]: the pieces that begin a word (whole-word and span masking). WordPiece:
+    every piece without the "##" prefix; sentencepiece: every piece that starts with the
+    word-boundary mark "▁" (so punctuation written against a word continues it, as the text
+    had no space there). Special tokens and [UNK] count as beginning one."""
+    pieces = [self.id_to_piece(i) for i in range(self.vocab_size)]
+    if self.kind == WORDPIECE:
+      table = np.array([not p.startswith(WORDPIECE_PREFIX) for p in pieces])
+    else:
+      table = np.array([p.startswith(SENTENCEPIECE_WORD_MARK) for p in pieces])
+    table[[self._ids[t] for t in SPECIAL_TOKENS if t in self._ids]] = True
+    return table.astype(bool)
 
   @abc.abstractmethod
   def _decode_run(self, ids: list[int]) -> str:

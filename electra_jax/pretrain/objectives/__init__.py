@@ -57,11 +57,19 @@ def needs_unigram_counts(config: ml_collections.ConfigDict) -> bool:
 
 
 def build_objective(config: ml_collections.ConfigDict, special_ids: SpecialIds,
-                    unigram_counts: np.ndarray | None = None) -> Objective:
+                    unigram_counts: np.ndarray | None = None,
+                    starts_word: np.ndarray | None = None) -> Objective:
   """The objective that `config.objective.name` names, built from `config`.
 
   `unigram_counts` (int [V], the training data's token counts) is needed when
-  `needs_unigram_counts(config)`.
+  `needs_unigram_counts(config)`; `starts_word` (bool [V], the tokenizer's word-start table)
+  when `needs_word_starts(config)`.
   """
-  return objective_class(config.objective.name).from_config(config, special_ids,
-                                                            unigram_counts=unigram_counts)
+  return objective_class(config.objective.name).from_config(
+      config, special_ids, unigram_counts=unigram_counts, starts_word=starts_word)
+
+
+def needs_word_starts(config: ml_collections.ConfigDict) -> bool:
+  """Whether masking covers whole words (objective.masking=whole_word or span), which needs the
+  tokenizer's word-start table."""
+  return config.objective.get("masking", "token") != "token"

@@ -79,10 +79,13 @@ class Objective(abc.ABC):
   @classmethod
   @abc.abstractmethod
   def from_config(cls, config: ml_collections.ConfigDict, special_ids: SpecialIds,
-                  unigram_counts: np.ndarray | None = None) -> "Objective":
+                  unigram_counts: np.ndarray | None = None,
+                  starts_word: np.ndarray | None = None) -> "Objective":
     """The objective as `config` (model, objective, data, train sections) describes it.
 
     `unigram_counts`: int [V] token counts of the training data (for a unigram generator).
+    `starts_word`: bool [V] the tokenizer's word-start table (objective.masking=whole_word or
+    span; `SubwordTokenizer.starts_word_table`).
 
     Raises:
       ElectraError: a combination of settings the objective cannot train.

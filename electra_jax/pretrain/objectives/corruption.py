@@ -1,7 +1,8 @@
 """What every objective with masking shares: its masking settings and the replacement sampler.
 
 `Masking` turns a batch into `ops.MaskedInputs` (`objective.mask_prob`, `max_predictions`,
-`mask_token_prob`, `random_token_prob`, `masking_sampler`). `Sampler` draws the tokens that replace the masked
+`mask_token_prob`, `random_token_prob`, `masking_sampler`, and `masking`: tokens, whole words
+or spans of whole words). `Sampler` draws the tokens that replace the masked
 ones (`objective.generator`): from a learned generator's softmax (Gumbel-max), uniformly from
 the vocabulary minus the special ids, or from the corpus's unigram distribution.
 """
@@ -22,6 +23,7 @@ from electra_jax.pretrain.objectives.base import SpecialIds
 
 GENERATORS = ("learned", "uniform", "unigram")  # objective.generator choices.
 MASKING_SAMPLERS = ops.MASKING_SAMPLERS  # objective.masking_sampler choices.
+MASKING_MODES = ops.MASKING_MODES  # objective.masking choices.
 
 
 def max_predictions(config: ml_collections.ConfigDict) -> int:
@@ -41,15 +43,42 @@ class Masking:
   mask_token_prob: float = 0.85
   random_token_prob: float = 0.0
   sampler: str = "without_replacement"
+  mode: str = "token"  # objective.masking: "token", "whole_word" or "span".
+  # bool [V]: the pieces that begin a word (`SubwordTokenizer.starts_word_table`); for the
+  # whole_word and span modes.
+  starts_word: np.ndarray | None = dataclasses.field(default=None, compare=False)
+  span_p: float = 0.2  # span: the geometric distribution's p (span lengths in words).
+  span_max_words: int = 10  # span: the longest span, in words.
 
   @classmethod
-  def from_config(cls, config: ml_collections.ConfigDict, special_ids: SpecialIds) -> "Masking":
+  def from_config(cls, config: ml_collections.ConfigDict, special_ids: SpecialIds,
+                  starts_word: np.ndarray | None = None) -> "Masking":
+    """`starts_word`: the tokenizer's word-start table, for objective.masking=whole_word or
+    span. Without one (FLOPs, benchmarks and compile checks, which have no tokenizer) every
+    piece begins a word: the same computation on other values.
+
+    Raises:
+      ElectraError: a table longer than model.vocab_size.
+    """
     o = config.objective
+    mode = o.get("masking", "token")
+    if mode != "token":
+      if starts_word is None:
+        starts_word = np.ones(config.model.vocab_size, bool)
+      elif len(starts_word) > config.model.vocab_size:
+        raise ElectraError(f"the tokenizer has {len(starts_word)} pieces but "
+                           f"model.vocab_size={config.model.vocab_size}")
+      else:  # Ids past the tokenizer's (a vocabulary padded for speed) never occur.
+        starts_word = np.pad(np.asarray(starts_word, bool),
+                             (0, config.model.vocab_size - len(starts_word)),
+                             constant_values=True)
     return cls(special_ids=special_ids, vocab_size=config.model.vocab_size,
                mask_prob=o.mask_prob, max_predictions=max_predictions(config),
                mask_token_prob=o.mask_token_prob,
                random_token_prob=o.get("random_token_prob", 0.0),
-               sampler=o.get("masking_sampler", "without_replacement"))
+               sampler=o.get("masking_sampler", "without_replacement"), mode=mode,
+               starts_word=None if mode == "token" else np.asarray(starts_word, bool),
+               span_p=o.get("span_p", 0.2), span_max_words=o.get("span_max_words", 10))
 
   def __call__(self, rng: jax.Array, batch: Mapping[str, jax.Array]) -> ops.MaskedInputs:
     return ops.mask_tokens(rng, batch["input_ids"], batch["input_mask"],
@@ -58,7 +87,9 @@ class Masking:
                            special_ids=self.special_ids.never_masked(),
                            mask_token_prob=self.mask_token_prob,
                            random_token_prob=self.random_token_prob,
-                           vocab_size=self.vocab_size, sampler=self.sampler)
+                           vocab_size=self.vocab_size, sampler=self.sampler, mode=self.mode,
+                           starts_word=self.starts_word, span_p=self.span_p,
+                           span_max_words=self.span_max_words)
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -82,7 +113,8 @@ class Sampler:
 
   @classmethod
   def from_config(cls, config: ml_collections.ConfigDict, special_ids: SpecialIds,
-                  unigram_counts: np.ndarray | None = None) -> "Sampler":
+                  unigram_counts: np.ndarray | None = None,
+                  starts_word: np.ndarray | None = None) -> "Sampler":
     """Raises ElectraError for an unknown generator, or "unigram" without counts."""
     o = config.objective
     kind = o.get("generator", "learned")

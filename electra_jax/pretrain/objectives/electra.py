@@ -143,7 +143,8 @@ class ElectraObjective(Objective):
 
   @classmethod
   def from_config(cls, config: ml_collections.ConfigDict, special_ids: SpecialIds,
-                  unigram_counts: np.ndarray | None = None) -> "ElectraObjective":
+                  unigram_counts: np.ndarray | None = None,
+                  starts_word: np.ndarray | None = None) -> "ElectraObjective":
     o, t = config.objective, config.train
     sampler = Sampler.from_config(config, special_ids, unigram_counts)
     algorithm = t.get("algorithm", "joint")
@@ -179,7 +180,8 @@ class ElectraObjective(Objective):
     model = electra_models.build_pretrainer(
         config.model, learned_generator=sampler.learned,
         reinforce_baseline=algorithm == "adversarial" and estimator == "reinforce")
-    return cls(model=model, masking=Masking.from_config(config, special_ids), sampler=sampler,
+    return cls(model=model, masking=Masking.from_config(config, special_ids, starts_word),
+               sampler=sampler,
                gen_weight=o.gen_weight, disc_weight=o.disc_weight,
                max_seq_length=config.data.max_seq_length, algorithm=algorithm,
                generator_steps=int(t.get("generator_steps", 0)),

@@ -101,7 +101,8 @@ class ElectricObjective(Objective):
 
   @classmethod
   def from_config(cls, config: ml_collections.ConfigDict, special_ids: SpecialIds,
-                  unigram_counts: np.ndarray | None = None) -> "ElectricObjective":
+                  unigram_counts: np.ndarray | None = None,
+                  starts_word: np.ndarray | None = None) -> "ElectricObjective":
     o, t = config.objective, config.train
     if o.get("generator", "learned") != "learned":
       raise ElectraError(f"objective 'electric' draws its noise from its two-tower cloze "
@@ -121,7 +122,7 @@ class ElectricObjective(Objective):
       model = electric_models.build_pretrainer(config.model)
     except ValueError as e:
       raise ElectraError(f"{e}; set --config.model.weight_sharing=embeddings") from e
-    return cls(model=model, masking=Masking.from_config(config, special_ids),
+    return cls(model=model, masking=Masking.from_config(config, special_ids, starts_word),
                sampler=Sampler.from_config(config, special_ids, unigram_counts),
                special_ids=special_ids, gen_weight=o.gen_weight, disc_weight=o.disc_weight,
                noise_share=float(o.mask_prob), max_seq_length=config.data.max_seq_length)

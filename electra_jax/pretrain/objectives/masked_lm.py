@@ -68,7 +68,8 @@ class MaskedLMObjective(Objective):
 
   @classmethod
   def from_config(cls, config: ml_collections.ConfigDict, special_ids: SpecialIds,
-                  unigram_counts: np.ndarray | None = None) -> "MaskedLMObjective":
+                  unigram_counts: np.ndarray | None = None,
+                  starts_word: np.ndarray | None = None) -> "MaskedLMObjective":
     sharing = electra_models.weight_sharing_of(config.model)
     if sharing not in ("embeddings", "none"):
       raise ElectraError(
@@ -82,7 +83,8 @@ class MaskedLMObjective(Objective):
     model = mlm_models.build_masked_lm(config.model,
                                        learned_generator=bool(sampler and sampler.learned),
                                        copy_gate=cls.all_tokens)
-    return cls(model=model, masking=Masking.from_config(config, special_ids), sampler=sampler,
+    return cls(model=model, masking=Masking.from_config(config, special_ids, starts_word),
+               sampler=sampler,
                gen_weight=config.objective.gen_weight,
                max_seq_length=config.data.max_seq_length)
 

@@ -41,13 +41,106 @@ def max_predictions_for(seq_len: int, mask_prob: float) -> int:
 
 
 MASKING_SAMPLERS = ("without_replacement", "with_replacement")  # objective.masking_sampler.
+# objective.masking: what one masking decision covers: a token, a whole word, or a span of
+# whole words (SpanBERT).
+MASKING_MODES = ("token", "whole_word", "span")
+
+
+def word_starts(input_ids: jax.Array, candidates: jax.Array, starts_word: jax.Array
+                ) -> jax.Array:
+  """bool [B, T]: the candidate positions that begin a word.
+
+  A candidate begins a word when its piece does (`starts_word`: bool [V], e.g. WordPiece's
+  pieces without "##", sentencepiece's pieces with the word-boundary mark) or when the position
+  before it is not a candidate (the sequence start, [CLS], [SEP]): a word never spans a special
+  token. `candidates`: bool [B, T], the positions that may be masked."""
+  previous = jnp.pad(candidates, ((0, 0), (1, 0)))[:, :-1]
+  return candidates & (jnp.take(starts_word, input_ids) | ~previous)
+
+
+def span_starts(rng: jax.Array, starts: jax.Array, candidates: jax.Array, p: float,
+                max_words: int) -> jax.Array:
+  """bool [B, T]: the word starts (`starts`, from `word_starts`) that begin a span.
+
+  The words of each run of candidates are cut into consecutive spans whose lengths in words
+  are independent draws of min(Geometric(p), max_words) (SpanBERT: p = 0.2, at most 10 words;
+  mean (1 - (1 - p)^max_words) / p words): every word begins a new span with probability p, a
+  run's first word always does, and a span that reaches `max_words` words ends there (memory-
+  lessness makes the next span's length a fresh draw). The last span of a run may be cut
+  short by the run's end."""
+  batch, seq_len = starts.shape
+  previous = jnp.pad(candidates, ((0, 0), (1, 0)))[:, :-1]
+  first_of_run = candidates & ~previous
+  drawn = (jax.random.uniform(rng, (batch, seq_len)) < p) & starts
+  random_start = drawn | first_of_run
+  word_index = jnp.cumsum(starts.astype(jnp.int32), axis=1)  # Per word, from 1.
+  last_random = jax.lax.cummax(jnp.where(random_start, word_index, 0), axis=1)
+  forced = starts & ((word_index - last_random) % max_words == 0)
+  return starts & (random_start | forced)
+
+
+def choose_units(rng: jax.Array, unit_starts: jax.Array, starts: jax.Array,
+                 candidates: jax.Array, count: jax.Array, max_predictions: int
+                 ) -> tuple[jax.Array, jax.Array]:
+  """Whole units (words or spans of words) chosen at random until `count` tokens are covered.
+
+  The units (each a `unit_starts` position and the candidates up to the next one) are put in a
+  random order; their tokens are taken in that order, and a word is chosen when all of its
+  tokens fall within the first `count` taken: every unit that fits whole, then the leading
+  whole words of the unit that does not (a span is cut at a word boundary; a word is never cut).
+  The word that crosses the line, with r of its L tokens before it, is chosen with probability
+  r / L (when its tokens fit the `max_predictions` slots), so that `count` tokens are covered
+  in expectation.
+
+  Args:
+    rng: PRNG key.
+    unit_starts, starts: bool [B, T] the positions that begin a unit, and a word (every unit
+      start is a word start).
+    candidates: bool [B, T] the positions that may be masked.
+    count: int [B] tokens to cover per sequence (at most `max_predictions`).
+  Returns:
+    (positions int32 [B, P], used bool [B, P]), P = max_predictions: the chosen positions, unit
+    by unit in their random order, in position order within a unit.
+  """
+  batch, seq_len = candidates.shape
+  position = jnp.arange(seq_len)[None, :]
+  unit_first = jax.lax.cummax(jnp.where(unit_starts, position, 0), axis=1)  # [B, T]
+  word_first = jax.lax.cummax(jnp.where(starts, position, 0), axis=1)
+  order_rng, accept_rng = jax.random.split(rng)
+  scores = jax.random.gumbel(order_rng, (batch, seq_len))
+  unit_score = jnp.where(candidates, jnp.take_along_axis(scores, unit_first, axis=1), -jnp.inf)
+  # A stable sort on the unit's score keeps each unit's tokens together and in position order.
+  order = jnp.argsort(-unit_score, axis=1, stable=True)  # [B, T]
+  taken = jnp.take_along_axis(candidates, order, axis=1)
+  taken_count = jnp.cumsum(taken.astype(jnp.int32), axis=1)  # Tokens taken so far, inclusive.
+  # The taken count at the end of each word: the largest over the word's tokens (positions
+  # that are not candidates, sorted last, go to a segment of their own).
+  word_of = jnp.take_along_axis(word_first, order, axis=1) + seq_len * jnp.arange(batch)[:, None]
+  word_of = jnp.where(taken, word_of, batch * seq_len)
+  segments = batch * seq_len + 1
+  end = jax.ops.segment_max(taken_count.reshape(-1), word_of.reshape(-1),
+                            num_segments=segments)[word_of]  # [B, T] in the order.
+  before = jax.ops.segment_min(taken_count.reshape(-1), word_of.reshape(-1),
+                               num_segments=segments)[word_of] - 1
+  # The word across the line is taken with probability (tokens left) / (its tokens), when its
+  # slots fit, so that the expected number of tokens is `count` (a word is never cut).
+  left = (count[:, None] - before).astype(jnp.float32)
+  across = (before < count[:, None]) & (end > count[:, None]) & (end <= max_predictions)
+  accept = jax.random.uniform(accept_rng, (batch, 1)) * (end - before) < left
+  chosen = taken & ((end <= count[:, None]) | (across & accept))
+  # The chosen tokens are a prefix of the order (the count at word ends only grows).
+  positions = order[:, :max_predictions]
+  used = chosen[:, :max_predictions]
+  return jnp.where(used, positions, 0).astype(jnp.int32), used
 
 
 def mask_tokens(rng: jax.Array, input_ids: jax.Array, input_mask: jax.Array, *,
                 mask_prob: float, max_predictions: int, mask_id: int,
                 special_ids: tuple[int, ...], mask_token_prob: float = 0.85,
                 random_token_prob: float = 0.0, vocab_size: int = 0,
-                sampler: str = "without_replacement") -> MaskedInputs:
+                sampler: str = "without_replacement", mode: str = "token",
+                starts_word: jax.Array | None = None, span_p: float = 0.2,
+                span_max_words: int = 10) -> MaskedInputs:
   """Chooses positions to predict and shows them as [MASK], a random token or themselves.
 
   Per sequence, count = max(1, min(max_predictions, round(real_tokens * mask_prob))) slots are
@@ -60,9 +153,16 @@ def mask_tokens(rng: jax.Array, input_ids: jax.Array, input_mask: jax.Array, *,
       slots dropped (weight 0), so slightly fewer than `count` distinct positions are chosen.
       (The original keeps the repeated slots in the generator's loss and, when it writes the
       samples back, averages their ids by integer division; dropping them avoids both.)
+  `mode` "whole_word" and "span" choose whole words instead (`choose_units`; the words come
+  from `starts_word`, bool [V]): words in random order ("whole_word", BERT's whole-word
+  masking), or spans of whole words whose lengths are min(Geometric(`span_p`),
+  `span_max_words`) words ("span", SpanBERT's; `span_starts`), until `count` tokens are
+  covered in expectation (the word that crosses `count` is taken with the probability of the
+  share of it that fits, see `choose_units`). These modes choose without replacement (`sampler` must be its default).
   Each chosen position becomes `mask_id` with probability `mask_token_prob`, a token drawn
   uniformly from the non-special ids of the vocabulary with probability `random_token_prob`
-  (BERT's 10%; 0 in the original ELECTRA), and keeps its token otherwise.
+  (BERT's 10%; 0 in the original ELECTRA), and keeps its token otherwise: per token, in every
+  mode.
 
   Args:
     rng: PRNG key.
@@ -75,6 +175,11 @@ def mask_tokens(rng: jax.Array, input_ids: jax.Array, input_mask: jax.Array, *,
     raise ValueError(f"max_predictions={max_predictions} exceeds the sequence length {seq_len}")
   if sampler not in MASKING_SAMPLERS:
     raise ValueError(f"masking sampler {sampler!r}; choose one of {', '.join(MASKING_SAMPLERS)}")
+  if mode not in MASKING_MODES:
+    raise ValueError(f"masking mode {mode!r}; choose one of {', '.join(MASKING_MODES)}")
+  if mode != "token" and (starts_word is None or sampler != "without_replacement"):
+    raise ValueError(f"masking mode {mode!r} needs `starts_word` and the without_replacement "
+                     "sampler")
   position_rng, keep_rng = jax.random.split(rng)
   candidates = input_mask.astype(bool)
   for special in special_ids:
@@ -82,7 +187,14 @@ def mask_tokens(rng: jax.Array, input_ids: jax.Array, input_mask: jax.Array, *,
   num_real = jnp.sum(input_mask, axis=-1).astype(jnp.float32)
   count = jnp.clip(jnp.round(num_real * mask_prob).astype(jnp.int32), 1, max_predictions)
   slots = jnp.arange(max_predictions)[None, :] < count[:, None]  # [B, P]
-  if sampler == "without_replacement":
+  if mode != "token":
+    unit_rng, span_rng = jax.random.split(position_rng)
+    starts = word_starts(input_ids, candidates, jnp.asarray(starts_word))
+    units = (starts if mode == "whole_word"
+             else span_starts(span_rng, starts, candidates, span_p, span_max_words))
+    positions, used = choose_units(unit_rng, units, starts, candidates, count,
+                                   max_predictions)
+  elif sampler == "without_replacement":
     # Uniform sampling without replacement = top-k of i.i.d. Gumbel scores over the candidates.
     scores = jax.random.gumbel(position_rng, (batch, seq_len))
     scores = jnp.where(candidates, scores, -jnp.inf)
