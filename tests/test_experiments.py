@@ -18,7 +18,7 @@ from electra_jax.pretrain import loop as pretrain_loop
 from tests import testing
 
 GLUE_DIR = os.path.join(testing.REPO, "..", "shared", "data", "glue")
-SHIPPED = ("smoke", "table1", "table5", "generator_size", "weight_sharing")
+SHIPPED = ("smoke", "table1", "table5", "generator_size", "weight_sharing", "masking")
 
 
 def experiment(name="smoke"):
@@ -46,6 +46,9 @@ def test_shipped_experiments_resolve(name):
       assert abs(v.pretrain_flops - reference.pretrain_flops) <= v.flops_per_step / 2
     else:
       assert v.steps == config.reference_steps
+  if name == "masking":  # The modes cost the same FLOPs, so the same steps.
+    assert {v.config.objective.masking: v.steps for v in variants} == {
+        "token": 1000, "whole_word": 1000, "span": 1000}
 
 
 def test_flop_budget_gives_cheaper_objectives_more_steps():
