@@ -19,11 +19,13 @@ import pytest
 
 from tests import testing
 
-pytestmark = pytest.mark.skipif(
+# The full tier's: it starts every command once (about 40 s), and the fast tier keeps to its 10
+# minutes; the platform choice itself is tested in the fast tier (test_console.py, `main`).
+pytestmark = [pytest.mark.full, pytest.mark.skipif(
     importlib.util.find_spec("libtpu") is None
     or bool(glob.glob("/dev/accel*") or glob.glob("/dev/vfio/[0-9]*")),
     reason="needs the TPU runtime (libtpu: pip install -e '.[tpu]') on a host without TPU chips, "
-           "where libtpu complains at start-up unless the package picks the CPU")
+           "where libtpu complains at start-up unless the package picks the CPU")]
 
 # What libtpu prints when it starts on a host without a TPU.
 COMPLAINTS = ("TPU_ACCELERATOR_TYPE", "TPU_WORKER_HOSTNAMES", "Source Location Trace", "libtpu",
