@@ -5,6 +5,7 @@ lengths' distribution, special tokens and padding, the per-token choices, and a 
 
 import os
 
+import flax.linen as nn
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -13,6 +14,7 @@ import pytest
 from electra_jax.data import tokenizer as tokenizer_lib
 from electra_jax.errors import ElectraError
 from electra_jax.pretrain import loop
+from electra_jax.pretrain import objectives
 from electra_jax.pretrain import validation
 from electra_jax.pretrain.objectives import ops
 from tests import testing
@@ -241,3 +243,29 @@ def test_pretraining_masks_whole_words(corpus_and_tokenizer, tmp_path):
   result = loop.train_and_evaluate(config, str(tmp_path / mode))
   assert np.isfinite(result["loss"]) and 0.0 < result["replaced_fraction"] < 0.3
   assert os.path.isdir(tmp_path / mode / "checkpoints" / "2")
+
+
+@pytest.mark.parametrize("name", ["electra_15", "all_tokens_mlm", "electric"])
+def test_every_objective_that_masks_takes_the_mode(name):
+  """Each objective class (ELECTRA's, the MLMs', Electric's) masks whole words with
+  masking=whole_word (ids 40..63 continue a word here), and its loss is finite."""
+  from tests import test_ablations as small  # pylint: disable=import-outside-toplevel
+  table = np.arange(small.V) < 40
+  config = small.small_config(objective__name=name, objective__masking="whole_word")
+  objective = objectives.build_objective(config, small.SPECIAL, None, table)
+  params = nn.meta.unbox(objective.init_params(jax.random.PRNGKey(0))[0])
+  batch = small.make_batch()
+  assert objective.masking.mode == "whole_word"
+  masked = objective.masking(jax.random.PRNGKey(2), batch)
+  ids = np.asarray(batch["input_ids"])
+  chosen = _chosen(masked, ids.shape)
+  continues = ~table[ids]
+  # A chosen position's continuation pieces are chosen too, and a chosen continuation piece's
+  # word start is.
+  follows = np.pad(chosen, ((0, 0), (1, 0)))[:, :-1]
+  assert not (continues & chosen & ~follows & (np.arange(ids.shape[1]) > 1)).any()
+  nxt = np.pad(chosen, ((0, 0), (0, 1)))[:, 1:]
+  nxt_continues = np.pad(continues & (np.asarray(batch["input_mask"]) > 0), ((0, 0), (0, 1)))[:, 1:]
+  assert not (chosen & nxt_continues & ~nxt).any()
+  loss, _, _ = objective.loss_and_metrics(params, batch, jax.random.PRNGKey(3), True)
+  assert np.isfinite(float(loss))
