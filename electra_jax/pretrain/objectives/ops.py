@@ -113,15 +113,16 @@ def choose_units(rng: jax.Array, unit_starts: jax.Array, starts: jax.Array,
   order = jnp.argsort(-unit_score, axis=1, stable=True)  # [B, T]
   taken = jnp.take_along_axis(candidates, order, axis=1)
   taken_count = jnp.cumsum(taken.astype(jnp.int32), axis=1)  # Tokens taken so far, inclusive.
-  # The taken count at the end of each word: the largest over the word's tokens (positions
-  # that are not candidates, sorted last, go to a segment of their own).
-  word_of = jnp.take_along_axis(word_first, order, axis=1) + seq_len * jnp.arange(batch)[:, None]
-  word_of = jnp.where(taken, word_of, batch * seq_len)
-  segments = batch * seq_len + 1
-  end = jax.ops.segment_max(taken_count.reshape(-1), word_of.reshape(-1),
-                            num_segments=segments)[word_of]  # [B, T] in the order.
-  before = jax.ops.segment_min(taken_count.reshape(-1), word_of.reshape(-1),
-                               num_segments=segments)[word_of] - 1
+  # A word's tokens are contiguous in the order: the taken count before its first token and at
+  # its last, read along each row (row-local scans, so a batch-sharded step stays local).
+  word_of = jnp.take_along_axis(word_first, order, axis=1)
+  next_word = jnp.pad(word_of, ((0, 0), (0, 1)), constant_values=-1)[:, 1:]
+  last = taken & (word_of != next_word)
+  previous_word = jnp.pad(word_of, ((0, 0), (1, 0)), constant_values=-1)[:, :-1]
+  first = taken & (word_of != previous_word)
+  big = jnp.iinfo(jnp.int32).max
+  end = jax.lax.cummin(jnp.where(last, taken_count, big), axis=1, reverse=True)
+  before = jax.lax.cummax(jnp.where(first, taken_count - 1, 0), axis=1)
   # The word across the line is taken with probability (tokens left) / (its tokens), when its
   # slots fit, so that the expected number of tokens is `count` (a word is never cut).
   left = (count[:, None] - before).astype(jnp.float32)
