@@ -62,7 +62,8 @@ def _define_flags() -> None:
   flags.DEFINE_string("vocab_file", None,
                       "from-hf, from-tf: the WordPiece vocab.txt, or a sentencepiece .model "
                       "(e.g. the copy to-hf writes next to tokenizer.json); default: vocab.txt "
-                      "in --hf_dir (from-hf), next to the checkpoint files (from-tf).")
+                      "in --hf_dir (from-hf), next to the checkpoint files (from-tf), else the "
+                      "one .model there.")
   flags.DEFINE_enum("generator_embeddings", "auto", list(GENERATOR_EMBEDDINGS),
                     "from-hf: auto: share the discriminator's embeddings when the generator's "
                     "copy equals them (as in ELECTRA training), untied when only that fits; "

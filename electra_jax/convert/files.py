@@ -145,7 +145,9 @@ def _check_output(output_dir: str, inputs: Sequence[str], overwrite: bool) -> st
 
 
 def find_vocab(vocab_file: str | None, directory: str, where: str = "") -> str:
-  """`vocab_file`, or `directory`/vocab.txt when it is None or empty.
+  """`vocab_file`, or `directory`/vocab.txt when it is None or empty, or else the one
+  sentencepiece `.model` in `directory` (what `to-hf` copies next to a sentencepiece model's
+  tokenizer.json).
 
   Raises:
     ElectraError: that file does not exist (`where` says where vocab.txt was looked for).
@@ -154,6 +156,10 @@ def find_vocab(vocab_file: str | None, directory: str, where: str = "") -> str:
   if not os.path.isfile(vocab):
     models = sorted(n for n in (os.listdir(directory) if os.path.isdir(directory) else ())
                     if n.endswith(".model"))
+    if len(models) == 1 and not vocab_file:
+      logging.info("%s has no %s: using its sentencepiece model %s", directory, VOCAB_FILE,
+                   models[0])
+      return os.path.join(directory, models[0])
     hint = (f"; for its sentencepiece model pass --vocab_file={os.path.join(directory, models[0])}"
             if models and not vocab_file else "")
     raise ElectraError(
