@@ -421,9 +421,16 @@ def test_sentencepiece_export(corpus_and_tokenizer, tmp_path, caplog):
   _, loading = transformers.ElectraForPreTraining.from_pretrained(
       dirs["discriminator"], output_loading_info=True)
   assert not loading["missing_keys"] and not loading["unexpected_keys"]
+  # Back without --vocab_file: the folder's one sentencepiece model is the vocabulary.
+  back = pretrained.load_pretrained(convert.from_hf(dirs["discriminator"],
+                                                   str(tmp_path / "back")))
+  assert back.tokenizer.kind == "sentencepiece"
+  assert back.tokenizer.load().encode("hello world") == tokenizer_lib.load_tokenizer(
+      spm_model, "sentencepiece", True).encode("hello world")
+  os.remove(os.path.join(dirs["discriminator"], os.path.basename(spm_model)))
   with pytest.raises(ElectraError, match=r"has no vocab.txt: pass the model's vocab.txt as "
                                          r"--vocab_file"):
-    convert.from_hf(dirs["discriminator"], str(tmp_path / "back"))
+    convert.from_hf(dirs["discriminator"], str(tmp_path / "back2"))
 
 
 def test_state_dict_errors(pair):
