@@ -80,6 +80,11 @@ def add_optimizer_fields(config: ml_collections.ConfigDict) -> None:
   config.adam_eps = 1e-6  # Adam epsilon.
   config.adam_bias_correction = False  # False: the original's AdamW (no bias correction).
   config.max_grad_norm = 1.0  # Clip gradients to this global norm; 0 disables clipping.
+  # Split each training batch into this many microbatches, run in sequence inside the step
+  # (one scan), their gradients summed before the one update: the same update as the whole
+  # batch at a K-th of its activation memory. batch_size must be a multiple of K x the batch
+  # shards. With dropout each microbatch draws its own masks.
+  config.grad_accum_steps = 1
 
 
 def add_encoder_fields(config: ml_collections.ConfigDict) -> None:

@@ -164,6 +164,8 @@ def validate_training(config: ml_collections.ConfigDict,
        f"loss_reduction={config.loss_reduction!r}; choose one of {', '.join(LOSS_REDUCTIONS)}"),
       (config.head_init in classifier.HEAD_INITS,
        f"head_init={config.head_init!r}; choose one of {', '.join(classifier.HEAD_INITS)}"),
+      (config.get("grad_accum_steps", 1) >= 1,
+       f"grad_accum_steps={config.get('grad_accum_steps')} must be at least 1"),
       (config.checkpoint_every_steps >= 0,
        f"checkpoint_every_steps={config.checkpoint_every_steps} must be >= 0"),
       (config.nonfinite_policy in loop.NONFINITE_POLICIES,
@@ -435,7 +437,9 @@ def build_trainer(config: ml_collections.ConfigDict, encoder: Any, hyper: Hyperp
   """Every fine-tuning task's training core: the original's AdamW with layer-wise learning-rate
   decay, warmup, linear decay and clipping (`config`'s optimizer fields and `hyper`) over
   `num_train_steps`, and the sharded jitted steps of `loss_fn` (see
-  `trainer_lib.build_trainer`) on `config.mesh`; checks that the heads divide the mesh."""
+  `trainer_lib.build_trainer`) on `config.mesh`, with `config.grad_accum_steps` microbatches
+  per batch (the loss summed over rows, or averaged, as `config.loss_reduction` says); checks
+  that the heads divide the mesh."""
   settings = optim.OptimizerSettings(
       learning_rate=hyper.learning_rate, warmup_steps=int(config.warmup_fraction * num_train_steps),
       total_steps=num_train_steps, weight_decay=config.weight_decay, b1=config.adam_b1,
@@ -448,7 +452,8 @@ def build_trainer(config: ml_collections.ConfigDict, encoder: Any, hyper: Hyperp
       make_optimizer=lambda params: optim.build_optimizer(params, settings, group_of, groups),
       mesh_config=config.mesh, batch_ranks=batch_ranks,
       batch_sizes={"batch_size": config.batch_size, "eval_batch_size": config.eval_batch_size},
-      devices=devices)
+      devices=devices, accum_steps=config.get("grad_accum_steps", 1),
+      accumulation=config.loss_reduction)
   parallel.check_heads_divide(encoder.num_heads, trainer.mesh, trainer.rules, "encoder")
   return trainer
 

@@ -122,6 +122,37 @@ def check_batch_divides(batch_size: int, mesh: Mesh, rules,
         f"{dict(mesh.shape)}; use a batch size that is a multiple of {shards}")
 
 
+def batch_shards(mesh: Mesh, rules) -> int:
+  """How many ways the mesh's batch axes split a batch."""
+  spec = batch_sharding(mesh, rules).spec
+  axes = spec[0] if len(spec) else None
+  axes = () if axes is None else (axes if isinstance(axes, tuple) else (axes,))
+  return int(np.prod([mesh.shape[a] for a in axes])) if axes else 1
+
+
+def check_accumulation_divides(batch_size: int, accum_steps: int, mesh: Mesh, rules,
+                               flag: str, accum_flag: str) -> None:
+  """Raises a clear error when `accum_steps` microbatches of a `batch_size` batch do not each
+  split over the batch shards (every shard then holds the same rows of every microbatch),
+  naming the nearest accumulation steps and batch sizes that do."""
+  shards = batch_shards(mesh, rules)
+  if accum_steps < 1:
+    raise ElectraError(f"{accum_flag}={accum_steps} must be at least 1")
+  if batch_size % (shards * accum_steps) == 0:
+    return
+  valid_steps = [k for k in range(1, batch_size + 1) if batch_size % (shards * k) == 0]
+  nearest_steps = sorted(valid_steps, key=lambda k: (abs(k - accum_steps), k))[:2]
+  unit = shards * accum_steps
+  lower, upper = (batch_size // unit) * unit, (batch_size // unit + 1) * unit
+  sizes = [b for b in (lower, upper) if b > 0]
+  raise ElectraError(
+      f"{flag}={batch_size} does not split into {accum_flag}={accum_steps} microbatches of "
+      f"whole rows for each of the {shards} batch shards of the mesh {dict(mesh.shape)} (the "
+      f"batch must be a multiple of {shards} x {accum_steps} = {unit}); use "
+      f"{accum_flag}={' or '.join(map(str, sorted(nearest_steps)))}, or {flag}="
+      f"{' or '.join(map(str, sizes))}")
+
+
 @contextlib.contextmanager
 def activate(mesh: Mesh, rules):
   """Mesh and logical-axis rules in effect for tracing the model."""

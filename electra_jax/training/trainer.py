@@ -122,21 +122,83 @@ def batch_shardings(mesh: jax.sharding.Mesh, rules, batch_ranks: Mapping[str, in
           for name, rank in batch_ranks.items()}
 
 
+ACCUMULATIONS = ("sum", "mean")  # How microbatch losses make the batch's (see below).
+
+
+def split_microbatches(batch: dict[str, jax.Array], accum_steps: int,
+                       constrain: Callable[[Any], Any] | None = None
+                       ) -> dict[str, jax.Array]:
+  """[B, ...] arrays -> [K, B / K, ...]: microbatch k holds rows k, K + k, 2K + k, ..., so
+  that each batch shard (a contiguous block of B / shards rows) holds B / (shards x K) rows of
+  every microbatch and every microbatch is spread over all shards. `constrain` pins the
+  result's sharding (batch axes on axis 1)."""
+  def split(x):
+    x = x.reshape(x.shape[0] // accum_steps, accum_steps, *x.shape[1:])
+    return jnp.swapaxes(x, 0, 1)
+  out = {k: split(v) for k, v in batch.items()}
+  return constrain(out) if constrain is not None else out
+
+
+def accumulated_value_and_grad(loss, params, batch: dict[str, jax.Array], rng: jax.Array,
+                               accum_steps: int, accumulation: str,
+                               constrain: Callable[[Any], Any] | None = None):
+  """((loss, metrics), grads) of `loss(params, batch, rng)` (-> (value, metrics)) over the
+  batch's `accum_steps` microbatches, run in sequence by one `lax.scan` (one copy of the
+  forward and backward pass in the program): gradients and metric pairs summed in float32;
+  the loss and gradients summed (`accumulation="sum"`: a loss that sums over rows) or averaged
+  (`"mean"`: a loss that averages over the rows, as the microbatches have equal sizes).
+  Microbatch k's randomness (dropout) comes from fold_in(rng, k)."""
+  micro = split_microbatches(batch, accum_steps, constrain)
+  grad_fn = jax.value_and_grad(loss, has_aux=True)
+
+  def body(carry, inputs):
+    index, microbatch = inputs
+    (value, metrics), grads = grad_fn(params, microbatch, jax.random.fold_in(rng, index))
+    total, metric_sums, grad_sums = carry
+    grad_sums = jax.tree.map(lambda a, g: a + g.astype(jnp.float32), grad_sums, grads)
+    metric_sums = jax.tree.map(lambda a, m: a + jnp.asarray(m, jnp.float32), metric_sums,
+                               metrics)
+    return (total + value.astype(jnp.float32), metric_sums, grad_sums), None
+
+  first = jax.tree.map(lambda x: x[0], micro)
+  metric_shapes = jax.eval_shape(lambda: loss(params, first, rng)[1])
+  zeros = lambda tree: jax.tree.map(lambda s: jnp.zeros(s.shape, jnp.float32), tree)
+  carry = (jnp.zeros((), jnp.float32), zeros(metric_shapes),
+           jax.tree.map(lambda p: jnp.zeros(p.shape, jnp.float32), params))
+  (total, metrics, grads), _ = jax.lax.scan(body, carry, (jnp.arange(accum_steps), micro))
+  if accumulation == "mean":
+    total = total / accum_steps
+    grads = jax.tree.map(lambda g: g / accum_steps, grads)
+  grads = jax.tree.map(lambda g, p: g.astype(p.dtype), grads, params)
+  return (total, metrics), grads
+
+
 def make_train_step(loss_fn: LossFn, tx: optax.GradientTransformation,
                     schedule: optax.Schedule, prepare_params: StepHook | None = None,
-                    filter_updates: StepHook | None = None):
-  """(state, batch) -> (state + 1 step, metrics as (numerator, denominator) pairs)."""
+                    filter_updates: StepHook | None = None, accum_steps: int = 1,
+                    accumulation: str = "sum", constrain: Callable[[Any], Any] | None = None):
+  """(state, batch) -> (state + 1 step, metrics as (numerator, denominator) pairs).
+
+  With `accum_steps` > 1 the batch is `accum_steps` microbatches whose gradients are
+  accumulated before the one optimizer update (`accumulated_value_and_grad`)."""
+  if accumulation not in ACCUMULATIONS:
+    raise ValueError(f"accumulation={accumulation!r}; choose one of {ACCUMULATIONS}")
+
   def train_step(state: TrainState, batch: dict[str, jax.Array]):
     rng = jax.random.fold_in(state.rng, state.step)
     params = state.params
     if prepare_params is not None:
       params = prepare_params(params, state.step)
 
-    def loss(params):
+    def loss(params, batch=batch, rng=rng):
       value, step_metrics, _ = loss_fn(params, batch, rng, False, state.step)
       return value, step_metrics
 
-    (value, step_metrics), grads = jax.value_and_grad(loss, has_aux=True)(params)
+    if accum_steps == 1:
+      (value, step_metrics), grads = jax.value_and_grad(loss, has_aux=True)(params)
+    else:
+      (value, step_metrics), grads = accumulated_value_and_grad(
+          loss, params, batch, rng, accum_steps, accumulation, constrain)
     updates, opt_state = tx.update(grads, state.opt_state, params)
     if filter_updates is not None:
       updates = filter_updates(updates, state.step)
@@ -172,7 +234,9 @@ def build_trainer(*, init_params: InitParams, loss_fn: LossFn, make_optimizer: M
                   mesh_config, batch_ranks: Mapping[str, int],
                   batch_sizes: Mapping[str, int], devices=None,
                   prepare_params: StepHook | None = None,
-                  filter_updates: StepHook | None = None) -> Trainer:
+                  filter_updates: StepHook | None = None,
+                  accum_steps: int = 1, accumulation: str = "sum",
+                  accum_flag: str = "grad_accum_steps") -> Trainer:
   """Mesh, shardings, sharded state creation and the jitted steps of one job.
 
   Args:
@@ -184,6 +248,10 @@ def build_trainer(*, init_params: InitParams, loss_fn: LossFn, make_optimizer: M
     batch_sizes: config field -> global batch size, each checked to divide the batch shards.
     devices: the devices of the mesh (default: all).
     prepare_params, filter_updates: optional step hooks (see the module docstring).
+    accum_steps: microbatches per training batch (gradient accumulation; the first of
+      `batch_sizes` is the training batch they split); 1: none.
+    accumulation: "sum" (the loss sums over rows) or "mean" (it averages over them).
+    accum_flag: the config field of `accum_steps`, for errors.
   Raises:
     ElectraError: a batch size or a parameter dimension that the mesh does not divide.
   """
@@ -191,6 +259,9 @@ def build_trainer(*, init_params: InitParams, loss_fn: LossFn, make_optimizer: M
   rules = parallel.axis_rules(mesh_config)
   for flag, size in batch_sizes.items():
     parallel.check_batch_divides(size, mesh, rules, flag)
+  if accum_steps != 1:
+    flag, size = next(iter(batch_sizes.items()))
+    parallel.check_accumulation_divides(size, accum_steps, mesh, rules, flag, accum_flag)
 
   def unboxed_params(key):
     boxed, _ = init_params(key)
@@ -221,7 +292,14 @@ def build_trainer(*, init_params: InitParams, loss_fn: LossFn, make_optimizer: M
   replicated = parallel.replicated(mesh)
 
   init_jit = jax.jit(init_state, out_shardings=state_shardings)
-  train_jit = jax.jit(make_train_step(loss_fn, tx, schedule, prepare_params, filter_updates),
+  batch_axes = parallel.batch_sharding(mesh, rules).spec[0]
+  micro_shardings = {name: NamedSharding(mesh, PartitionSpec(None, batch_axes,
+                                                             *([None] * (rank - 1))))
+                     for name, rank in batch_ranks.items()}
+  constrain = lambda micro: {k: jax.lax.with_sharding_constraint(v, micro_shardings[k])
+                             for k, v in micro.items()}
+  train_jit = jax.jit(make_train_step(loss_fn, tx, schedule, prepare_params, filter_updates,
+                                      accum_steps, accumulation, constrain),
                       in_shardings=(state_shardings, shardings),
                       out_shardings=(state_shardings, replicated), donate_argnums=0)
   # Eval outputs come back replicated, so that every process (each host of a pod) can read

@@ -105,6 +105,10 @@ def validate(config: ml_collections.ConfigDict) -> None:
        "--config.doc_stride (e.g. half of max_seq_length)"),
       (config.init_head in INIT_HEADS,
        f"init_head={config.init_head!r}; choose one of {', '.join(INIT_HEADS)}"),
+      (config.grad_accum_steps == 1 or config.loss_reduction == "sum",
+       f"grad_accum_steps={config.grad_accum_steps} with loss_reduction=mean: the mean over a "
+       "batch's labelled words is not the mean of its microbatches' means (their word counts "
+       "differ); use --config.loss_reduction=sum (the original's) to accumulate"),
       (bool(config.train_file) or bool(config.dev_file) or bool(config.test_file),
        "--config.train_file is empty, so the run only predicts, but neither --config.dev_file "
        "nor --config.test_file names a file to predict; pass a training file to fine-tune, or "
