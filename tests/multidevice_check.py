@@ -3,7 +3,8 @@
 Prints one JSON object: the losses of 3 pretraining steps on 1 device and on a data=8 mesh for
 the same global batches, how the 8-device batch was sharded, and the error for a batch of 6; or,
 with the argument `finetune`, the losses of 3 GLUE and 3 SQuAD 2.0 fine-tuning steps and the
-SQuAD beam on 1 and on 8 devices.
+SQuAD beam on 1 and on 8 devices, and of 3 GLUE steps with gradient accumulation (2
+microbatches) on data and FSDP meshes against 1 device without.
 """
 
 import json
@@ -61,6 +62,22 @@ def finetune_losses(pretrain_config):
       losses.append(float(metrics["loss"][0]))
     out[f"finetune_{name}_losses"] = losses
   out.update(squad_losses(config, encoder, weights, data, seq))
+  # Gradient accumulation: batch 16 on 1 device, and as 2 microbatches on a data=8 mesh and on
+  # a data=2 x fsdp=4 mesh (each microbatch spread over every batch shard).
+  for name, devices, mesh, accum in (("one", jax.devices()[:1], (-1, 1), 1),
+                                     ("data8", jax.devices(), (8, 1), 2),
+                                     ("fsdp", jax.devices(), (2, 4), 2)):
+    accum_config = config.copy_and_resolve_references()
+    accum_config.update(batch_size=16, grad_accum_steps=accum)
+    accum_config.mesh.data, accum_config.mesh.fsdp = mesh
+    setup = finetune.build_setup(accum_config, task, encoder, hyper, 3, devices=devices)
+    state = finetune.initial_state(setup, weights, seed=0)
+    losses = []
+    for batch in finetune.train_batches(data, 16, 3, seed=0):
+      state, metrics = setup.trainer.train_step(
+          state, setup.trainer.put_batch(finetune.with_labels(batch, task), 16))
+      losses.append(float(metrics["loss"][0]) / float(metrics["loss"][1]))
+    out[f"accum_{name}_losses"] = losses
   return out
 
 

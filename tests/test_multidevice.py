@@ -67,3 +67,13 @@ def test_batch_is_sharded_over_the_data_axis(report):
 
 def test_batch_not_divisible_by_devices_is_a_clear_error(report):
   assert "train.batch_size=6 is not divisible by the 8 batch shards" in report["batch6_error"]
+
+
+def test_accumulated_microbatches_on_eight_devices_give_the_whole_batch_losses(finetune_report):
+  """grad_accum_steps=2 on a data=8 and on a data=2 x fsdp=4 mesh: the losses of batch 16 on
+  one device without accumulation, within float32 summation order."""
+  report = finetune_report
+  assert report["accum_one_losses"][-1] != report["accum_one_losses"][0]
+  for mesh in ("data8", "fsdp"):
+    np.testing.assert_allclose(report[f"accum_{mesh}_losses"], report["accum_one_losses"],
+                               rtol=2e-5)
