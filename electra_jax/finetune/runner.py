@@ -408,11 +408,7 @@ def build_model_setup(config: ml_collections.ConfigDict, model: Any, encoder: An
   sentence-level `model` ([B, T] inputs -> [B, K] logits) trained on
   `losses_of(logits, labels)` (float32 [B], one loss per example), batch labels of rank
   `label_rank` ([B] ids or targets, or [B, K])."""
-  dummy = np.zeros((1, config.max_seq_length), np.int32)  # Host array: no device is touched.
-
-  def init_params(key):
-    head_rng, state_rng = jax.random.split(key)
-    return model.init({"params": head_rng}, dummy, dummy, dummy)["params"], state_rng
+  init_params = init_params_fn(model, config.max_seq_length)
 
   def loss_fn(params, batch, rng, deterministic, step=None):
     del step
@@ -747,6 +743,30 @@ def merge_results(workdir: str, summary: dict[str, Any]) -> None:
   path = fileio.join(workdir, "results.json")
   previous = read_json(path) if fileio.isfile(path) else {}
   write_json(path, {**previous, **summary})
+
+
+def publish_median(workdir: str, name: str, summary: dict[str, Any],
+                   files: Sequence[str]) -> None:
+  """On the chief: copies `files` of the median seed (WORKDIR/NAME/seed_<s>/, those it wrote)
+  to WORKDIR/NAME/ and adds NAME's `summary` to WORKDIR/results.json."""
+  if jax.process_index() != 0:
+    return
+  source = fileio.join(workdir, name, f"seed_{summary['median_seed']}")
+  for file_name in files:
+    if fileio.isfile(fileio.join(source, file_name)):
+      fileio.copy(fileio.join(source, file_name), fileio.join(workdir, name, file_name))
+  merge_results(workdir, {name: summary})
+
+
+def init_params_fn(model: Any, max_seq_length: int) -> Callable[[jax.Array], Any]:
+  """key -> (boxed parameters, state rng) of a fine-tuning `model` that takes (input_ids,
+  input_mask, segment_ids), initialised with [1, T] host dummies (no device is touched)."""
+  dummy = np.zeros((1, max_seq_length), np.int32)
+
+  def init_params(key):
+    head_rng, state_rng = jax.random.split(key)
+    return model.init({"params": head_rng}, dummy, dummy, dummy)["params"], state_rng
+  return init_params
 
 
 def run_in_workdir(config: ml_collections.ConfigDict, workdir: str,

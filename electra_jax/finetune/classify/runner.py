@@ -59,7 +59,6 @@ PREDICT_DIR = "predict"  # Where a run without train_file writes.
 ARCHITECTURE = "ElectraForSequenceClassification"
 INIT_HEADS = ("auto", "checkpoint", "fresh")
 NUM_EPOCHS = 3.0
-CLASSIFY_RANGES = (*finetune.FINETUNE_RANGES,)
 
 
 def is_classify_config(config: ml_collections.ConfigDict) -> bool:
@@ -77,7 +76,7 @@ def spec_of(config: ml_collections.ConfigDict) -> own_data.Spec:
 
 def validate(config: ml_collections.ConfigDict) -> None:
   """Raises ElectraError for a config that cannot work (no data read), naming the field."""
-  finetune.validate_training(config, CLASSIFY_RANGES)
+  finetune.validate_training(config, finetune.FINETUNE_RANGES)
   spec_of(config)
   metrics_lib.check_metric(config.problem, config.metric)
   checks = [
@@ -146,7 +145,6 @@ class Split:
   """One file's model inputs (int32 [N, T] each, labels as `data.label_array`) and ids."""
   arrays: dict[str, np.ndarray]
   ids: list[str]
-  labeled: bool  # Every row has a label (metrics can be computed).
 
 
 def featurize(examples: list[glue.Example], problem: str, num_labels: int,
@@ -157,8 +155,7 @@ def featurize(examples: list[glue.Example], problem: str, num_labels: int,
   arrays = glue.featurize(plain, tokenizer, max_seq_length,
                           is_regression=problem == own_data.REGRESSION)
   arrays["labels"] = labels
-  labeled = bool(examples) and all(e.label is not None for e in examples)
-  return Split(arrays=arrays, ids=[e.guid for e in examples], labeled=labeled)
+  return Split(arrays=arrays, ids=[e.guid for e in examples])
 
 
 def regression_scaling(config: ml_collections.ConfigDict, targets: np.ndarray
@@ -344,7 +341,7 @@ def prepare(config: ml_collections.ConfigDict, weights: pretrained_lib.Pretraine
                   setup=setup, num_steps=num_steps)
 
 
-def _evaluate(config, prepared: Prepared, state: Any, out_dir: str | None
+def _evaluate(config, prepared: Prepared, state: Any
               ) -> tuple[dict[str, float], dict[str, list[str]]]:
   """Dev metrics and the prediction files' lines ({file name: lines}) of a trained state."""
   problem, labels = config.problem, prepared.labels
@@ -360,7 +357,6 @@ def _evaluate(config, prepared: Prepared, state: Any, out_dir: str | None
     if name == "dev":
       metrics.update({f"dev/{k}": float(v)
                       for k, v in score(problem, split, logits, num_labels).items()})
-  del out_dir
   return metrics, files
 
 
@@ -383,7 +379,7 @@ def finetune_seed(config: ml_collections.ConfigDict, prepared: Prepared,
 
   trained = finetune.train_seed(config, NAME, prepared.setup, weights, batches, num_steps, seed,
                                 seed_dir)
-  metrics, files = _evaluate(config, prepared, trained.state, seed_dir)
+  metrics, files = _evaluate(config, prepared, trained.state)
   trained.log.write_scalars(num_steps, {f"eval/{k}": v for k, v in metrics.items()})
   trained.log.close()
   params = finetune.host_params(trained.state) if config.save_model else None
@@ -446,7 +442,8 @@ def _load(config: ml_collections.ConfigDict):
     for field, want in (("problem", config.problem), ("head_type", config.head)):
       if head.get(field, want) != want:
         raise ElectraError(
-            f"{weights.path} was fine-tuned with --config.{'head' if field == 'head_type' else field}"
+            f"{weights.path} was fine-tuned with "
+            f"--config.{'head' if field == 'head_type' else field}"
             f"={head.get(field)}; pass that to predict with it")
     if head.get("max_seq_length") and head["max_seq_length"] != config.max_seq_length:
       logging.info("The model was fine-tuned with max_seq_length=%d; predicting with %d",
@@ -485,12 +482,7 @@ def _run_in(config: ml_collections.ConfigDict, workdir: str) -> dict[str, Any]:
 
   results = finetune.run_seeds(config, workdir, NAME, prepare_once, train_one)
   summary = summarize(config, results)
-  if is_chief:
-    source = fileio.join(workdir, NAME, f"seed_{summary['median_seed']}")
-    for name in ("dev_predictions.jsonl", "predictions.jsonl"):
-      if fileio.isfile(fileio.join(source, name)):
-        fileio.copy(fileio.join(source, name), fileio.join(workdir, NAME, name))
-    finetune.merge_results(workdir, {NAME: summary})
+  finetune.publish_median(workdir, NAME, summary, ("dev_predictions.jsonl", "predictions.jsonl"))
   metric = summary["primary_metric"]
   median = summary["median"]
   others = " ".join(f"{k.split('/', 1)[1]} {v:.4f}" for k, v in sorted(median.items()))
@@ -504,7 +496,7 @@ def _predict_only(config, workdir, weights, encoder, tokenizer, hyper, labels
                   ) -> dict[str, Any]:
   prepared = prepare(config, weights, encoder, tokenizer, hyper, labels)
   state = finetune.initial_state(prepared.setup, weights, config.seed)
-  metrics, files = _evaluate(config, prepared, state, None)
+  metrics, files = _evaluate(config, prepared, state)
   out_dir = fileio.join(workdir, PREDICT_DIR)
   if jax.process_index() == 0:
     fileio.makedirs(out_dir)

@@ -292,7 +292,6 @@ def run(config: ml_collections.ConfigDict, workdir: str) -> dict[str, Any]:
 
 def _run_in(config: ml_collections.ConfigDict, workdir: str) -> dict[str, Any]:
   task = config.task
-  is_chief = jax.process_index() == 0
   weights = pretrained_lib.load_pretrained(config.init_checkpoint)
   encoder = finetune.encoder_config(config, weights.model_config)
   tokenizer = finetune.load_tokenizer(config, weights)
@@ -312,12 +311,7 @@ def _run_in(config: ml_collections.ConfigDict, workdir: str) -> dict[str, Any]:
 
   results = finetune.run_seeds(config, workdir, task, prepare, train_one)
   summary = summarize(results)
-  if is_chief:
-    source = fileio.join(workdir, task, f"seed_{summary['median_seed']}")
-    for name in ("predictions.json", "null_odds.json"):
-      if fileio.isfile(fileio.join(source, name)):
-        fileio.copy(fileio.join(source, name), fileio.join(workdir, task, name))
-    finetune.merge_results(workdir, {task: summary})
+  finetune.publish_median(workdir, task, summary, ("predictions.json", "null_odds.json"))
   median = summary["median"]
   line = (f"{task} dev (median of {len(results)} seed(s)): EM {100 * median['dev/exact_match']:.2f}"
           f" F1 {100 * median['dev/f1']:.2f}")

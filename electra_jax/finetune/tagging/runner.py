@@ -68,7 +68,6 @@ OVERALL_METRICS = ("f1", "precision", "recall", "accuracy")  # tagging_metrics' 
 ENTITY_METRICS = ("f1", "precision", "recall")  # Also per entity type: "f1/PER".
 SPLITS = ("train", "dev", "test")
 BATCH_RANKS = {key: 2 for key in windows.MODEL_KEYS}
-TAG_RANGES = (*finetune.TRAINING_RANGES, ("head_dropout", "[0, 1)"))
 
 
 def is_tag_config(config: ml_collections.ConfigDict) -> bool:
@@ -86,7 +85,7 @@ def resolve_metric(config: ml_collections.ConfigDict) -> str:
 def validate(config: ml_collections.ConfigDict) -> None:
   """Raises ElectraError for a token-classification config that cannot work (everything
   checkable without data), naming the field and the fix."""
-  finetune.validate_training(config, TAG_RANGES)
+  finetune.validate_training(config, finetune.FINETUNE_RANGES)
   scheme = schemes.check_scheme(config.label_scheme)
   metric = str(config.metric)
   name, _, kind = metric.partition("/")
@@ -238,11 +237,7 @@ def build_setup(config: ml_collections.ConfigDict, encoder: Any, num_labels: int
   from the checkpoint (`FinetuneSetup.restored_groups`)."""
   model = heads.TokenClassifier(encoder, num_labels, config.head_dropout,
                                 encoder_name=encoder_name, head_init=config.head_init)
-  dummy = np.zeros((1, config.max_seq_length), np.int32)  # Host array: no device is touched.
-
-  def init_params(key):
-    head_rng, state_rng = jax.random.split(key)
-    return model.init({"params": head_rng}, dummy, dummy, dummy)["params"], state_rng
+  init_params = finetune.init_params_fn(model, config.max_seq_length)
 
   def loss_fn(params, batch, rng, deterministic, step=None):
     del step
@@ -453,12 +448,8 @@ def _train_in(config: ml_collections.ConfigDict, workdir: str) -> dict[str, Any]
   results = finetune.run_seeds(config, workdir, TASK, prepare, train_one)
   summary = finetune.summarize_seeds(
       results, [r["metrics"][f"dev/{metric}"] for r in results], metric)
-  if is_chief:
-    source = fileio.join(workdir, TASK, f"seed_{summary['median_seed']}")
-    for name in ("dev_predictions.conll", "test_predictions.conll"):
-      if fileio.isfile(fileio.join(source, name)):
-        fileio.copy(fileio.join(source, name), fileio.join(workdir, TASK, name))
-    finetune.merge_results(workdir, {TASK: summary})
+  finetune.publish_median(workdir, TASK, summary,
+                          ("dev_predictions.conll", "test_predictions.conll"))
   logging.info("Results in %s/results.json, predictions in %s/%s/", workdir, workdir, TASK)
   print(f"{TASK} dev (median of {len(results)} seed(s), by {metric}): "
         f"{_scores_line(summary['median'], 'dev')}", flush=True)
