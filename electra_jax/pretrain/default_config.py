@@ -97,6 +97,12 @@ def get_config() -> ml_collections.ConfigDict:
 
   train = config.train = ml_collections.ConfigDict()
   train.batch_size = 128  # Global batch (sequences per step, over all devices).
+  # Gradient accumulation: the global batch runs as this many microbatches of
+  # batch_size / grad_accum_steps sequences in sequence inside one jitted step (a scan), their
+  # gradients summed in float32 before one optimizer update. The step computes the same
+  # function for every value (same corrupted inputs, whole-batch losses); it lowers the
+  # activation memory per chip K-fold at the cost of K smaller matmuls. 1: off.
+  train.grad_accum_steps = 1
   train.num_train_steps = 1_000_000  # Optimizer steps (sets the learning-rate schedule).
   train.stop_at_step = 0  # Stop early at this step with a checkpoint (schedule unchanged); 0: off.
   # How the ELECTRA objectives train the generator: "joint" (with the discriminator, the

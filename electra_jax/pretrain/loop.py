@@ -127,7 +127,9 @@ def build_setup(config: ml_collections.ConfigDict, special_ids: objectives.Speci
           params, settings, objective.group_of, groups),
       mesh_config=config.mesh, batch_ranks={k: 2 for k in INPUT_KEYS},
       batch_sizes={"train.batch_size": t.batch_size}, devices=devices,
-      prepare_params=objective.prepare_params, filter_updates=objective.filter_updates)
+      prepare_params=objective.prepare_params, filter_updates=objective.filter_updates,
+      accum_steps=t.get("grad_accum_steps", 1), accumulation="mean",
+      accum_flag="train.grad_accum_steps")
   objective.check_mesh(trainer.mesh, trainer.rules)
   return Setup(config=config, objective=objective, trainer=trainer)
 

@@ -168,6 +168,7 @@ RANGES = (
     ("train.keep_checkpoints", "[1, inf)"),
     ("train.generator_steps", "[0, inf)"),
     ("train.peak_tflops", "[0, inf)"),
+    ("train.grad_accum_steps", "[1, inf)"),
 )
 
 

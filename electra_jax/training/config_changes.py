@@ -36,6 +36,7 @@ EXECUTION_ONLY = (
     "train.compilation_cache_dir",
     "train.compiled_step",
     "train.peak_tflops",
+    "train.grad_accum_steps",
 )
 
 # Fields a pretraining run may be resumed with changed: the execution-only ones, and the length
