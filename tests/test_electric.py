@@ -15,6 +15,7 @@ import pytest
 from electra_jax.errors import ElectraError
 from electra_jax.models import electric
 from electra_jax.pretrain import flops
+from electra_jax.pretrain.objectives import ops
 from tests.test_ablations import SPECIAL, T, build, group_grads, make_batch, pairs, value
 
 
@@ -93,7 +94,9 @@ def test_the_loss_equals_a_direct_computation(copy):
   cloze = _cloze(objective, params, ids, mask)  # [B, T, V]
   positions, weights = np.asarray(masked.positions), np.asarray(masked.weights)
   gathered = np.take_along_axis(cloze, positions[..., None], axis=1)
-  sampled = np.asarray(objective.sampler(sample_rng, masked, jnp.asarray(gathered)))
+  # One sampling key per example (`ops.row_keys`), as the objective draws them.
+  keys = ops.row_keys(sample_rng, ids.shape[0])
+  sampled = np.asarray(objective.sampler(keys, masked, jnp.asarray(gathered)))
   corrupted, labels = ids.copy(), np.zeros_like(ids)
   for b, p in zip(*np.nonzero(weights > 0)):
     corrupted[b, positions[b, p]] = sampled[b, p]

@@ -122,13 +122,14 @@ def build_setup(config: ml_collections.ConfigDict, special_ids: objectives.Speci
   settings = optimizer_settings(t)
   groups = group_settings(config, objective)
   trainer = trainer_lib.build_trainer(
-      init_params=objective.init_params, loss_fn=objective.loss_and_metrics,
+      init_params=objective.init_params, loss_fn=objective.microbatch_loss,
+      prepare_batch=objective.prepare_batch,
       make_optimizer=lambda params: optimizer_lib.build_optimizer(
           params, settings, objective.group_of, groups),
       mesh_config=config.mesh, batch_ranks={k: 2 for k in INPUT_KEYS},
       batch_sizes={"train.batch_size": t.batch_size}, devices=devices,
       prepare_params=objective.prepare_params, filter_updates=objective.filter_updates,
-      accum_steps=t.get("grad_accum_steps", 1), accumulation="mean",
+      accum_steps=t.get("grad_accum_steps", 1), accumulation="sum",
       accum_flag="train.grad_accum_steps")
   objective.check_mesh(trainer.mesh, trainer.rules)
   return Setup(config=config, objective=objective, trainer=trainer)

@@ -10,6 +10,13 @@ and optionally, for jobs whose training changes by step (two-stage pretraining),
 `prepare_params(params, step) -> params` (applied at the start of a train step) and
 `filter_updates(updates, step) -> updates` (applied to the optimizer's updates).
 
+A job whose loss draws random inputs or divides by batch totals (pretraining: masking,
+sampling, means over masked slots) also gives `prepare_batch(batch, rng, step) -> (batch,
+totals)`, the parameter-free part run on the whole batch first; `loss_fn` is then called as
+loss_fn(params, batch, rng, deterministic, step, totals) on the prepared batch or on one
+microbatch of it, so that gradient accumulation computes the same function for every number
+of microbatches (the microbatches' losses sum to the batch's).
+
 and `build_trainer` turns that into a `Trainer`: the mesh and logical-axis rules, the state's
 shardings (parameters and optimizer slots follow the parameters' logical axes), a state created
 directly in its shards, and two jitted steps with explicit in/out shardings:
@@ -47,6 +54,8 @@ NONFINITE = "nonfinite_steps"
 LossFn = Callable[[Any, Mapping[str, jax.Array], jax.Array, bool, jax.Array],
                   tuple[jax.Array, Metrics, dict[str, jax.Array]]]
 StepHook = Callable[[Any, jax.Array], Any]
+PrepareBatch = Callable[[Mapping[str, jax.Array], jax.Array, jax.Array],
+                        tuple[dict[str, jax.Array], dict[str, jax.Array]]]
 InitParams = Callable[[jax.Array], tuple[Any, jax.Array]]
 MakeOptimizer = Callable[[Any], tuple[optax.GradientTransformation, optax.Schedule]]
 
@@ -125,6 +134,17 @@ def batch_shardings(mesh: jax.sharding.Mesh, rules, batch_ranks: Mapping[str, in
 ACCUMULATIONS = ("sum", "mean")  # How microbatch losses make the batch's (see below).
 
 
+def microbatch_constraint(mesh: jax.sharding.Mesh, rules) -> Callable[[Any], Any]:
+  """Pins [K, B / K, ...] microbatch arrays to the mesh's batch axes on axis 1 (any rank)."""
+  batch_axes = parallel.batch_sharding(mesh, rules).spec[0]
+
+  def constrain(micro):
+    return {k: jax.lax.with_sharding_constraint(
+        v, NamedSharding(mesh, PartitionSpec(None, batch_axes, *([None] * (v.ndim - 2)))))
+            for k, v in micro.items()}
+  return constrain
+
+
 def split_microbatches(batch: dict[str, jax.Array], accum_steps: int,
                        constrain: Callable[[Any], Any] | None = None
                        ) -> dict[str, jax.Array]:
@@ -176,11 +196,13 @@ def accumulated_value_and_grad(loss, params, batch: dict[str, jax.Array], rng: j
 def make_train_step(loss_fn: LossFn, tx: optax.GradientTransformation,
                     schedule: optax.Schedule, prepare_params: StepHook | None = None,
                     filter_updates: StepHook | None = None, accum_steps: int = 1,
-                    accumulation: str = "sum", constrain: Callable[[Any], Any] | None = None):
+                    accumulation: str = "sum", constrain: Callable[[Any], Any] | None = None,
+                    prepare_batch: PrepareBatch | None = None):
   """(state, batch) -> (state + 1 step, metrics as (numerator, denominator) pairs).
 
   With `accum_steps` > 1 the batch is `accum_steps` microbatches whose gradients are
-  accumulated before the one optimizer update (`accumulated_value_and_grad`)."""
+  accumulated before the one optimizer update (`accumulated_value_and_grad`); with
+  `prepare_batch` (see the module docstring) the batch is prepared whole first."""
   if accumulation not in ACCUMULATIONS:
     raise ValueError(f"accumulation={accumulation!r}; choose one of {ACCUMULATIONS}")
 
@@ -189,9 +211,13 @@ def make_train_step(loss_fn: LossFn, tx: optax.GradientTransformation,
     params = state.params
     if prepare_params is not None:
       params = prepare_params(params, state.step)
+    totals = ()
+    if prepare_batch is not None:
+      batch, batch_totals = prepare_batch(batch, rng, state.step)
+      totals = (batch_totals,)
 
     def loss(params, batch=batch, rng=rng):
-      value, step_metrics, _ = loss_fn(params, batch, rng, False, state.step)
+      value, step_metrics, _ = loss_fn(params, batch, rng, False, state.step, *totals)
       return value, step_metrics
 
     if accum_steps == 1:
@@ -222,10 +248,14 @@ def make_train_step(loss_fn: LossFn, tx: optax.GradientTransformation,
   return train_step
 
 
-def make_eval_step(loss_fn: LossFn):
+def make_eval_step(loss_fn: LossFn, prepare_batch: PrepareBatch | None = None):
   """(state, batch, rng) -> (metrics, outputs), dropout off."""
   def eval_step(state: TrainState, batch: dict[str, jax.Array], rng: jax.Array):
-    _, step_metrics, outputs = loss_fn(state.params, batch, rng, True, state.step)
+    totals = ()
+    if prepare_batch is not None:
+      batch, batch_totals = prepare_batch(batch, rng, state.step)
+      totals = (batch_totals,)
+    _, step_metrics, outputs = loss_fn(state.params, batch, rng, True, state.step, *totals)
     return step_metrics, outputs
   return eval_step
 
@@ -236,7 +266,8 @@ def build_trainer(*, init_params: InitParams, loss_fn: LossFn, make_optimizer: M
                   prepare_params: StepHook | None = None,
                   filter_updates: StepHook | None = None,
                   accum_steps: int = 1, accumulation: str = "sum",
-                  accum_flag: str = "grad_accum_steps") -> Trainer:
+                  accum_flag: str = "grad_accum_steps",
+                  prepare_batch: PrepareBatch | None = None) -> Trainer:
   """Mesh, shardings, sharded state creation and the jitted steps of one job.
 
   Args:
@@ -252,6 +283,8 @@ def build_trainer(*, init_params: InitParams, loss_fn: LossFn, make_optimizer: M
       `batch_sizes` is the training batch they split); 1: none.
     accumulation: "sum" (the loss sums over rows) or "mean" (it averages over them).
     accum_flag: the config field of `accum_steps`, for errors.
+    prepare_batch: optional (batch, rng, step) -> (batch, totals), the loss's parameter-free
+      part on the whole batch (see the module docstring; `loss_fn` then takes `totals`).
   Raises:
     ElectraError: a batch size or a parameter dimension that the mesh does not divide.
   """
@@ -292,19 +325,15 @@ def build_trainer(*, init_params: InitParams, loss_fn: LossFn, make_optimizer: M
   replicated = parallel.replicated(mesh)
 
   init_jit = jax.jit(init_state, out_shardings=state_shardings)
-  batch_axes = parallel.batch_sharding(mesh, rules).spec[0]
-  micro_shardings = {name: NamedSharding(mesh, PartitionSpec(None, batch_axes,
-                                                             *([None] * (rank - 1))))
-                     for name, rank in batch_ranks.items()}
-  constrain = lambda micro: {k: jax.lax.with_sharding_constraint(v, micro_shardings[k])
-                             for k, v in micro.items()}
   train_jit = jax.jit(make_train_step(loss_fn, tx, schedule, prepare_params, filter_updates,
-                                      accum_steps, accumulation, constrain),
+                                      accum_steps, accumulation,
+                                      microbatch_constraint(mesh, rules), prepare_batch),
                       in_shardings=(state_shardings, shardings),
                       out_shardings=(state_shardings, replicated), donate_argnums=0)
   # Eval outputs come back replicated, so that every process (each host of a pod) can read
   # all of them (for AUC, predictions).
-  eval_jit = jax.jit(make_eval_step(loss_fn), in_shardings=(state_shardings, shardings, replicated),
+  eval_jit = jax.jit(make_eval_step(loss_fn, prepare_batch),
+                     in_shardings=(state_shardings, shardings, replicated),
                      out_shardings=(replicated, replicated))
   return Trainer(mesh=mesh, rules=rules, tx=tx, schedule=schedule, param_specs=param_specs,
                  state_shardings=state_shardings, batch_shardings=shardings,

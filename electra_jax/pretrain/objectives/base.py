@@ -9,7 +9,10 @@ owns:
   `encoder_head`);
 - its parameter groups (`groups`, `group_of`), which the optimizer gives their own learning
   rate, weight decay and trainable flag (`config.train.param_groups`);
-- `loss_and_metrics`, the metrics on the progress line (`progress_fields`) and the evaluation
+- its loss in two parts: `prepare_batch`, the parameter-free part on the whole batch (masking,
+  the examples' sampling keys, the loss's denominators), and `microbatch_loss`, the rest on
+  the batch or on one microbatch of it (gradient accumulation: the microbatches' losses sum
+  to the batch's); `loss_and_metrics` is both on one batch. Also the metrics on the progress line (`progress_fields`) and the evaluation
   extras computed on the host from per-token outputs (`eval_extras`, e.g. AUC);
 - its analytic FLOPs per training step (`flops_per_step`), for MFU and compute-matched runs.
 
@@ -29,6 +32,21 @@ import ml_collections
 import numpy as np
 
 Metrics = dict[str, tuple[jax.Array, jax.Array]]
+# A batch's loss denominators (float32 scalars) by name, from `Objective.prepare_batch`; "rows"
+# is the batch's number of examples.
+Totals = dict[str, jax.Array]
+
+
+def rows_total(batch: Mapping[str, jax.Array]) -> Totals:
+  """The totals every objective has: {"rows": B}."""
+  return {"rows": jnp.float32(batch["input_ids"].shape[0])}
+
+
+def share_of(batch: Mapping[str, jax.Array], totals: Totals) -> jax.Array:
+  """This (micro)batch's rows over the whole batch's: the denominator of its per-step metrics
+  (a loss that is the microbatch's contribution is reported as ratio(loss, share), so that the
+  microbatches' pairs sum to the batch's loss over 1)."""
+  return batch["input_ids"].shape[0] / totals["rows"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -99,16 +117,41 @@ class Objective(abc.ABC):
   def group_of(self, path: Sequence[str]) -> str:
     """The group (one of `groups`) of the parameter at `path` (top-level name first)."""
 
+  def prepare_batch(self, batch: Mapping[str, jax.Array], rng: jax.Array, step: Any = 0
+                    ) -> tuple[dict[str, jax.Array], Totals]:
+    """(the batch with the arrays its loss draws at random, the loss's denominators).
+
+    Runs on the whole batch, before a train step splits it into microbatches, and uses no
+    parameters: masking (from `rng` over the whole batch), one sampling key per example
+    (`corruption.with_masked`) and the sums the loss divides by (masked slots, scored tokens;
+    "rows"). Every array added has the batch as its first axis. The default adds nothing.
+    """
+    del rng, step
+    return dict(batch), rows_total(batch)
+
   @abc.abstractmethod
+  def microbatch_loss(self, params: Any, batch: Mapping[str, jax.Array], rng: jax.Array,
+                      deterministic: bool, step: Any, totals: Totals
+                      ) -> tuple[jax.Array, Metrics, dict[str, jax.Array]]:
+    """(scalar loss, metrics as (numerator, denominator) pairs, outputs) of a prepared batch
+    or one microbatch of it (rows of `prepare_batch`'s output).
+
+    The loss divides by the whole batch's `totals`, so the microbatches' losses (and
+    gradients) sum to the batch's; per-step metrics are ratio(value, `share_of`). `rng` is
+    the step's (the microbatch's, with accumulation): dropout only. `step` (int32 scalar) is the
+    train state's step, for objectives whose loss changes over training (two-stage phases, an
+    MLE-weight schedule). `outputs` holds arrays for host-side evaluation extras
+    (`eval_extras`).
+    """
+
   def loss_and_metrics(self, params: Any, batch: Mapping[str, jax.Array], rng: jax.Array,
                        deterministic: bool, step: Any = 0
                        ) -> tuple[jax.Array, Metrics, dict[str, jax.Array]]:
-    """(scalar loss to minimise, metrics as (numerator, denominator) pairs, outputs).
-
-    `step` (int32 scalar) is the train state's step, for objectives whose loss changes over
-    training (two-stage phases, an MLE-weight schedule). `outputs` holds arrays for host-side
-    evaluation extras (`eval_extras`).
-    """
+    """(scalar loss to minimise, metrics, outputs) of one batch: `prepare_batch`, then
+    `microbatch_loss` on all of it (what evaluation runs, and a train step without
+    accumulation)."""
+    prepared, totals = self.prepare_batch(batch, rng, step)
+    return self.microbatch_loss(params, prepared, rng, deterministic, step, totals)
 
   def prepare_params(self, params: Any, step: Any) -> Any:
     """The parameters a train step starts from (e.g. two-stage's copy at the phase change)."""

@@ -81,6 +81,8 @@ class Masking:
                span_p=o.get("span_p", 0.2), span_max_words=o.get("span_max_words", 10))
 
   def __call__(self, rng: jax.Array, batch: Mapping[str, jax.Array]) -> ops.MaskedInputs:
+    """The batch's masked inputs, drawn from `rng` over the whole batch (objectives call this
+    before the batch is split into microbatches, so that every K masks the same tokens)."""
     return ops.mask_tokens(rng, batch["input_ids"], batch["input_mask"],
                            mask_prob=self.mask_prob, max_predictions=self.max_predictions,
                            mask_id=self.special_ids.mask,
@@ -90,6 +92,28 @@ class Masking:
                            vocab_size=self.vocab_size, sampler=self.sampler, mode=self.mode,
                            starts_word=self.starts_word, span_p=self.span_p,
                            span_max_words=self.span_max_words)
+
+
+# Batch keys under which an objective's `prepare_batch` stores the masked inputs (and the
+# examples' sampling keys), so that they are split into microbatches with the batch.
+MASKED_KEYS = {"masked_ids": "masked_input_ids", "positions": "masked_positions",
+               "target_ids": "masked_target_ids", "weights": "masked_weights"}
+SAMPLE_KEYS = "sample_keys"
+
+
+def with_masked(batch: Mapping[str, jax.Array], masked: ops.MaskedInputs,
+                sample_rng: jax.Array) -> dict[str, jax.Array]:
+  """`batch` plus the masked inputs and one sampling key per example ([B, 2] uint32:
+  `ops.row_keys`), all with the batch as their first axis."""
+  out = dict(batch)
+  out.update({key: getattr(masked, field) for field, key in MASKED_KEYS.items()})
+  out[SAMPLE_KEYS] = ops.row_keys(sample_rng, batch["input_ids"].shape[0])
+  return out
+
+
+def masked_of(batch: Mapping[str, jax.Array]) -> ops.MaskedInputs:
+  """The masked inputs `with_masked` stored in (a microbatch of) the batch."""
+  return ops.MaskedInputs(**{field: batch[key] for field, key in MASKED_KEYS.items()})
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -140,13 +164,20 @@ class Sampler:
   def learned(self) -> bool:
     return self.kind == "learned"
 
-  def __call__(self, rng: jax.Array, masked: ops.MaskedInputs,
+  def __call__(self, keys: jax.Array, masked: ops.MaskedInputs,
                generator_logits: jax.Array | None = None) -> jax.Array:
-    """int32 [B, P] replacements (no gradient)."""
+    """int32 [B, P] replacements (no gradient), row b's drawn from keys[b] (`with_masked`'s
+    per-example keys, [B, 2]), so that an example's draws do not depend on the rows it is
+    batched with."""
+    slots = masked.positions.shape[1:]
     if self.kind == "learned":
-      return ops.gumbel_sample(rng, generator_logits, self.temperature,
-                               masked.target_ids if self.disallow_correct else None)
+      if self.disallow_correct:
+        return jax.vmap(lambda k, logits, disallow: ops.gumbel_sample(
+            k, logits, self.temperature, disallow))(keys, generator_logits, masked.target_ids)
+      return jax.vmap(lambda k, logits: ops.gumbel_sample(k, logits, self.temperature))(
+          keys, generator_logits)
     if self.kind == "uniform":
-      return ops.uniform_sample(rng, masked.positions.shape, self.vocab_size,
-                                self.special_ids.never_masked())
-    return ops.unigram_sample(rng, jnp.asarray(self.unigram_log_probs), masked.positions.shape)
+      return jax.vmap(lambda k: ops.uniform_sample(k, slots, self.vocab_size,
+                                                   self.special_ids.never_masked()))(keys)
+    log_probs = jnp.asarray(self.unigram_log_probs)
+    return jax.vmap(lambda k: ops.unigram_sample(k, log_probs, slots))(keys)

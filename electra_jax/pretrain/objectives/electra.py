@@ -35,7 +35,9 @@ from electra_jax.errors import ElectraError
 from electra_jax.models import electra as electra_models
 from electra_jax.pretrain import flops
 from electra_jax.pretrain.objectives import ops
-from electra_jax.pretrain.objectives.base import Objective, SpecialIds, init_pretrainer
+from electra_jax.pretrain.objectives import corruption
+from electra_jax.pretrain.objectives.base import (Objective, SpecialIds, init_pretrainer,
+                                                  rows_total, share_of)
 from electra_jax.pretrain.objectives.corruption import Masking, Sampler, max_predictions
 from electra_jax.training import metrics as metrics_lib
 from electra_jax.training import parallel
@@ -257,11 +259,33 @@ class ElectraObjective(Objective):
       return {**params, "embeddings": jax.lax.stop_gradient(params["embeddings"])}
     return params
 
-  def loss_and_metrics(self, params, batch, rng, deterministic, step=0):
-    mask_rng, sample_rng, gen_dropout, disc_dropout = jax.random.split(rng, 4)
+  def _disc_weights(self, masked: ops.MaskedInputs, input_mask: jax.Array) -> jax.Array:
+    """[B, T] the tokens the discriminator's loss covers: every real token, or (ELECTRA-15%)
+    the masked ones."""
+    if self.masked_only:
+      return ops.positions_to_tokens(masked.positions, masked.weights,
+                                     input_mask.shape[1]) * input_mask
+    return input_mask
+
+  def prepare_batch(self, batch, rng, step=0):
+    """Masked inputs, sampling keys; totals "masked" (used slots) and "disc" (the tokens the
+    discriminator's loss covers)."""
+    del step
+    mask_rng, sample_rng, _, _ = jax.random.split(rng, 4)
+    masked = self.masking(mask_rng, batch)
+    totals = rows_total(batch)
+    totals["masked"] = jnp.sum(masked.weights.astype(jnp.float32))
+    totals["disc"] = jnp.sum(self._disc_weights(masked, batch["input_mask"]
+                                                ).astype(jnp.float32))
+    return corruption.with_masked(batch, masked, sample_rng), totals
+
+  def microbatch_loss(self, params, batch, rng, deterministic, step, totals):
+    _, _, gen_dropout, disc_dropout = jax.random.split(rng, 4)
     input_ids, input_mask, segment_ids = (batch["input_ids"], batch["input_mask"],
                                           batch["segment_ids"])
-    masked = self.masking(mask_rng, batch)
+    masked = corruption.masked_of(batch)
+    sample_keys = batch[corruption.SAMPLE_KEYS]
+    share = share_of(batch, totals)
     variables = {"params": params}
     metrics: dict[str, Any] = {}
     gen_logits = gen_hidden = None
@@ -270,26 +294,23 @@ class ElectraObjective(Objective):
       gen_logits, gen_hidden = self.model.apply(
           variables, masked.masked_ids, input_mask, segment_ids, masked.positions,
           deterministic, True, method="generator_logits", rngs={"dropout": gen_dropout})
-      gen_loss = ops.mlm_loss(gen_logits, masked.target_ids, masked.weights)
+      gen_loss = ops.mlm_loss(gen_logits, masked.target_ids, masked.weights, totals["masked"])
     word_offset = None
     if self.algorithm == "adversarial" and self.adversarial_estimator == "straight_through":
-      sampled, one_hot = ops.straight_through_one_hot(
-          sample_rng, gen_logits / self.sampler.temperature)
+      sampled, one_hot = jax.vmap(ops.straight_through_one_hot)(
+          sample_keys, gen_logits / self.sampler.temperature)
       word_offset = self._straight_through_offset(params, one_hot, masked, step,
                                                   input_ids.shape[1])
     else:
-      sampled = self.sampler(sample_rng, masked, gen_logits)
+      sampled = self.sampler(sample_keys, masked, gen_logits)
     corrupted, labels = ops.replace_tokens(input_ids, input_mask, masked.positions, sampled,
                                            masked.weights)
     disc_logits = self.model.apply(
         {"params": self._discriminator_params(params)}, corrupted, input_mask, segment_ids,
         deterministic, word_offset, method="discriminator_logits",
         rngs={"dropout": disc_dropout})
-    disc_weights = input_mask
-    if self.masked_only:
-      disc_weights = ops.positions_to_tokens(masked.positions, masked.weights,
-                                             input_ids.shape[1]) * input_mask
-    disc_loss = ops.discriminator_loss(disc_logits, labels, disc_weights)
+    disc_weights = self._disc_weights(masked, input_mask)
+    disc_loss = ops.discriminator_loss(disc_logits, labels, disc_weights, totals["disc"])
 
     generator_phase = self.in_generator_phase(step)
     gen_weight = jnp.where(generator_phase | (self.algorithm != "two_stage"),
@@ -300,7 +321,7 @@ class ElectraObjective(Objective):
       gen_weight = self.gen_weight * mle
       if self.adversarial_estimator == "reinforce":
         adversarial, extra = self._reinforce(params, gen_logits, gen_hidden, sampled, masked,
-                                             disc_logits, labels)
+                                             disc_logits, labels, totals["masked"], share)
         metrics.update(extra)
         gen_loss_total = gen_weight * gen_loss + (1.0 - mle) * adversarial
       else:
@@ -310,34 +331,35 @@ class ElectraObjective(Objective):
       gen_loss_total = gen_weight * gen_loss
     loss = gen_loss_total + disc_weight * disc_loss
 
-    metrics["loss"] = ratio(loss, 1.0)
+    metrics["loss"] = ratio(loss, share)
     if self.sampler.learned:
       metrics.update(ops.mlm_metrics(gen_logits, masked.target_ids, masked.weights, sampled,
-                                     gen_loss))
+                                     gen_loss, share))
     else:
       metrics["sampled_masked_lm_accuracy"] = ops.sampled_accuracy(sampled, masked.target_ids,
                                                                    masked.weights)
-    metrics.update(ops.discriminator_metrics(disc_logits, labels, disc_weights, disc_loss))
+    metrics.update(ops.discriminator_metrics(disc_logits, labels, disc_weights, disc_loss,
+                                             share))
     outputs = {"disc_probs": jax.nn.sigmoid(disc_logits), "disc_labels": labels,
                "input_mask": disc_weights.astype(jnp.int32)}
     return loss, metrics, outputs
 
-  def _reinforce(self, params, gen_logits, gen_hidden, sampled, masked, disc_logits, labels):
+  def _reinforce(self, params, gen_logits, gen_hidden, sampled, masked, disc_logits, labels,
+                 total, share):
     """REINFORCE's surrogate loss (reward: the discriminator's loss at each masked position)
     plus the baseline's squared error; the baseline sees the generator's states without
-    sending them gradient."""
+    sending them gradient. `total`: the batch's used slots; `share`: see `share_of`."""
     token_losses = ops.token_discriminator_losses(disc_logits, labels)  # [B, T]
     rewards = jax.lax.stop_gradient(
         jnp.take_along_axis(token_losses, masked.positions, axis=1))  # [B, P]
     baseline = self.model.apply({"params": params}, jax.lax.stop_gradient(gen_hidden),
                                 method="generator_baseline")
     surrogate = ops.reinforce_loss(gen_logits / self.sampler.temperature, sampled, rewards,
-                                   baseline, masked.weights)
-    total = jnp.sum(masked.weights) + 1e-6
-    baseline_loss = jnp.sum(jnp.square(baseline - rewards) * masked.weights) / total
+                                   baseline, masked.weights, total)
+    baseline_loss = ops.weighted_mean(jnp.square(baseline - rewards), masked.weights, total)
     return surrogate + baseline_loss, {
-        "adversarial_reward": ratio(jnp.sum(rewards * masked.weights), total),
-        "baseline_loss": ratio(baseline_loss, 1.0)}
+        "adversarial_reward": ratio(jnp.sum(rewards * masked.weights), jnp.sum(masked.weights)),
+        "baseline_loss": ratio(baseline_loss, share)}
 
   def _straight_through_offset(self, params, one_hot, masked, step, seq_len):
     """The discriminator's zero-valued word offset whose gradient reaches the generator's

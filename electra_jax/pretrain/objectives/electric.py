@@ -38,7 +38,9 @@ from electra_jax.errors import ElectraError
 from electra_jax.models import electric as electric_models
 from electra_jax.pretrain import flops
 from electra_jax.pretrain.objectives import ops
-from electra_jax.pretrain.objectives.base import Objective, SpecialIds, init_pretrainer
+from electra_jax.pretrain.objectives import corruption
+from electra_jax.pretrain.objectives.base import (Objective, SpecialIds, init_pretrainer,
+                                                  rows_total, share_of)
 from electra_jax.pretrain.objectives.corruption import Masking, Sampler
 from electra_jax.pretrain.objectives.electra import replaced_token_extras, scored_tokens
 from electra_jax.training import metrics as metrics_lib
@@ -51,15 +53,15 @@ _GROUP_OF_TOP = {"embeddings": "embeddings",
                  "discriminator": "discriminator", "discriminator_predictions": "discriminator"}
 
 
-def cloze_loss(logits: jax.Array, input_ids: jax.Array, weights: jax.Array) -> jax.Array:
+def cloze_loss(logits: jax.Array, input_ids: jax.Array, weights: jax.Array,
+               total: jax.Array | None = None) -> jax.Array:
   """The noise model's mean cross-entropy over the candidate positions.
 
   logits: float [B, T, V]; input_ids: int [B, T] (the originals); weights: [B, T] 1 at the
-  candidates. Returns a float32 scalar."""
+  candidates; total: see `ops.weighted_mean`. Returns a float32 scalar."""
   losses = optax.softmax_cross_entropy_with_integer_labels(logits.astype(jnp.float32),
                                                            input_ids)
-  weights = weights.astype(jnp.float32)
-  return jnp.sum(losses * weights) / (jnp.sum(weights) + 1e-6)
+  return ops.weighted_mean(losses, weights, total)
 
 
 def candidates(input_ids: jax.Array, input_mask: jax.Array, special: SpecialIds) -> jax.Array:
@@ -133,21 +135,35 @@ class ElectricObjective(Objective):
   def init_params(self, key):
     return init_pretrainer(self.model, key, self.max_seq_length, self.masking.max_predictions)
 
-  def loss_and_metrics(self, params, batch, rng, deterministic, step=0):
+  def prepare_batch(self, batch, rng, step=0):
+    """Noise positions, sampling keys; totals "candidates" (the cloze loss's positions),
+    "tokens" (the NCE loss's) and "masked" (noise slots)."""
     del step
-    mask_rng, sample_rng, gen_dropout, disc_dropout = jax.random.split(rng, 4)
+    mask_rng, sample_rng, _, _ = jax.random.split(rng, 4)
+    masked = self.masking(mask_rng, batch)
+    totals = rows_total(batch)
+    totals["candidates"] = jnp.sum(candidates(batch["input_ids"], batch["input_mask"],
+                                              self.special_ids).astype(jnp.float32))
+    totals["tokens"] = jnp.sum(batch["input_mask"].astype(jnp.float32))
+    totals["masked"] = jnp.sum(masked.weights.astype(jnp.float32))
+    return corruption.with_masked(batch, masked, sample_rng), totals
+
+  def microbatch_loss(self, params, batch, rng, deterministic, step, totals):
+    del step
+    _, _, gen_dropout, disc_dropout = jax.random.split(rng, 4)
     input_ids, input_mask, segment_ids = (batch["input_ids"], batch["input_mask"],
                                           batch["segment_ids"])
+    share = share_of(batch, totals)
     variables = {"params": params}
     cloze_logits = self.model.apply(variables, input_ids, input_mask, segment_ids,
                                     deterministic, method="cloze_logits",
                                     rngs={"dropout": gen_dropout})  # [B, T, V]
     cloze_weights = candidates(input_ids, input_mask, self.special_ids)
-    gen_loss = cloze_loss(cloze_logits, input_ids, cloze_weights)
+    gen_loss = cloze_loss(cloze_logits, input_ids, cloze_weights, totals["candidates"])
 
-    masked = self.masking(mask_rng, batch)
+    masked = corruption.masked_of(batch)
     gen_logits = jnp.take_along_axis(cloze_logits, masked.positions[..., None], axis=1)
-    sampled = self.sampler(sample_rng, masked, gen_logits)  # [B, P], no gradient.
+    sampled = self.sampler(batch[corruption.SAMPLE_KEYS], masked, gen_logits)  # [B, P]
     corrupted, _ = ops.replace_tokens(input_ids, input_mask, masked.positions, sampled,
                                       masked.weights)
     seq_len = input_ids.shape[1]
@@ -158,15 +174,16 @@ class ElectricObjective(Objective):
     energies = self.model.apply(variables, corrupted, input_mask, segment_ids, deterministic,
                                 method="energies", rngs={"dropout": disc_dropout})
     nce_logits = ops.electric_logits(energies, log_q, self.noise_share)
-    nce_loss = ops.discriminator_loss(nce_logits, labels, input_mask)
+    nce_loss = ops.discriminator_loss(nce_logits, labels, input_mask, totals["tokens"])
     loss = self.gen_weight * gen_loss + self.disc_weight * nce_loss
 
-    metrics: dict[str, Any] = {"loss": ratio(loss, 1.0), "cloze_loss": ratio(gen_loss, 1.0)}
+    metrics: dict[str, Any] = {"loss": ratio(loss, share), "cloze_loss": ratio(gen_loss, share)}
     correct = (jnp.argmax(cloze_logits, -1) == input_ids) * cloze_weights
     metrics["cloze_accuracy"] = ratio(jnp.sum(correct), jnp.sum(cloze_weights))
-    metrics.update(ops.mlm_metrics(gen_logits, masked.target_ids, masked.weights, sampled,
-                                   ops.mlm_loss(gen_logits, masked.target_ids, masked.weights)))
-    metrics.update(ops.discriminator_metrics(nce_logits, labels, input_mask, nce_loss))
+    metrics.update(ops.mlm_metrics(
+        gen_logits, masked.target_ids, masked.weights, sampled,
+        ops.mlm_loss(gen_logits, masked.target_ids, masked.weights, totals["masked"]), share))
+    metrics.update(ops.discriminator_metrics(nce_logits, labels, input_mask, nce_loss, share))
     outputs = {"disc_probs": jax.nn.sigmoid(nce_logits), "disc_labels": labels,
                "energies": energies, "input_mask": input_mask.astype(jnp.int32)}
     return loss, metrics, outputs

@@ -28,7 +28,9 @@ from electra_jax.models import electra as electra_models
 from electra_jax.models import masked_lm as mlm_models
 from electra_jax.pretrain import flops
 from electra_jax.pretrain.objectives import ops
-from electra_jax.pretrain.objectives.base import Objective, SpecialIds, init_pretrainer
+from electra_jax.pretrain.objectives import corruption
+from electra_jax.pretrain.objectives.base import (Objective, SpecialIds, init_pretrainer,
+                                                  rows_total, share_of)
 from electra_jax.pretrain.objectives.corruption import Masking, Sampler
 from electra_jax.pretrain.objectives.electra import GENERATOR_TOPS
 from electra_jax.training import parallel
@@ -111,10 +113,24 @@ class MaskedLMObjective(Objective):
   def init_params(self, key):
     return init_pretrainer(self.model, key, self.max_seq_length, self.masking.max_predictions)
 
-  def _corrupt(self, params, batch, rng, deterministic):
-    """(the encoder's input ids, masked inputs, the generator's loss, metrics)."""
-    mask_rng, sample_rng, gen_dropout = jax.random.split(rng, 3)
+  def prepare_batch(self, batch, rng, step=0):
+    """Masked inputs, sampling keys; totals "masked" (used slots) and "tokens" (real
+    tokens: All-Tokens MLM's loss)."""
+    del step
+    corrupt_rng, _ = jax.random.split(rng)
+    mask_rng, sample_rng, _ = jax.random.split(corrupt_rng, 3)
     masked = self.masking(mask_rng, batch)
+    totals = rows_total(batch)
+    totals["masked"] = jnp.sum(masked.weights.astype(jnp.float32))
+    totals["tokens"] = jnp.sum(batch["input_mask"].astype(jnp.float32))
+    return corruption.with_masked(batch, masked, sample_rng), totals
+
+  def _corrupt(self, params, batch, rng, deterministic, totals):
+    """(the encoder's input ids, masked inputs, the generator's loss, metrics) of a prepared
+    (micro)batch; `rng`: the step's."""
+    corrupt_rng, _ = jax.random.split(rng)
+    _, _, gen_dropout = jax.random.split(corrupt_rng, 3)
+    masked = corruption.masked_of(batch)
     if self.sampler is None:
       return masked.masked_ids, masked, jnp.float32(0.0), {}
     gen_logits, gen_loss = None, jnp.float32(0.0)
@@ -123,29 +139,31 @@ class MaskedLMObjective(Objective):
           {"params": params}, masked.masked_ids, batch["input_mask"], batch["segment_ids"],
           masked.positions, deterministic, method="generator_logits",
           rngs={"dropout": gen_dropout})
-      gen_loss = ops.mlm_loss(gen_logits, masked.target_ids, masked.weights)
-    sampled = self.sampler(sample_rng, masked, gen_logits)
+      gen_loss = ops.mlm_loss(gen_logits, masked.target_ids, masked.weights, totals["masked"])
+    sampled = self.sampler(batch[corruption.SAMPLE_KEYS], masked, gen_logits)
     metrics = {"sampled_masked_lm_accuracy": ops.sampled_accuracy(sampled, masked.target_ids,
                                                                   masked.weights)}
     if self.sampler.learned:
-      gen = ops.mlm_metrics(gen_logits, masked.target_ids, masked.weights, sampled, gen_loss)
+      gen = ops.mlm_metrics(gen_logits, masked.target_ids, masked.weights, sampled, gen_loss,
+                            share_of(batch, totals))
       metrics["generator_loss"] = gen["masked_lm_loss"]
       metrics["generator_accuracy"] = gen["masked_lm_accuracy"]
     corrupted, _ = ops.replace_tokens(batch["input_ids"], batch["input_mask"],
                                       masked.positions, sampled, masked.weights)
     return corrupted, masked, gen_loss, metrics
 
-  def loss_and_metrics(self, params, batch, rng, deterministic, step=0):
+  def microbatch_loss(self, params, batch, rng, deterministic, step, totals):
     del step
-    corrupt_rng, dropout_rng = jax.random.split(rng)
-    inputs, masked, gen_loss, metrics = self._corrupt(params, batch, corrupt_rng, deterministic)
+    _, dropout_rng = jax.random.split(rng)
+    inputs, masked, gen_loss, metrics = self._corrupt(params, batch, rng, deterministic, totals)
     logits = self.model.apply(
         {"params": params}, inputs, batch["input_mask"], batch["segment_ids"],
         masked.positions, deterministic, method="mlm_logits", rngs={"dropout": dropout_rng})
-    mlm_loss = ops.mlm_loss(logits, masked.target_ids, masked.weights)
+    mlm_loss = ops.mlm_loss(logits, masked.target_ids, masked.weights, totals["masked"])
     loss = mlm_loss + self.gen_weight * gen_loss
-    metrics.update({"loss": ratio(loss, 1.0),
-                    "masked_lm_loss": ratio(mlm_loss, 1.0),
+    share = share_of(batch, totals)
+    metrics.update({"loss": ratio(loss, share),
+                    "masked_lm_loss": ratio(mlm_loss, share),
                     "masked_lm_accuracy": ratio(
                         jnp.sum((jnp.argmax(logits, -1) == masked.target_ids) * masked.weights),
                         jnp.sum(masked.weights))})
@@ -193,17 +211,17 @@ class AllTokensMLMObjective(MaskedLMObjective):
   def progress_fields(self) -> dict[str, str]:  # type: ignore[override]
     return {"all_acc": "all_tokens_accuracy", **super().progress_fields}
 
-  def loss_and_metrics(self, params, batch, rng, deterministic, step=0):
+  def microbatch_loss(self, params, batch, rng, deterministic, step, totals):
     del step
-    corrupt_rng, dropout_rng = jax.random.split(rng)
-    inputs, masked, gen_loss, metrics = self._corrupt(params, batch, corrupt_rng, deterministic)
+    _, dropout_rng = jax.random.split(rng)
+    inputs, masked, gen_loss, metrics = self._corrupt(params, batch, rng, deterministic, totals)
     logits, gate = self.model.apply(
         {"params": params}, inputs, batch["input_mask"], batch["segment_ids"], None,
         deterministic, method="mlm_logits", rngs={"dropout": dropout_rng})  # [B,T,V], [B,T]
     targets = batch["input_ids"]
     real = batch["input_mask"].astype(jnp.float32)
     log_p = ops.all_tokens_log_prob(logits, gate, inputs, targets)  # [B, T]
-    all_loss = -jnp.sum(log_p * real) / (jnp.sum(real) + 1e-6)
+    all_loss = -ops.weighted_mean(log_p, real, totals["tokens"])
     loss = all_loss + self.gen_weight * gen_loss
     # The mixture's most likely token: the input when its probability beats the best of the
     # (1 - D)-scaled softmax.
@@ -212,8 +230,9 @@ class AllTokensMLMObjective(MaskedLMObjective):
         inputs, logits.shape[-1])
     correct = (jnp.argmax(mixture, -1) == targets).astype(jnp.float32)
     at_masked = ops.positions_to_tokens(masked.positions, masked.weights, targets.shape[1])
-    metrics.update({"loss": ratio(loss, 1.0),
-                    "all_tokens_loss": ratio(all_loss, 1.0),
+    share = share_of(batch, totals)
+    metrics.update({"loss": ratio(loss, share),
+                    "all_tokens_loss": ratio(all_loss, share),
                     "all_tokens_accuracy": ratio(jnp.sum(correct * real), jnp.sum(real)),
                     "masked_lm_accuracy": ratio(jnp.sum(correct * at_masked),
                                                 jnp.sum(at_masked)),

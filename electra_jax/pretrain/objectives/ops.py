@@ -310,26 +310,49 @@ def replace_tokens(input_ids: jax.Array, input_mask: jax.Array, positions: jax.A
   return corrupted.astype(jnp.int32), labels.astype(jnp.int32)
 
 
-def mlm_loss(logits: jax.Array, target_ids: jax.Array, weights: jax.Array) -> jax.Array:
-  """Mean cross-entropy over the used slots.  logits [B, P, V]; targets, weights [B, P]."""
+def row_keys(rng: jax.Array, rows: int, first_row: jax.Array | int = 0) -> jax.Array:
+  """One PRNG key per example: fold_in(rng, row index), rows `first_row` .. `first_row` +
+  `rows` - 1. Randomness drawn from these is tied to the example, not to the batch or the
+  microbatch it is computed in (gradient accumulation gives the same draws for every K)."""
+  return jax.vmap(jax.random.fold_in, (None, 0))(rng, first_row + jnp.arange(rows))
+
+
+def weighted_mean(values: jax.Array, weights: jax.Array, total: jax.Array | None = None
+                  ) -> jax.Array:
+  """sum(values x weights) / (total + 1e-6), total = sum(weights) unless given.
+
+  `total` is the whole batch's weight when `values` are one microbatch's (gradient
+  accumulation): the microbatches' results then sum to the whole batch's mean."""
+  weights = weights.astype(jnp.float32)
+  total = jnp.sum(weights) if total is None else total
+  return jnp.sum(values * weights) / (total + 1e-6)
+
+
+def mlm_loss(logits: jax.Array, target_ids: jax.Array, weights: jax.Array,
+             total: jax.Array | None = None) -> jax.Array:
+  """Mean cross-entropy over the used slots.  logits [B, P, V]; targets, weights [B, P];
+  `total`: see `weighted_mean`."""
   losses = optax.softmax_cross_entropy_with_integer_labels(logits.astype(jnp.float32),
                                                            target_ids)
-  return jnp.sum(losses * weights) / (jnp.sum(weights) + 1e-6)
+  return weighted_mean(losses, weights, total)
 
 
-def discriminator_loss(logits: jax.Array, labels: jax.Array, input_mask: jax.Array) -> jax.Array:
+def discriminator_loss(logits: jax.Array, labels: jax.Array, input_mask: jax.Array,
+                       total: jax.Array | None = None) -> jax.Array:
   """Sigmoid cross-entropy averaged over the tokens where `input_mask` is set (every real
-  token for ELECTRA, the masked positions for ELECTRA-15%).  All [B, T]."""
-  weights = input_mask.astype(jnp.float32)
+  token for ELECTRA, the masked positions for ELECTRA-15%).  All [B, T]; `total`: see
+  `weighted_mean`."""
   losses = optax.sigmoid_binary_cross_entropy(logits.astype(jnp.float32),
                                               labels.astype(jnp.float32))
-  return jnp.sum(losses * weights) / (jnp.sum(weights) + 1e-6)
+  return weighted_mean(losses, input_mask, total)
 
 
-def mlm_metrics(logits, target_ids, weights, sampled_ids, loss) -> Metrics:
-  """Generator metrics: loss, argmax accuracy and accuracy of the Gumbel samples."""
+def mlm_metrics(logits, target_ids, weights, sampled_ids, loss, share=1.0) -> Metrics:
+  """Generator metrics: loss, argmax accuracy and accuracy of the Gumbel samples. `share`:
+  this batch's part of the step's batch (a microbatch's rows / the batch's; `loss` is then
+  its contribution to the batch's loss)."""
   correct = jnp.sum((jnp.argmax(logits, -1) == target_ids) * weights)
-  return {"masked_lm_loss": ratio(loss, 1.0),
+  return {"masked_lm_loss": ratio(loss, share),
           "masked_lm_accuracy": ratio(correct, jnp.sum(weights)),
           "sampled_masked_lm_accuracy": sampled_accuracy(sampled_ids, target_ids, weights)}
 
@@ -339,14 +362,15 @@ def sampled_accuracy(sampled_ids, target_ids, weights):
   return ratio(jnp.sum((sampled_ids == target_ids) * weights), jnp.sum(weights))
 
 
-def discriminator_metrics(logits, labels, input_mask, loss) -> Metrics:
-  """Discriminator loss, accuracy, precision and recall of "replaced" over real tokens."""
+def discriminator_metrics(logits, labels, input_mask, loss, share=1.0) -> Metrics:
+  """Discriminator loss, accuracy, precision and recall of "replaced" over real tokens
+  (`share`: see `mlm_metrics`)."""
   weights = input_mask.astype(jnp.float32)
   predicted = (logits > 0).astype(jnp.float32) * weights
   actual = labels.astype(jnp.float32) * weights
   true_positive = jnp.sum(predicted * actual)
   correct = jnp.sum((predicted == actual) * weights)
-  return {"disc_loss": ratio(loss, 1.0),
+  return {"disc_loss": ratio(loss, share),
           "disc_accuracy": ratio(correct, jnp.sum(weights)),
           "disc_precision": ratio(true_positive, jnp.sum(predicted)),
           "disc_recall": ratio(true_positive, jnp.sum(actual)),
@@ -383,7 +407,8 @@ def token_discriminator_losses(logits: jax.Array, labels: jax.Array) -> jax.Arra
 
 
 def reinforce_loss(logits: jax.Array, sampled_ids: jax.Array, rewards: jax.Array,
-                   baseline: jax.Array, weights: jax.Array) -> jax.Array:
+                   baseline: jax.Array, weights: jax.Array, total: jax.Array | None = None
+                   ) -> jax.Array:
   """REINFORCE surrogate whose gradient is minus the policy gradient of the expected reward.
 
   loss = -mean_w[(R - b) * log p(sampled)], with R and b held constant: its gradient with
@@ -392,11 +417,12 @@ def reinforce_loss(logits: jax.Array, sampled_ids: jax.Array, rewards: jax.Array
   Args:
     logits: float [B, P, V] the generator's logits at the masked positions (at temperature 1).
     sampled_ids: int [B, P] the samples; rewards, baseline, weights: float [B, P].
+    total: see `weighted_mean`.
   """
   log_p = jax.nn.log_softmax(logits.astype(jnp.float32), axis=-1)
   log_p_sampled = jnp.take_along_axis(log_p, sampled_ids[..., None], axis=-1)[..., 0]
   advantage = jax.lax.stop_gradient(rewards - baseline)
-  return -jnp.sum(advantage * log_p_sampled * weights) / (jnp.sum(weights) + 1e-6)
+  return -weighted_mean(advantage * log_p_sampled, weights, total)
 
 
 def straight_through_one_hot(rng: jax.Array, logits: jax.Array, temperature: float = 1.0
