@@ -42,7 +42,8 @@ import pytest  # pylint: disable=g-import-not-at-top,g-bad-import-order
 # instead of a long file starting last and running alone.
 _LONGEST_FIRST = ("test_score.py", "test_ablations.py", "test_multidevice.py", "test_meshes.py",
                   "test_squad.py", "test_experiments.py", "test_reliability.py",
-                  "test_finetune.py", "test_tag_runner.py", "test_classify.py",
+                  "test_finetune.py", "test_pretrain_accumulation.py", "test_tag_runner.py",
+                  "test_classify.py",
                   "test_convert_heads.py", "test_continued.py", "test_extend_vocab.py",
                   "test_models.py", "test_quiet_cli.py",
                   "test_training_core.py", "test_cli.py", "test_train.py", "test_tpu_compile.py",

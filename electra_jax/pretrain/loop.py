@@ -283,9 +283,13 @@ def _train_with(ckpt: checkpoints.Checkpointer, config: ml_collections.ConfigDic
   tokenizer_info = pretrained.TokenizerInfo.of(data.tokenizer).to_json()
   flops_per_step = setup.flops_per_step
   num_params = sum(int(np.prod(x.shape)) for x in jax.tree.leaves(state.params))
+  accum_steps = config.train.get("grad_accum_steps", 1)
+  accumulation = (f" (gradients accumulated over {accum_steps} microbatches of "
+                  f"{config.train.batch_size // accum_steps})" if accum_steps > 1 else "")
   logging.info("Training steps %d..%d, %d devices, mesh %s, objective %s, %.2fM parameters, "
-               "%.3g FLOPs per step", start_step, total, len(jax.devices()),
-               dict(trainer.mesh.shape), setup.objective.name, num_params / 1e6, flops_per_step)
+               "batch %d%s, %.3g FLOPs per step", start_step, total, len(jax.devices()),
+               dict(trainer.mesh.shape), setup.objective.name, num_params / 1e6,
+               config.train.batch_size, accumulation, flops_per_step)
 
   def save(step, state):
     # One batch per step: the data position follows the step (the prefetcher reads ahead).
