@@ -269,7 +269,8 @@ OLD_CHECKPOINT = f"{testing.REPO}/tests/data/checkpoint_v0_1"
 def test_a_checkpoint_written_before_the_training_core_restores_and_continues(tmp_path):
   """tests/data/checkpoint_v0_1 was written by electra-jax before objectives, parameter groups
   and the shared core (a micro model after one step; its next loss was recorded then). It
-  restores into today's state, gives the same next loss, and loads for fine-tuning."""
+  restores into today's state, gives the recorded next loss, and loads for fine-tuning. (The
+  loss is the one recorded for per-example sampling keys, expected.json's note says why.)"""
   import json  # pylint: disable=import-outside-toplevel
   from electra_jax.training import checkpoints  # pylint: disable=import-outside-toplevel
   with open(f"{OLD_CHECKPOINT}/expected.json", encoding="utf-8") as f:
@@ -294,7 +295,8 @@ def test_a_checkpoint_written_before_the_training_core_restores_and_continues(tm
   ids = np.load(f"{OLD_CHECKPOINT}/next_batch_ids.npy")
   batch = {"input_ids": ids, "input_mask": np.ones_like(ids), "segment_ids": np.zeros_like(ids)}
   _, metrics = trainer.train_step(state, trainer.put_batch(batch))
-  assert float(metrics["loss"][0]) == pytest.approx(expected["loss_step2"], rel=1e-6)
+  assert float(metrics["loss"][0]) == pytest.approx(expected["loss_step2_per_example_keys"],
+                                                    rel=1e-6)
   weights = pretrained.load_pretrained(old)
   assert set(weights.params) == {"embeddings", "discriminator"}
   assert weights.encoder_network == "discriminator" and weights.model_config.remat == "none"

@@ -23,6 +23,8 @@ from electra_jax import fileio
 # Fields that change how a run executes or reports, never what it computes: any run may be
 # restarted with other values. `model.scan_layers` belongs here because a resumed run keeps the
 # layout of its checkpoint (and the two layouts compute the same function; tests pin it).
+# `train.grad_accum_steps` too: every K trains on the same corrupted inputs with whole-batch
+# losses (float32 summation order aside; only dropout masks are drawn per microbatch).
 EXECUTION_ONLY = (
     "mesh.",
     "model.scan_layers",
