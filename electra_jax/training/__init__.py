@@ -21,6 +21,7 @@
                   multi-process start-up
   hardware.py     peak FLOP/s of known accelerators, for MFU
 
-A job gives `build_trainer` three functions (init_params, loss_fn, make_optimizer) and runs
+A job gives `build_trainer` three functions (init_params, loss_fn, make_optimizer; pretraining
+also prepare_batch, the loss's parameter-free part on the whole batch) and runs
 `loop.run`; nothing here names an objective, a metric of one, or a parameter path.
 """
