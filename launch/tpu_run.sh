@@ -29,7 +29,10 @@ compiles the pretraining step for slice T (--accelerator-type, else the accelera
 the TPU metadata) on worker 0's CPU without running it, and prints memory per chip, FLOPs and
 compile time: seconds for a small config, a few minutes for a large one. If the step does not
 fit the chips' HBM (or the check fails otherwise) training is not started, and the check's
-error line says how much memory it needs and which --fit command finds the largest batch.
+error line says how much memory it needs and what to run instead: for a preset at its paper
+batch, the line of docs/TPU.md's table for that slice (e.g. -- --config.model.dtype=bfloat16
+--config.train.grad_accum_steps=2 for configs/base.py on v4-8), else the --fit command that
+finds the cheapest settings (bfloat16, gradient accumulation, FSDP, remat).
 --skip-fit-check starts training without the check. It runs with --restart too, before the
 old process is stopped (it does not use the TPU; if it fails, the old process goes on). It is
 skipped, with a note or warning, for a --module other than electra_jax.main (fine-tuning
@@ -59,7 +62,7 @@ main() {
     fi
     ssh_workers 0 "$check" || status=$?
     if [ "$status" != 0 ]; then
-      die "the fit check on worker 0 failed (status $status; its error is above): training was not started; fix the config, or pass --skip-fit-check to start without the check"
+      die "the fit check on worker 0 failed (status $status; its error is above, with the settings that fit or the --fit command that finds them): training was not started; fix the config (e.g. add those --config.* settings after --), or pass --skip-fit-check to start without the check"
     fi
   fi
   ssh_workers all "$script"

@@ -520,23 +520,40 @@ if "--worker=0" in args:
                           env=json.loads(os.environ["FAKE_WORKER_ENV"])).returncode)
 """
 
-NO_FIT = ("error: the pretrain step (global batch 2048) needs 54.1 GiB per chip but v4-8 has "
-          "30.8; find the largest --config.train.batch_size that fits with: python -m "
-          "electra_jax.benchmark --config=configs/base.py --topology=v4-8 --fit")
+def no_fit_line() -> str:
+  """The fit check's error line for configs/base.py at its paper batch on v4-8, from the
+  benchmark's own code: it names the settings of docs/TPU.md's table that fit that slice."""
+  # pylint: disable=import-outside-toplevel
+  from electra_jax.benchmark.tpu import cli
+  from electra_jax.benchmark.tpu import recommended
+  from electra_jax.benchmark.tpu import slices
+  from tests import testing
+  report = {"step": "pretrain", "global_batch": 256,
+            "per_chip_bytes": {"total": int(54.07 * 2**30)},
+            "hbm_bytes_per_chip": int(30.75 * 2**30)}
+  line = "error: " + cli.not_fitting(report, testing.load_config("base"), "configs/base.py",
+                                     "v4-8", slices.parse("v4-8"))
+  row = recommended.lookup("configs/base.py", "v4-8")
+  assert row is not None and row.overrides and row.command() in line, line
+  assert "'" not in line  # Echoed in single quotes below.
+  return line
 
 
 @pytest.mark.parametrize("fits", [True, False])
 def test_run_stops_when_the_config_does_not_fit(fits, sandbox, tmp_path):
-  """Not a dry run: the check runs on (fake) worker 0 first; training starts only if it passes."""
+  """Not a dry run: the check runs on (fake) worker 0 first; training starts only if it passes,
+  and otherwise its error line, with the settings line that fits, is the last before
+  tpu_run.sh's own."""
   env, _ = sandbox
   played = tmp_path / "played"
   (tmp_path / "bin" / "gcloud").write_text(WORKER_GCLOUD.format(python=sys.executable,
                                                                 calls=played))
-  body = FAKE_CHECK + ("echo 'compiling...'\n" if fits else f"echo '{NO_FIT}' >&2\nexit 1\n")
+  no_fit = no_fit_line()
+  body = FAKE_CHECK + ("echo 'compiling...'\n" if fits else f"echo '{no_fit}' >&2\nexit 1\n")
   _, worker_env = fake_worker_home(tmp_path, body)
   env["FAKE_WORKER_ENV"] = json.dumps(worker_env)
-  proc = run("tpu_run.sh", *TARGET, "--accelerator-type=v4-8", "--bucket=bkt", "--",
-             "--config.train.batch_size=2048", env=env, check=False)
+  proc = run("tpu_run.sh", *TARGET, "--accelerator-type=v4-8", "--bucket=bkt", env=env,
+             check=False)
   calls = [json.loads(line) for line in played.read_text().splitlines()]
   workers = [next(a for a in call if a.startswith("--worker=")) for call in calls]
   assert "--skip-fit-check" in proc.stderr  # the note before a check that may take minutes
@@ -550,7 +567,8 @@ def test_run_stops_when_the_config_does_not_fit(fits, sandbox, tmp_path):
   errors = [line for line in lines if line.startswith("tpu_run.sh: error:")]
   assert errors == [lines[-1]]  # one error line of its own, the last one
   assert "not started" in lines[-1] and "--skip-fit-check" in lines[-1]
-  assert lines[-2] == NO_FIT  # the check's own error line (worker 0's stderr), just above
+  # The check's own error line (worker 0's stderr), just above: the command line that fits.
+  assert lines[-2] == no_fit and "--config.train.grad_accum_steps=" in lines[-2]
 
 
 # --- tpu_logs.sh / tpu_delete.sh --------------------------------------------------------------

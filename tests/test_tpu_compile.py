@@ -7,6 +7,7 @@ meshes, kernels, the fit search against the real compiler and the command line a
 tier's.
 """
 
+import functools
 import json
 import subprocess
 import sys
@@ -272,50 +273,112 @@ def test_bad_mesh_and_batch_give_one_clear_error():
 
 
 def _fake_compile_report(fixed_bytes, bytes_per_example, refuse_above):
-  """compile_report's memory figures from a linear model of the batch: remat quarters, bfloat16
-  halves the per-example bytes; past `refuse_above` the compiler refuses (out of memory)."""
+  """compile_report's figures from a linear model of the microbatch (the batch over
+  train.grad_accum_steps): bfloat16 halves and remat quarters the per-example bytes, FSDP over
+  the 4 chips quarters the fixed bytes (the state); past `refuse_above` the compiler refuses
+  (another refusal than out of memory)."""
   calls = []
 
   def compile_report(config, slice_, num_slices, step, finetune_config, hbm, with_xla_flops,
                      devices):
     del slice_, num_slices, step, finetune_config, with_xla_flops, devices
-    batch = config.train.batch_size
-    calls.append(batch)
+    batch, accum = config.train.batch_size, config.train.grad_accum_steps
+    calls.append((batch, accum))
     per = bytes_per_example / (4 if config.model.remat == "full" else 1)
     per /= 2 if config.model.dtype == "bfloat16" else 1
-    total = fixed_bytes + per * batch
+    fsdp = 4 if config.mesh.fsdp == -1 else 1
+    fixed = fixed_bytes / fsdp
+    temp = per * batch / accum
+    total = fixed + temp
     if total > refuse_above:
-      raise ElectraError("the TPU compiler refused the step: RESOURCE_EXHAUSTED")
-    return {"per_chip_bytes": {"total": total, "temp": per * batch}, "fits": total <= hbm}, None
+      raise ElectraError("the TPU compiler refused the step: an op it cannot partition")
+    report = {"per_chip_bytes": {"total": total, "temp": temp}, "fits": total <= hbm,
+              "mesh": {"data": 4 // fsdp, "fsdp": fsdp, "tensor": 1},
+              "parameters": {"bytes": 4e6},
+              "roofline_estimate": {"flops_per_chip": 1e12, "hbm_traffic_bytes_per_chip": 2 * total,
+                                    "min_send_bytes_per_chip": 0}}
+    if total > hbm:
+      report["compile_error"] = "RESOURCE_EXHAUSTED: Ran out of memory"
+    return report, None
   return compile_report, calls
 
 
+BF16, FSDP, REMAT = topology.BF16, topology.FSDP, topology.REMAT
+
+
 @needs_libtpu
-@pytest.mark.parametrize("hbm, largest, levers", [
-    (2e9, 128, []),  # 1e8 + 8e6 x b <= 2e9: b <= 237.
-    (9e9, 1024, []),  # b <= 1112: found by extrapolating, not by doubling from 64.
-    (3e8, 64, ["model.remat=full"]),  # 64 does not fit as configured; remat: b <= 100.
-    # With every lever 1e6 bytes per example: halved down to 4 (the 4 batch shards divide it).
-    (1.05e8, 4, ["model.remat=full", "mesh.fsdp=-1 mesh.data=1", "model.dtype=bfloat16"]),
-    (0.99e8, 0, ["model.remat=full", "mesh.fsdp=-1 mesh.data=1", "model.dtype=bfloat16"]),
+@pytest.mark.parametrize("hbm, levers, compiled", [
+    # As configured (1e8 + 8e6 x 64) it fits: no lever.
+    (2e9, [], [(64, 1)]),
+    # bfloat16 alone: 1e8 + 4e6 x 64 = 3.56e8.
+    (4e8, [BF16], [(64, 1), (64, 1)]),
+    # bfloat16 and accumulation: 1e8 + 2.56e8 / K <= 2e8 from K = 4; K = 2 is never compiled
+    # (its temporaries could not fit by the first microbatch's figure).
+    (2e8, [BF16, "train.grad_accum_steps=4"], [(64, 1), (64, 1), (64, 4)]),
+    # Accumulation cannot help with bfloat16 alone (2.56e8 of temporaries over 1e7 left would
+    # need K >= 26, past 16, one row per shard): not compiled. FSDP (2.5e7 fixed), then K = 4.
+    (1.1e8, [BF16, "train.grad_accum_steps=4", FSDP], [(64, 1), (64, 1), (64, 1), (64, 4)]),
+    # FSDP with K = 16 (2.5e7 + 1.6e7) before remat: accumulation is the cheaper lever.
+    (5e7, [BF16, "train.grad_accum_steps=16", FSDP], [(64, 1), (64, 1), (64, 1), (64, 16)]),
+    # Everything: 2.5e7 + 6.4e7 / 16.
+    (3e7, [BF16, "train.grad_accum_steps=16", FSDP, REMAT],
+     [(64, 1), (64, 1), (64, 1), (64, 1), (64, 16)]),
 ])
-def test_fit_search_adds_levers_in_order_and_finds_the_largest_batch(monkeypatch, hbm, largest,
-                                                                    levers):
-  """The search itself, against a linear memory model instead of the compiler: the largest
-  power-of-two multiple of the config's batch that fits, levers only when the configured batch
-  does not fit, and few probes."""
+def test_fit_takes_the_cheapest_levers_in_order_with_the_smallest_accumulation(
+    monkeypatch, hbm, levers, compiled):
+  """Against a linear memory model instead of the compiler: bfloat16, then accumulation
+  (the smallest K = 2, 4, ... that fits), FSDP, remat, cumulatively; the config's batch is
+  kept; K values that cannot fit by the last probe's figures are skipped."""
+  fake, calls = _fake_compile_report(1e8, 8e6, refuse_above=3e10)
+  monkeypatch.setattr(topology, "compile_report", fake)
+  result = topology.fit(tiny(), tpu_slices.parse("v5e:2x2"), hbm_bytes=int(hbm),
+                        log=lambda line: None, largest_batch=False)
+  assert result["levers"] == levers and calls == compiled
+  chosen = result["settings"]
+  assert chosen["fits"] and chosen["batch"] == 64 and result["largest_batch"] is None
+  assert result["fits_as_configured"] == (not levers)
+  accum = next((int(n.split("=")[1]) for n in levers if n.startswith("train.grad_accum")), 1)
+  assert result["grad_accum_steps"] == chosen["grad_accum_steps"] == accum
+  flags = {"model.dtype=bfloat16": ["--config.model.dtype=bfloat16"],
+           FSDP: ["--config.mesh.fsdp=-1", "--config.mesh.data=1"],
+           REMAT: ["--config.model.remat=full"]}
+  assert result["overrides"] == [f for n in levers
+                                 for f in flags.get(n, ["--config." + n])]
+  assert all(not p["fits"] for p in result["probes"][:-1])
+  # Every probe has its cost; remat's FLOPs are 4/3, the others' 1.
+  assert chosen["cost"]["flops_factor"] == pytest.approx(4 / 3 if REMAT in levers else 1.0)
+  assert chosen["roofline_step_seconds"] > 0
+
+
+@needs_libtpu
+def test_fit_finds_nothing_when_the_state_alone_does_not_fit(monkeypatch):
+  fake, calls = _fake_compile_report(1e8, 8e6, refuse_above=3e10)
+  monkeypatch.setattr(topology, "compile_report", fake)
+  result = topology.fit(tiny(), tpu_slices.parse("v5e:2x2"), hbm_bytes=int(2e7),
+                        log=lambda line: None)
+  assert result["settings"] is None and result["largest_batch"] == 0
+  # No accumulation is tried where the state alone (1e8, 2.5e7 with FSDP) exceeds the HBM.
+  assert all(accum == 1 for _, accum in calls) and len(calls) == 4
+
+
+@needs_libtpu
+@pytest.mark.parametrize("hbm, largest", [
+    (2e9, 128),  # 1e8 + 8e6 x b <= 2e9: b <= 237.
+    (9e9, 1024),  # b <= 1112: found by extrapolating, not by doubling from 64.
+])
+def test_fit_searches_the_largest_batch_when_the_config_fits_as_given(monkeypatch, hbm,
+                                                                     largest):
   fake, calls = _fake_compile_report(1e8, 8e6, refuse_above=3e10)
   monkeypatch.setattr(topology, "compile_report", fake)
   result = topology.fit(tiny(), tpu_slices.parse("v5e:2x2"), hbm_bytes=int(hbm),
                         log=lambda line: None)
-  assert result["largest_batch"] == largest and result["levers"] == levers
-  if not levers:
-    assert len(calls) == len(set(calls))  # Each batch is compiled once.
-  if largest:
-    fits = {p["batch"]: p["fits"] for p in result["probes"] if p["levers"] == levers}
-    assert fits[largest] and not fits[2 * largest]
-  if not levers:  # Doubling from 64 to 1024 and one past it would take 6 compiles.
-    assert len(result["probes"]) <= 5, result["probes"]
+  assert result["largest_batch"] == largest and result["levers"] == []
+  assert result["fits_as_configured"] and result["settings"]["batch"] == 64
+  assert len(calls) == len(set(calls))  # Each batch is compiled once.
+  fits = {p["batch"]: p["fits"] for p in result["probes"]}
+  assert fits[largest] and not fits[2 * largest]
+  assert len(result["probes"]) <= 5, result["probes"]  # Doubling to 1024 would take 6.
+  assert all(p["grad_accum_steps"] == 1 for p in result["probes"])
 
 
 @needs_libtpu
@@ -326,6 +389,75 @@ def test_fit_counts_a_compiler_refusal_as_not_fitting(monkeypatch):
   assert topology.fit(tiny(), tpu_slices.parse("v5e:2x2"), hbm_bytes=int(2e9),
                       log=lines.append)["largest_batch"] == 64
   assert any("batch 128: the TPU compiler refused" in line for line in lines), lines
+
+
+@needs_libtpu
+def test_fit_keeps_the_configured_accumulation_and_refuses_one_that_does_not_divide(
+    monkeypatch):
+  fake, calls = _fake_compile_report(1e8, 8e6, refuse_above=3e10)
+  monkeypatch.setattr(topology, "compile_report", fake)
+  s = tpu_slices.parse("v5e:2x2")
+  result = topology.fit(tiny(**{"train.grad_accum_steps": 2}), s, hbm_bytes=int(2e8),
+                        log=lambda line: None, largest_batch=False)
+  # From the configured K = 2 (1e8 + 5.12e8 / 2), bfloat16 (2.28e8), then K = 4 (1.64e8).
+  assert calls == [(64, 2), (64, 2), (64, 4)]
+  assert result["overrides"] == ["--config.model.dtype=bfloat16",
+                                 "--config.train.grad_accum_steps=4"]
+  # Accumulation's cost counts the passes beyond the configured ones: 2 x (4 - 2) x 4e6.
+  assert result["settings"]["cost"]["extra_hbm_bytes_per_chip"] == pytest.approx(16e6)
+  # 64 rows over 4 shards: K must divide 16; the error names the nearest K and batches.
+  with pytest.raises(ElectraError, match=r"use train\.grad_accum_steps=2 or 4, or "
+                                         r"train\.batch_size=60 or 72"):
+    topology.fit(tiny(**{"train.grad_accum_steps": 3}), s, log=lambda line: None)
+  with pytest.raises(ElectraError, match="train.batch_size=66 is not divisible by the 4"):
+    topology.fit(tiny(**{"train.batch_size": 66}), s, log=lambda line: None)
+  assert len(calls) == 3  # Refused before any compile.
+
+
+def test_lever_cost_model():
+  """bfloat16 costs nothing; accumulation 2 (K - 1) parameter reads and, under FSDP, as many
+  gathers; FSDP one more pass of the parameters over the interconnect; remat 4/3 FLOPs."""
+  v4 = tpu_slices.GENERATIONS["v4"]
+  cost = functools.partial(topology.lever_cost, param_bytes=4e8, flops_per_chip=2.75e12,
+                           generation=v4)
+  none = cost([BF16], 1)
+  assert none["flops_factor"] == 1.0 and none["extra_seconds"] == 0.0
+  accum = cost([BF16], 4)
+  assert accum["extra_hbm_bytes_per_chip"] == 2 * 3 * 4e8
+  assert accum["extra_ici_bytes_per_chip"] == 0 and accum["flops_factor"] == 1.0
+  assert accum["extra_seconds"] == pytest.approx(2.4e9 / v4.hbm_bytes_per_s)
+  fsdp = cost([BF16, FSDP], 4, fsdp=4)
+  assert fsdp["extra_ici_bytes_per_chip"] == pytest.approx(3e8 + 2 * 3 * 3e8)
+  assert cost([FSDP], 1, fsdp=4)["extra_ici_bytes_per_chip"] == pytest.approx(3e8)
+  remat = cost([REMAT], 1)
+  assert remat["flops_factor"] == pytest.approx(4 / 3)
+  assert remat["extra_seconds"] == pytest.approx(2.75e12 / 3 / v4.peak_bf16_flops)
+  assert cost([BF16], 4, tensor=2)["extra_hbm_bytes_per_chip"] == 2 * 3 * 2e8
+  assert cost([BF16], 4, configured_accum_steps=2)["extra_hbm_bytes_per_chip"] == 2 * 2 * 4e8
+
+
+@needs_libtpu
+def test_a_batch_that_the_accumulation_does_not_divide_is_one_error():
+  with pytest.raises(ElectraError, match=r"train\.batch_size=64 does not split into "
+                                         r"train\.grad_accum_steps=3 microbatches") as e:
+    topology.compile_report(tiny(**{"train.grad_accum_steps": 3}), tpu_slices.parse("v5e:2x2"))
+  assert "\n" not in str(e.value)
+
+
+@pytest.mark.full
+@needs_libtpu
+def test_accumulated_microbatches_compile_in_less_memory():
+  """The real compiler: 4 microbatches of the tiny step's 256 x 128 batch need less memory than
+  the whole batch at once; the report says how many microbatches it compiled."""
+  s = tpu_slices.parse("v5e:2x2")
+  config = tiny(**{"train.batch_size": 256, "data.max_seq_length": 128})
+  whole, _ = topology.compile_report(config, s, with_xla_flops=False)
+  config.train.grad_accum_steps = 4
+  micro, _ = topology.compile_report(config, s, with_xla_flops=False)
+  assert (whole["grad_accum_steps"], micro["grad_accum_steps"]) == (1, 4)
+  assert micro["fits"] and micro["per_chip_bytes"]["temp"] < 0.7 * whole["per_chip_bytes"]["temp"]
+  assert micro["analytic_flops_per_step"] == whole["analytic_flops_per_step"]
+  assert micro["parameters"] == whole["parameters"] and micro["parameters"]["count"] > 0
 
 
 @pytest.mark.full

@@ -12,8 +12,12 @@ the benchmark's other flags (timing, --memory_only, ...) do not exist. It needs 
 
 Prints the compile report as a short table (memory per chip, whether it fits the chip's HBM,
 analytic and XLA FLOPs, the collectives of one step, the compile time and a roofline estimate,
-not a measurement, of the step time) and writes it as JSON with --report; `--fit` searches the
-largest global batch that fits instead (`electra_jax.benchmark.tpu.topology` does the work).
+not a measurement, of the step time) and writes it as JSON with --report; `--fit` finds the
+cheapest settings that run the config's batch instead (bfloat16, gradient accumulation, FSDP,
+remat; each probe's memory, roofline step and lever cost), and the largest batch when it fits as
+configured (`electra_jax.benchmark.tpu.topology` does the work). `--require_fit` exits with one
+error line when the step does not fit: for a preset at its paper batch it names the settings
+line of docs/TPU.md's table (`recommended`), else the `--fit` command.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from ml_collections import config_flags
 
 from electra_jax import cli
 from electra_jax import fileio
+from electra_jax.benchmark.tpu import recommended
 from electra_jax.benchmark.tpu import slices
 from electra_jax.benchmark.tpu import topology
 from electra_jax.errors import ElectraError
@@ -50,9 +55,14 @@ def define_slice_flags() -> None:
                     "fine-tuning of the encoder the config pretrains; squad: SQuAD "
                     "fine-tuning of it; settings from --finetune_config).")
   flags.DEFINE_string("report", "", "With --topology: also write the report as JSON here.")
-  flags.DEFINE_bool("fit", False, "With --topology: search the largest global batch that fits "
-                    "the chip's HBM, adding remat, FSDP and bfloat16 only if the config's "
-                    "batch does not fit as given.")
+  flags.DEFINE_bool("fit", False, "With --topology: find the cheapest settings that run the "
+                    "config's batch (as configured, else adding bfloat16 activations, then "
+                    "gradient accumulation K=2,4,..., FSDP, remat), with each probe's memory "
+                    "per chip, roofline step and lever cost; when it fits as configured, also "
+                    "the largest global batch that fits.")
+  flags.DEFINE_bool("fit_largest_batch", True, "With --fit: when the config's batch fits as "
+                    "configured, also search the largest batch that fits (more compiles); "
+                    "--nofit_largest_batch stops at the config's batch.")
   flags.DEFINE_string("save_compiled", "", "With --topology: write the compiled pretraining "
                       "step here; a run on that slice loads it with "
                       "--config.train.compiled_step=FILE instead of compiling (refused if the "
@@ -91,8 +101,10 @@ def table(report: dict[str, Any]) -> str:
       ("slice", f"{report['accelerator_type']} ({report['topology']}) x {report['num_slices']}: "
                 f"{report['chips']} chips, {report['devices']} devices "
                 f"({report['device_kind']})"),
-      ("step", f"{report['step']}, global batch {report['global_batch']} x {report['seq_len']}, "
-               f"{report['dtype']}, remat {report['remat']}, attention {report['attention']}"),
+      ("step", f"{report['step']}, global batch {report['global_batch']} x {report['seq_len']}"
+               + (f" in {report['grad_accum_steps']} accumulated microbatches"
+                  if report.get("grad_accum_steps", 1) > 1 else "")
+               + f", {report['dtype']}, remat {report['remat']}, attention {report['attention']}"),
       ("mesh", " ".join(f"{k}={v}" for k, v in report["mesh"].items())),
       ("memory per chip", f"{_gib(mem['total'])} (arguments {_gib(mem['arguments'])}, outputs "
                           f"{_gib(mem['outputs'])} of which {_gib(mem['aliased'])} reuse the "
@@ -155,18 +167,14 @@ def main(flags_values) -> None:
         "(the TPU compiler; nothing runs)", flush=True)
   if f.fit and f.save_compiled:
     raise ElectraError("--save_compiled saves one compiled step; run it without --fit")
+  config_file = config_flags.get_config_filename(f["config"])
   if f.fit:
     result = topology.fit(config, slice_, f.num_slices, f.step, finetune_config, hbm,
-                          log=lambda line: print(line, flush=True))
+                          log=lambda line: print(line, flush=True),
+                          largest_batch=f.fit_largest_batch)
     result.update(topology=slice_.topology, accelerator_type=slice_.accelerator_type,
-                  num_slices=f.num_slices, step=f.step)
-    if result["largest_batch"]:
-      print(f"largest global batch that fits: {result['largest_batch']} "
-            f"({result['largest_batch_per_chip']:g} per chip)"
-            + (f" with {', '.join(result['levers'])}" if result["levers"] else
-               " as configured (no lever needed)"))
-    else:
-      print("no batch fits, even with " + (", ".join(result["levers"]) or "the config as is"))
+                  num_slices=f.num_slices, step=f.step, config=config_file)
+    print(fit_summary(result, config_file), flush=True)
     if f.report:
       fileio.write_atomic(f.report, json.dumps(result, indent=2) + "\n")
     return
@@ -181,11 +189,55 @@ def main(flags_values) -> None:
     print(f"compiled step: {f.save_compiled} ({report['compiled_step']['bytes'] / 2**20:.1f} "
           "MiB); on that slice run with --config.train.compiled_step=" + f.save_compiled)
   if f.require_fit and not report["fits"]:
-    mem = report["per_chip_bytes"]["total"]
-    field = "train.batch_size" if f.step == "pretrain" else "finetune_config.batch_size"
-    raise ElectraError(
-        f"the {f.step} step (global batch {report['global_batch']}) needs {mem / GIB:.1f} GiB "
-        f"per chip but {slice_.accelerator_type} has {report['hbm_bytes_per_chip'] / GIB:.1f}; "
-        f"find the largest --config.{field} that fits (and the levers it takes) with: python -m "
-        f"electra_jax.benchmark --config={config_flags.get_config_filename(f['config'])} "
-        f"--topology={f.topology} --fit (and the same --config.* overrides)")
+    raise ElectraError(not_fitting(report, config, config_file, f.topology, slice_))
+
+
+def fit_summary(result: dict[str, Any], config_file: str) -> str:
+  """`--fit`'s verdict: the settings for the config's batch and the line to run them, or the
+  largest batch as configured."""
+  hbm = result["hbm_bytes_per_chip"]
+  chosen = result["settings"]
+  if chosen is None:
+    return (f"no settings run the config's batch of {result['batch']} on "
+            f"{result['accelerator_type']}: none of {len(result['probes'])} probes fits "
+            "(bfloat16, gradient accumulation down to microbatches of one row per batch "
+            "shard, FSDP, remat); it needs a larger slice")
+  lines = []
+  figures = (f"{chosen['total_bytes'] / GIB:.2f} GiB per chip of {hbm / GIB:.2f}, roofline step "
+             f"{1000 * chosen['roofline_step_seconds']:.1f} ms ({chosen['roofline_bound']}-bound, "
+             "est.)")
+  if result["fits_as_configured"]:
+    lines.append(f"the config's batch of {result['batch']} fits as configured: {figures}")
+    if result["largest_batch"]:
+      lines.append(f"largest global batch that fits: {result['largest_batch']} "
+                   f"({result['largest_batch_per_chip']:g} per chip) as configured")
+    return "\n".join(lines)
+  lines.append(f"the config's batch of {result['batch']} fits with "
+               f"{', '.join(chosen['levers'])}: {figures}; lever cost "
+               f"{topology.describe_cost(chosen['cost'])} (est.)")
+  if result["step"] == "pretrain":
+    lines.append("run it with: " + " ".join(["python -m electra_jax.main",
+                                             f"--config={config_file}", *chosen["overrides"]])
+                 + " (and the same other flags; with launch/tpu_run.sh, the --config.* flags "
+                 "after --)")
+  else:
+    lines.append("its overrides: " + " ".join(chosen["overrides"]))
+  return "\n".join(lines)
+
+
+def not_fitting(report: dict[str, Any], config, config_file: str, topology_flag: str,
+                slice_: slices.Slice) -> str:
+  """`--require_fit`'s one error line: what the step needs, and docs/TPU.md's settings line for
+  this preset and slice (`recommended`) or else the `--fit` command that finds them."""
+  step = report["step"]
+  mem = report["per_chip_bytes"]["total"]
+  head = (f"the {step} step (global batch {report['global_batch']}) needs {mem / GIB:.1f} GiB "
+          f"per chip but {slice_.accelerator_type} has {report['hbm_bytes_per_chip'] / GIB:.1f}")
+  settings = recommended.advice(config_file, slice_.accelerator_type, config, step)
+  if settings:
+    return f"{head}; {settings}"
+  field = "train.batch_size" if step == "pretrain" else "finetune_config.batch_size"
+  return (f"{head}; find the cheapest settings for this batch (bfloat16, gradient "
+          f"accumulation, FSDP, remat), or the largest --config.{field} that fits, with: "
+          f"python -m electra_jax.benchmark --config={config_file} --topology={topology_flag} "
+          "--fit (and the same --config.* overrides)")

@@ -1,7 +1,7 @@
-r"""The presets on Cloud TPU slices, compiled on this host: docs/TPU.md's table.
+r"""The presets on Cloud TPU slices, compiled on this host: docs/TPU.md's tables.
 
   python -m electra_jax.benchmark.tpu.table --out=runs/tpu_reports \
-      [--presets=small,base,large] [--slices=v4-8,v5litepod-8,...] [--timeout=1800]
+      [--presets=small,base,large] [--slices=v4-8,v5litepod-8,...] [--timeout=1800] [--settings]
 
 For each preset and slice, runs `python -m electra_jax.benchmark.tpu --config=configs/PRESET.py
 --topology=SLICE --report=OUT/PRESET_SLICE.json` in its own process (a report already in OUT is
@@ -10,6 +10,12 @@ reused, so an interrupted table continues), then prints the Markdown table of do
 temporaries divided by the batch) filling the chip's HBM beside the state, rounded down to the
 config's batch times a power of two; `python -m electra_jax.benchmark.tpu --fit` finds it by
 compiling. The module's former name, `electra_jax.benchmark.tpu_table`, runs it too.
+
+With --settings, the table of the settings that run each preset's paper batch instead: for each
+preset and slice, `python -m electra_jax.benchmark.tpu ... --fit --nofit_largest_batch
+--report=OUT/PRESET_SLICE_fit.json` (reused likewise) finds the cheapest lever combination
+(`topology.fit`), and the table is printed with its rows as the Python source of
+`electra_jax.benchmark.tpu.recommended.SETTINGS` (the data `--require_fit` reads).
 """
 
 from __future__ import annotations
@@ -23,6 +29,8 @@ import sys
 from absl import flags
 
 from electra_jax import fileio
+from electra_jax.benchmark.tpu import recommended
+from electra_jax.benchmark.tpu import topology
 from electra_jax.errors import ElectraError
 
 FLAGS = flags.FLAGS
@@ -35,13 +43,17 @@ def report_path(out: str, preset: str, slice_name: str) -> str:
   return fileio.join(out, f"{preset}_{slice_name}.json")
 
 
-def run_one(out: str, preset: str, slice_name: str, timeout: float) -> dict | None:
-  """The report of one preset on one slice (compiled now unless OUT has it); None on failure
-  (the error line is printed)."""
-  path = report_path(out, preset, slice_name)
+def run_one(out: str, preset: str, slice_name: str, timeout: float,
+            settings: bool = False) -> dict | None:
+  """The report of one preset on one slice (compiled now unless OUT has it), or with
+  `settings` its `--fit` search for the paper's batch; None on failure (the error line is
+  printed)."""
+  path = report_path(out, preset, slice_name + ("_fit" if settings else ""))
   if not fileio.exists(path):
     argv = [sys.executable, "-m", "electra_jax.benchmark.tpu",
             f"--config=configs/{preset}.py", f"--topology={slice_name}", f"--report={path}"]
+    if settings:
+      argv += ["--fit", "--nofit_largest_batch"]
     try:
       proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, check=False)
     except subprocess.TimeoutExpired:
@@ -100,11 +112,70 @@ def markdown(reports: list[dict]) -> str:
   return "\n".join(lines) + "\n"
 
 
+def settings_from_fit(result: dict, date: str = "") -> recommended.Settings:
+  """A `--fit` report (`topology.fit` for the preset's own batch) as a row of
+  `recommended.SETTINGS`."""
+  chosen = result.get("settings")
+  config, slice_name = result["config"], result["accelerator_type"]
+  hbm = result["hbm_bytes_per_chip"] / GIB
+  when = f" ({date})" if date else ""
+  if not chosen:
+    return recommended.Settings(config, slice_name, result["batch"], result.get("seq_len", 0),
+                                (), None, hbm, None, "", "",
+                                f"no settings fit: {len(result['probes'])} probes, every lever"
+                                + when)
+  cost = topology.describe_cost(chosen["cost"]) if chosen["overrides"] else ""
+  return recommended.Settings(
+      config, slice_name, result["batch"], result.get("seq_len", 0), tuple(chosen["overrides"]),
+      round(chosen["total_bytes"] / GIB, 2), round(hbm, 2),
+      round(1000 * chosen["roofline_step_seconds"], 1), chosen["roofline_bound"], cost,
+      ("as configured, compiled with --fit" if result["fits_as_configured"]
+       else "compiled with --fit") + when)
+
+
+def _settings_cell(row: recommended.Settings) -> str:
+  if not row.compiled:
+    return "-"
+  return "as configured" if not row.overrides else " ".join(f"`{o}`" for o in row.overrides)
+
+
+def settings_markdown(rows) -> str:
+  """docs/TPU.md's table of the settings that run each preset's paper batch."""
+  head = ["preset", "slice", "global batch x seq", "settings (cheapest that fit)",
+          "memory per chip (GiB, compiled)", "HBM (GiB)", "roofline step (ms, est.)",
+          "lever cost per step (est.)", "source"]
+  lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+  for r in rows:
+    preset = r.config.removeprefix("configs/").removesuffix(".py")
+    lines.append("| " + " | ".join([
+        preset, r.accelerator_type, f"{r.batch} x {r.seq_len}", _settings_cell(r),
+        f"{r.memory_gib:.2f}" if r.compiled else "not compiled", f"{r.hbm_gib:.2f}",
+        f"{r.roofline_ms:.1f} ({r.bound})" if r.roofline_ms is not None else "-",
+        r.cost or ("none" if r.compiled else "-"), r.source]) + " |")
+  return "\n".join(lines) + "\n"
+
+
+def settings_source(rows) -> str:
+  """The rows as the Python source of `recommended.SETTINGS`."""
+  out = ["SETTINGS: tuple[Settings, ...] = ("]
+  for r in rows:
+    out.append(f"    _row({r.config!r}, {r.accelerator_type!r}, {r.batch}, {r.seq_len},")
+    out.append(f"         {list(r.overrides)!r},")
+    out.append(f"         {r.memory_gib!r}, {r.hbm_gib!r}, {r.roofline_ms!r}, {r.bound!r},")
+    out.append(f"         {r.cost!r},")
+    out.append(f"         {r.source!r}),")
+  out.append(")")
+  return "\n".join(out) + "\n"
+
+
 def define_flags() -> None:
   flags.DEFINE_string("out", "runs/tpu_reports", "Directory of the JSON reports (reused).")
   flags.DEFINE_list("presets", list(PRESETS), "Configs under configs/ to compile.")
   flags.DEFINE_list("slices", list(SLICES), "Cloud TPU slices (accelerator types).")
   flags.DEFINE_float("timeout", 1800.0, "Seconds each compile may take.")
+  flags.DEFINE_bool("settings", False, "The table of the cheapest settings that run each "
+                    "preset's paper batch (--fit per preset and slice) instead, with its rows "
+                    "as the source of electra_jax.benchmark.tpu.recommended.SETTINGS.")
 
 
 def main(argv) -> None:
@@ -118,9 +189,14 @@ def main(argv) -> None:
   for preset in FLAGS.presets:
     for slice_name in FLAGS.slices:
       print(f"{preset} on {slice_name} ...", flush=True)
-      report = run_one(FLAGS.out, preset, slice_name, FLAGS.timeout)
+      report = run_one(FLAGS.out, preset, slice_name, FLAGS.timeout, FLAGS.settings)
       if report is not None:
         reports.append({**report, "preset": preset})
+  if FLAGS.settings:
+    rows = [settings_from_fit(r) for r in reports]
+    print(settings_markdown(rows), end="")
+    print(settings_source(rows), end="")
+    return
   print(markdown(reports), end="")
 
 

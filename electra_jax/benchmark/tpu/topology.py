@@ -15,9 +15,10 @@ collectives per step (`electra_jax.benchmark.tpu.collectives`), the compile time
 estimate of the step time from the chip's peak bf16 FLOP/s and HBM bandwidth. The estimate is a
 lower bound from published figures, never a measurement.
 
-`fit` searches the largest global batch (the config's batch times a power of two) whose step
-fits the chip's HBM, adding the project's memory levers (remat, FSDP, bfloat16 compute) only
-when the config's own batch does not fit as given. `--save_compiled` keeps the executable for
+`fit` finds the cheapest settings that run the config's batch: as configured, or else with the
+project's memory levers in the order of their extra cost (bfloat16 activations, gradient
+accumulation, FSDP, remat; `LEVERS`, `lever_cost`), and, when it fits as configured, the largest
+global batch (the config's batch times a power of two) whose step fits the chip's HBM. `--save_compiled` keeps the executable for
 `train.compiled_step` (electra_jax.training.compiled_step).
 """
 
@@ -58,6 +59,7 @@ class BuiltStep:
   global_batch: int
   seq_len: int
   analytic_flops: float
+  accum_steps: int = 1  # Microbatches of the global batch per step (gradient accumulation).
 
 
 def _abstract_batch(trainer, shapes: dict[str, tuple[int, ...]],
@@ -77,7 +79,7 @@ def build_pretrain(config: ml_collections.ConfigDict, devices) -> BuiltStep:
   trainer = setup.trainer
   return BuiltStep(trainer, trainer.abstract_state(),
                    _abstract_batch(trainer, {k: (b, t) for k in pretrain_loop.INPUT_KEYS}),
-                   b, t, setup.flops_per_step)
+                   b, t, setup.flops_per_step, int(config.train.get("grad_accum_steps", 1)))
 
 
 def default_finetune_config(step: str) -> ml_collections.ConfigDict:
@@ -137,7 +139,7 @@ def build_finetune(config: ml_collections.ConfigDict, devices,
              + flops_lib.matmul(b, encoder.hidden_size, encoder.hidden_size)
              + flops_lib.matmul(b, encoder.hidden_size, task.num_labels))
   return BuiltStep(trainer, trainer.abstract_state(), _abstract_batch(trainer, shapes), b, t,
-                   flops_lib.training_flops(forward))
+                   flops_lib.training_flops(forward), int(ft.get("grad_accum_steps", 1)))
 
 
 def build_squad(config: ml_collections.ConfigDict, devices,
@@ -161,7 +163,7 @@ def build_squad(config: ml_collections.ConfigDict, devices,
       answerable_uses_start_logits=ft.answerable_uses_start_logits)
   return BuiltStep(trainer, trainer.abstract_state(),
                    _abstract_batch(trainer, shapes, {"is_impossible": np.float32}), b, t,
-                   flops_lib.training_flops(forward))
+                   flops_lib.training_flops(forward), int(ft.get("grad_accum_steps", 1)))
 
 
 def build(config, step: str, devices, finetune_config=None) -> BuiltStep:
@@ -362,6 +364,9 @@ def compile_report(config: ml_collections.ConfigDict, slice_: slices.Slice,
   generation = slice_.generation
   chips = slice_.chips * num_slices
   hbm = int(hbm_bytes) or generation.hbm_bytes
+  leaves = jax.tree.leaves(built.state.params)
+  param_count = int(sum(math.prod(leaf.shape) for leaf in leaves))
+  param_bytes = int(sum(math.prod(leaf.shape) * np.dtype(leaf.dtype).itemsize for leaf in leaves))
   saved = {}
   if save_compiled:
     if compiled is None:
@@ -384,11 +389,14 @@ def compile_report(config: ml_collections.ConfigDict, slice_: slices.Slice,
       "step": step,
       "global_batch": built.global_batch,
       "seq_len": built.seq_len,
+      "grad_accum_steps": built.accum_steps,
       "dtype": str(config.model.dtype),
       "remat": str(config.model.remat),
       "attention": str(config.model.attention),
       "scan_layers": bool(config.model.scan_layers),
       "per_chip_bytes": mem,
+      "parameters": {"count": param_count, "bytes": param_bytes,
+                     "bytes_per_chip": per_device_bytes(built.state.params)},
       "hbm_bytes_per_chip": hbm,
       "fits": not compile_error and mem["total"] <= hbm,
       "headroom_bytes": hbm - mem["total"],
@@ -447,14 +455,22 @@ def _libtpu_version() -> str:
 
 # ---- the fit search -------------------------------------------------------------------------
 
-# The project's memory levers, in the order the search adds them (cheapest first).
-LEVERS: tuple[tuple[str, Callable[[ml_collections.ConfigDict], bool]], ...] = ()
+BF16 = "model.dtype=bfloat16"
+ACCUMULATION = "grad_accum_steps"  # Set per probe (K = 2, 4, 8, ...), named by `accum_field`.
+FSDP = "mesh.fsdp=-1 mesh.data=1"
+REMAT = "model.remat=full"
+# The project's memory levers, in the order the search adds them: least extra cost first
+# (`lever_cost`). bfloat16 activations cost nothing; accumulation costs no FLOPs, only K passes
+# over the weights; FSDP moves the parameters over the interconnect once more; remat computes
+# the forward pass twice.
+LEVERS = (BF16, ACCUMULATION, FSDP, REMAT)
+REMAT_FLOPS_FACTOR = 4 / 3  # Forward 1 + backward 2 + the recomputed forward 1, over 3.
 
 
-def _lever_remat(config) -> bool:
-  if config.model.remat == "full":
+def _lever_bf16(config) -> bool:
+  if config.model.dtype == "bfloat16":
     return False
-  config.model.remat = "full"
+  config.model.dtype = "bfloat16"
   return True
 
 
@@ -465,113 +481,278 @@ def _lever_fsdp(config) -> bool:
   return True
 
 
-def _lever_bf16(config) -> bool:
-  if config.model.dtype == "bfloat16":
+def _lever_remat(config) -> bool:
+  if config.model.remat == "full":
     return False
-  config.model.dtype = "bfloat16"
+  config.model.remat = "full"
   return True
 
 
-LEVERS = (("model.remat=full", _lever_remat), ("mesh.fsdp=-1 mesh.data=1", _lever_fsdp),
-          ("model.dtype=bfloat16", _lever_bf16))
+_APPLY = {BF16: _lever_bf16, FSDP: _lever_fsdp, REMAT: _lever_remat}
 
 
 def _batch_field(step: str) -> str:
   return "train.batch_size" if step == "pretrain" else "batch_size"
 
 
-def _with_batch(config, finetune_config, step: str, batch: int):
+def accum_field(step: str) -> str:
+  """The config field of gradient accumulation: pretraining's `train.grad_accum_steps`, the
+  fine-tuning settings' top-level `grad_accum_steps` (--finetune_config)."""
+  return "train.grad_accum_steps" if step == "pretrain" else "grad_accum_steps"
+
+
+def lever_names(levers, accum_steps: int, configured_accum_steps: int, step: str) -> list[str]:
+  """A lever combination in `LEVERS` order, accumulation as its setting
+  (["model.dtype=bfloat16", "train.grad_accum_steps=2"])."""
+  names = []
+  for name in LEVERS:
+    if name == ACCUMULATION:
+      if accum_steps != configured_accum_steps:
+        names.append(f"{accum_field(step)}={accum_steps}")
+    elif name in levers:
+      names.append(name)
+  return names
+
+
+def overrides(levers, accum_steps: int, configured_accum_steps: int, step: str) -> list[str]:
+  """The command-line flags of a lever combination (`--config.model.dtype=bfloat16`, ...; a
+  fine-tuning step's accumulation is `--finetune_config.grad_accum_steps`)."""
+  flags = []
+  for name in lever_names(levers, accum_steps, configured_accum_steps, step):
+    owner = "--finetune_config." if name.startswith("grad_accum_steps=") else "--config."
+    flags += [owner + part for part in name.split()]
+  return flags
+
+
+def _with_settings(config, finetune_config, step: str, batch: int, accum_steps: int):
   config = config.copy_and_resolve_references()
   if step == "pretrain":
     config.train.batch_size = batch
+    config.train.grad_accum_steps = accum_steps
     return config, finetune_config
   ft = (finetune_config or default_finetune_config(step)).copy_and_resolve_references()
   ft.batch_size = batch
   ft.eval_batch_size = batch
+  ft.grad_accum_steps = accum_steps
   return config, ft
 
 
 def batch_shards(config, devices) -> int:
   """The number of batch shards of `config`'s mesh on `devices` (batches must be multiples)."""
   mesh = parallel.make_mesh(config.mesh, devices)
-  spec = parallel.batch_sharding(mesh, parallel.axis_rules(config.mesh)).spec
-  axes = spec[0] if len(spec) else None
-  axes = () if axes is None else (axes if isinstance(axes, tuple) else (axes,))
-  return int(math.prod(mesh.shape[a] for a in axes)) if axes else 1
+  return parallel.batch_shards(mesh, parallel.axis_rules(config.mesh))
+
+
+def lever_cost(levers, accum_steps: int, *, param_bytes: float, flops_per_chip: float,
+               generation: slices.Generation, configured_accum_steps: int = 1,
+               fsdp: int = 1, tensor: int = 1) -> dict[str, Any]:
+  """The analytic extra cost per step of a lever combination over the config as given.
+
+  A simple model, per chip, of what each lever adds for the memory it saves (P: the float32
+  parameter bytes a chip multiplies with, the parameters over the tensor axis; an FSDP shard is
+  gathered whole; n: the FSDP degree):
+  - model.dtype=bfloat16: nothing (activations in bfloat16; parameters, gradients and Adam
+    moments stay float32; the roofline counts every FLOP at the bf16 peak already).
+  - grad_accum_steps=K (from the config's K0): the same FLOPs, but every microbatch reads the
+    weights again in its forward and its backward pass: 2 (K - K0) P more HBM traffic; under
+    FSDP also 2 (K - K0) more all-gathers of them, (n - 1) / n P sent per chip each.
+  - FSDP (mesh.fsdp=-1): the parameters cross the interconnect once more than with data
+    parallelism's gradient all-reduce (gathered for the forward and again for the backward
+    pass, the gradients reduce-scattered: 3 (n - 1) / n P sent per chip against 2 (n - 1) / n P).
+  - model.remat=full: the forward pass again inside the backward pass: 4/3 of the training
+    FLOPs (forward 1, backward 2, recomputed forward 1).
+  `extra_seconds` adds these up at the chip's peak bf16 FLOP/s, HBM bandwidth and one-way
+  interconnect bandwidth: what they would add to a step if nothing overlapped them.
+  """
+  p = param_bytes / max(tensor, 1)
+  extra_passes = max(accum_steps - configured_accum_steps, 0)
+  gathered = (fsdp - 1) / fsdp * p if fsdp > 1 else 0.0
+  flops_factor = REMAT_FLOPS_FACTOR if REMAT in levers else 1.0
+  extra_hbm = 2 * extra_passes * p
+  extra_ici = 2 * extra_passes * gathered + (gathered if FSDP in levers else 0.0)
+  extra_flops = (flops_factor - 1.0) * flops_per_chip
+  seconds = (extra_flops / generation.peak_bf16_flops + extra_hbm / generation.hbm_bytes_per_s
+             + extra_ici / (generation.ici_bytes_per_s / 2))
+  return {"flops_factor": flops_factor, "extra_flops_per_chip": extra_flops,
+          "extra_hbm_bytes_per_chip": extra_hbm, "extra_ici_bytes_per_chip": extra_ici,
+          "extra_seconds": seconds}
+
+
+def describe_cost(cost: dict[str, Any]) -> str:
+  """`lever_cost` in one phrase: "FLOPs x1.33, +0.87 GiB HBM, +0.00 GiB ICI per step: +2.1 ms"."""
+  return (f"FLOPs x{cost['flops_factor']:.2f}, +{cost['extra_hbm_bytes_per_chip'] / 2**30:.2f} "
+          f"GiB HBM, +{cost['extra_ici_bytes_per_chip'] / 2**30:.2f} GiB ICI per chip and step: "
+          f"+{1000 * cost['extra_seconds']:.1f} ms")
+
+
+def _probe_record(report, batch: int, levers, accum_steps: int, configured_accum_steps: int,
+                  step: str, generation: slices.Generation) -> dict[str, Any]:
+  """One probe of the search: its settings, compiled memory, roofline step and lever cost."""
+  record: dict[str, Any] = {
+      "batch": batch, "levers": lever_names(levers, accum_steps, configured_accum_steps, step),
+      "grad_accum_steps": accum_steps,
+      "overrides": overrides(levers, accum_steps, configured_accum_steps, step),
+      "total_bytes": 0, "temp_bytes": 0, "fits": False, "compiled": False}
+  if report is None:
+    return record  # The compiler refused it for another reason than memory.
+  mem, est = report["per_chip_bytes"], report["roofline_estimate"]
+  cost = lever_cost(levers, accum_steps, param_bytes=report["parameters"]["bytes"],
+                    flops_per_chip=est["flops_per_chip"], generation=generation,
+                    configured_accum_steps=configured_accum_steps,
+                    fsdp=report["mesh"].get("fsdp", 1), tensor=report["mesh"].get("tensor", 1))
+  # The compiled step's roofline (`compile_report`) with what its figures cannot see: the
+  # recomputed forward pass (the analytic FLOPs are the paper's) and the weights read by every
+  # microbatch (the memory analysis counts each argument once). Its interconnect term is the
+  # compiled collectives' (they count the gathers of every microbatch), zero for a refused step.
+  steptime = roofline(est["flops_per_chip"] * cost["flops_factor"],
+                      est["hbm_traffic_bytes_per_chip"] + cost["extra_hbm_bytes_per_chip"],
+                      generation, est["min_send_bytes_per_chip"])
+  record.update(total_bytes=mem["total"], temp_bytes=mem["temp"], fits=bool(report["fits"]),
+                compiled="compile_error" not in report, mesh=dict(report["mesh"]),
+                roofline_step_seconds=steptime["step_seconds"], roofline_bound=steptime["bound"],
+                cost=cost)
+  return record
+
+
+def _next_accum(accum: int, probe: dict[str, Any], hbm: int, batch: int, shards: int) -> int:
+  """The next accumulation steps to try after `accum` did not fit (0: none left).
+
+  Doubles K while the microbatches still split over the batch shards, skipping the values that
+  cannot fit: with temporaries a + b / K (a, b >= 0: what does and does not scale with the
+  microbatch), K' fits only if K' >= K temp(K) / (HBM - the rest), so those below are not
+  compiled.
+  """
+  fixed = probe["total_bytes"] - probe["temp_bytes"]
+  need = accum * 2
+  if probe["temp_bytes"] > 0:
+    if hbm <= fixed:
+      return 0  # The state alone does not fit: no microbatch can help.
+    need = max(need, math.ceil(accum * probe["temp_bytes"] / (hbm - fixed)))
+  k = accum * 2
+  while batch % (shards * k) == 0:
+    if k >= need:
+      return k
+    k *= 2
+  return 0
+
+
+def _check_divides(config, devices, step: str, batch: int, accum_steps: int,
+                   slice_: slices.Slice) -> int:
+  """The batch shards of `config`'s mesh; one clear error when the configured batch (and
+  accumulation) does not split over them (`parallel.check_accumulation_divides` names the
+  nearest valid accumulation steps and batch sizes)."""
+  mesh = parallel.make_mesh(config.mesh, devices)
+  rules = parallel.axis_rules(config.mesh)
+  shards = parallel.batch_shards(mesh, rules)
+  if accum_steps != 1:
+    parallel.check_accumulation_divides(batch, accum_steps, mesh, rules, _batch_field(step),
+                                        accum_field(step))
+  elif batch % shards:
+    raise ElectraError(f"{_batch_field(step)}={batch} is not divisible by the {shards} "
+                       f"batch shards of the mesh on {slice_.accelerator_type}; use a multiple "
+                       f"of {shards}")
+  return shards
 
 
 def fit(config: ml_collections.ConfigDict, slice_: slices.Slice, num_slices: int = 1,
         step: str = "pretrain", finetune_config=None, hbm_bytes: int = 0,
-        log: Callable[[str], None] = print) -> dict[str, Any]:
-  """The largest global batch, the config's batch times a power of two, whose step fits the
-  chip's HBM (its double does not).
+        log: Callable[[str], None] = print, largest_batch: bool = True) -> dict[str, Any]:
+  """The cheapest settings that run the config's batch on the slice, and, when that is the
+  config as given, the largest batch that fits.
 
-  If the config's own batch does not fit as given, the levers of `LEVERS` are added one at a
-  time (cumulatively) until it does; the search then runs with them. Each probe is a full
-  compile; after two probes the per-example memory is extrapolated to jump near the limit.
+  The config's own batch first, as configured. If it does not fit, the levers of `LEVERS` are
+  added in their order of extra cost, cumulatively: bfloat16 activations; then gradient
+  accumulation, K = 2, 4, 8, ... microbatches (the smallest K that fits; while the microbatches
+  split over the batch shards); then FSDP over every chip, and then remat, each again with
+  the smallest K that fits (from the config's own). The first combination that fits is the
+  answer (`settings`); failing probes cost seconds (the compiler stops at its memory check).
 
-  Returns {"largest_batch", "levers", "probes": [{"batch", "total_bytes", "fits"}], ...}.
+  When the config fits as given (and `largest_batch`), the search goes on for the largest
+  global batch, the config's batch times a power of two, that fits (its double does not);
+  after two probes the per-example memory is extrapolated to jump near the limit.
+
+  Every probe records its compiled memory per chip, the roofline step and `lever_cost`.
+  Returns {"batch", "fits_as_configured", "settings" (the probe chosen, or None),
+  "levers", "overrides", "grad_accum_steps", "largest_batch" (0: nothing fits; None: not
+  searched), "probes", ...}.
   """
   devices = slices.compile_devices(slice_, num_slices)
   hbm = int(hbm_bytes) or slice_.generation.hbm_bytes
-  base_batch = (config.train.batch_size if step == "pretrain"
-                else (finetune_config or default_finetune_config(step)).batch_size)
+  ft0 = None if step == "pretrain" else (finetune_config or default_finetune_config(step))
+  base_batch = config.train.batch_size if ft0 is None else ft0.batch_size
+  k0 = int((config.train if ft0 is None else ft0).get("grad_accum_steps", 1))
   probes: list[dict[str, Any]] = []
   cache: dict[tuple, dict] = {}
 
-  def probe(cfg, batch: int, levers: tuple[str, ...]) -> dict:
-    key = (batch, levers)
+  def probe(cfg, batch: int, levers: tuple[str, ...], accum: int) -> dict:
+    key = (batch, levers, accum)
     if key not in cache:
-      c, ft = _with_batch(cfg, finetune_config, step, batch)
+      c, ft = _with_settings(cfg, finetune_config, step, batch, accum)
       try:
         report, _ = compile_report(c, slice_, num_slices, step, ft, hbm, with_xla_flops=False,
                                    devices=devices)
-        total, fits = report["per_chip_bytes"]["total"], report["fits"]
-        temp = report["per_chip_bytes"]["temp"]
       except ElectraError as e:
         if "compiler refused" not in str(e):
           raise
-        total, temp, fits = 0, 0, False  # Out of memory at compile time (or another refusal).
+        report = None  # Refused at compile time for another reason: counted as not fitting.
         log(f"  batch {batch}: {e}")
-      cache[key] = {"batch": batch, "levers": list(levers), "total_bytes": total,
-                    "temp_bytes": temp, "fits": fits}
-      probes.append(cache[key])
-      log(f"  probe: batch {batch} {'+'.join(levers) or '(as configured)'}: "
-          f"{total / 2**30:.2f} GiB per chip of {hbm / 2**30:.1f}: "
-          f"{'fits' if fits else 'does not fit'}")
+      record = _probe_record(report, batch, levers, accum, k0, step, slice_.generation)
+      cache[key] = record
+      probes.append(record)
+      cost = (f"; lever cost {describe_cost(record['cost'])}"
+              if "cost" in record and record["overrides"] else "")
+      rtime = (f"; roofline {1000 * record['roofline_step_seconds']:.1f} ms "
+               f"({record['roofline_bound']})" if "cost" in record else "")
+      log(f"  probe: batch {batch} {' '.join(record['overrides']) or '(as configured)'}: "
+          f"{record['total_bytes'] / 2**30:.2f} GiB per chip of {hbm / 2**30:.2f}: "
+          f"{'fits' if record['fits'] else 'does not fit'}{rtime}{cost}")
     return cache[key]
 
-  cfg, levers = config.copy_and_resolve_references(), ()
-  shards = batch_shards(cfg, devices)
-  if base_batch % shards:
-    raise ElectraError(f"{_batch_field(step)}={base_batch} is not divisible by the {shards} "
-                       f"batch shards of the mesh on {slice_.accelerator_type}; use a multiple "
-                       f"of {shards}")
-  while not probe(cfg, base_batch, levers)["fits"]:
-    for name, apply in LEVERS:
-      if name not in levers and apply(cfg):
-        levers += (name,)
-        shards = batch_shards(cfg, devices)
+  cfg = config.copy_and_resolve_references()
+  shards = _check_divides(cfg, devices, step, base_batch, k0, slice_)
+  stages = [(cfg, ())]
+  for name in (BF16, FSDP, REMAT):
+    nxt = stages[-1][0].copy_and_resolve_references()
+    if _APPLY[name](nxt):
+      stages.append((nxt, stages[-1][1] + (name,)))
+  accumulate_from = 1 if len(stages) > 1 and stages[1][1] == (BF16,) else 0
+  chosen = None
+  for i, (stage_cfg, levers) in enumerate(stages):
+    shards = batch_shards(stage_cfg, devices)
+    accum = k0
+    while accum:
+      record = probe(stage_cfg, base_batch, levers, accum)
+      if record["fits"]:
+        chosen = record
         break
-    else:
-      break  # No lever left: search downwards from the config's batch.
+      accum = _next_accum(accum, record, hbm, base_batch, shards) if i >= accumulate_from else 0
+    if chosen:
+      break
+  as_configured = bool(chosen) and not chosen["levers"] and chosen["grad_accum_steps"] == k0
+  seq_len = config.data.max_seq_length if ft0 is None else ft0.max_seq_length
+  result = {"batch": base_batch, "seq_len": int(seq_len), "fits_as_configured": as_configured,
+            "settings": chosen,
+            "levers": [] if chosen is None else chosen["levers"],
+            "overrides": [] if chosen is None else chosen["overrides"],
+            "grad_accum_steps": k0 if chosen is None else chosen["grad_accum_steps"],
+            "probes": probes, "batch_shards": shards, "hbm_bytes_per_chip": hbm,
+            "largest_batch": None, "largest_batch_per_chip": None}
+  chips = slice_.chips * num_slices
+  if chosen is None:
+    result.update(largest_batch=0, largest_batch_per_chip=0.0)
+    return result
+  if not (as_configured and largest_batch):
+    return result
+  # The config fits as given. Grow by doubling, jumping ahead by the extrapolated per-example
+  # bytes.
   batch = base_batch
-  if not probe(cfg, batch, levers)["fits"]:
-    # Even with every lever the config's batch does not fit: halve while the shards divide.
-    while batch % 2 == 0 and (batch // 2) % shards == 0 and not probe(cfg, batch, levers)["fits"]:
-      batch //= 2
-    if not probe(cfg, batch, levers)["fits"]:
-      return {"largest_batch": 0, "levers": list(levers), "probes": probes,
-              "batch_shards": shards, "hbm_bytes_per_chip": hbm, "largest_batch_per_chip": 0.0}
-  # `batch` fits. Grow by doubling, jumping ahead by the extrapolated per-example bytes.
-  upper = probe(cfg, 2 * batch, levers)
+  upper = probe(cfg, 2 * batch, (), k0)
   while upper["fits"]:
-    lower_bytes = probe(cfg, batch, levers)["total_bytes"]
+    lower_bytes = probe(cfg, batch, (), k0)["total_bytes"]
     slope = (upper["total_bytes"] - lower_bytes) / batch  # Bytes per example.
     ratio = (2 * batch + (hbm - upper["total_bytes"]) / slope) / (2 * batch) if slope > 0 else 2
     candidate = 2 * batch * 2 ** max(1, int(math.floor(math.log2(max(ratio, 1.0)))))
-    batch = candidate if probe(cfg, candidate, levers)["fits"] else 2 * batch
-    upper = probe(cfg, 2 * batch, levers)
-  return {"largest_batch": batch, "levers": list(levers), "probes": probes,
-          "batch_shards": shards, "hbm_bytes_per_chip": hbm,
-          "largest_batch_per_chip": batch / (slice_.chips * num_slices)}
+    batch = candidate if probe(cfg, candidate, (), k0)["fits"] else 2 * batch
+    upper = probe(cfg, 2 * batch, (), k0)
+  result.update(largest_batch=batch, largest_batch_per_chip=batch / chips)
+  return result
