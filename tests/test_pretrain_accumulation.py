@@ -279,3 +279,19 @@ def test_a_tpu_topology_compiles_the_accumulated_step_as_one_loop():
   four_loops, four_dots = counts(4)
   assert four_loops == one_loops + 1
   assert four_dots == one_dots
+
+
+def test_xla_counts_the_flops_of_every_microbatch():
+  """XLA's cost analysis counts a loop's body once; the benchmark's XLA FLOPs of an
+  accumulated step are those of the whole batch (K = 4 within 1% of K = 1), not a quarter."""
+  from electra_jax.benchmark import step  # pylint: disable=import-outside-toplevel
+
+  def count(accum_steps):
+    config = config_for("electra", accum_steps)
+    config.model.scan_layers = True
+    trainer = train.build_setup(config, SPECIAL).trainer
+    batch = {k: jax.ShapeDtypeStruct(v.shape, v.dtype, sharding=trainer.batch_shardings[k])
+             for k, v in make_batches(1)[0].items()}
+    return step.xla_flops(config, None, None, batch)
+  one, four = count(1), count(4)
+  assert one > 0 and four == pytest.approx(one, rel=1e-2)

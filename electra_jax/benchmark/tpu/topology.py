@@ -226,7 +226,8 @@ def per_device_bytes(tree) -> int:
 def xla_flops(config, step: str, finetune_config, compiled=None) -> tuple[float, str]:
   """XLA's FLOPs per step (the whole step, all chips) and how they were obtained.
 
-  The compiled TPU executable's cost analysis counts a loop body once (the scanned layers), and
+  The compiled TPU executable's cost analysis counts a loop body once (the scanned layers, the
+  accumulated microbatches), and
   the TPU compiler gives none before compiling; so the count is XLA's HLO cost analysis of the
   same step with unrolled layers, lowered (not compiled) for one CPU device: the global
   computation, before any partitioning.
@@ -236,6 +237,10 @@ def xla_flops(config, step: str, finetune_config, compiled=None) -> tuple[float,
   compiled_flops = float((cost or {}).get("flops", 0.0))
   unrolled = config.copy_and_resolve_references()
   unrolled.model.scan_layers = False
+  unrolled.train.grad_accum_steps = 1  # A loop too: one batch has the same products.
+  if finetune_config is not None and "grad_accum_steps" in finetune_config:
+    finetune_config = finetune_config.copy_and_resolve_references()
+    finetune_config.grad_accum_steps = 1
   if unrolled.model.attention in attention.FUSED:
     unrolled.model.attention = "xla"  # The same products, without a TPU kernel on the CPU.
   for axis in parallel.MESH_AXES:
