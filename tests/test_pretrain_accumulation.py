@@ -2,7 +2,7 @@
 not depend on K (masking runs on the whole batch, sampling keys are the examples'), the
 microbatches' losses and metric pairs sum to the whole batch's, K = 4 trains as K = 1 does, a
 resumed accumulated run is bit for bit the uninterrupted one, the step is one loop (on a TPU
-topology too), and a batch that does not split is one clear error.
+topology too: tests/test_tpu_compile.py), and a batch that does not split is one clear error.
 
 The 8-device meshes (data and FSDP, float32 and bfloat16, ELECTRA and MLM) run in a child
 process (tests/accumulation_check.py), in the full tier."""
@@ -239,7 +239,9 @@ def _check(*args):
 @pytest.mark.full
 def test_eight_devices_data_and_fsdp_float32_and_bfloat16():
   """On 8 simulated devices, meshes data=8 and data=2 x fsdp=4, float32 and bfloat16
-  activations, ELECTRA and MLM: K = 4 trains as K = 1 over three steps of batch 32.
+  activations, ELECTRA and MLM (four cases holding every pair of these choices; the eight of
+  the full product gave the same figures when measured): K = 4 trains as K = 1 over three
+  steps of batch 32.
 
   Float32: every parameter within 1e-5 relative + 1e-6 (summation order; measured: the largest
   difference is under a tenth of that). Bfloat16 compute rounds activations to 8 bits of
@@ -249,7 +251,7 @@ def test_eight_devices_data_and_fsdp_float32_and_bfloat16():
   difference of the two runs over the distance the parameters moved, in the global norm: below
   2e-2 (measured 0.2% to 0.9%) against 1e-5 for float32 (measured under 1e-6)."""
   report = _check()
-  assert report["device_count"] == 8 and len(report["cases"]) == 8
+  assert report["device_count"] == 8 and len(report["cases"]) == 4
   for case in report["cases"]:
     assert case["moved"] > 1e-4, case
     if case["dtype"] == "float32":
@@ -259,26 +261,6 @@ def test_eight_devices_data_and_fsdp_float32_and_bfloat16():
     else:
       assert case["update_rel"] < 2e-2, case
       assert case["loss_rel"] < 1e-3, case
-
-
-@pytest.mark.full
-def test_a_tpu_topology_compiles_the_accumulated_step_as_one_loop():
-  """The TPU compiler (compile-only v5litepod-4 devices): K = 4's optimised executable keeps
-  the microbatch loop (one more while loop, not four unrolled copies) with as many
-  convolutions (matmuls) as K = 1's."""
-  pytest.importorskip("libtpu")
-  from electra_jax.benchmark.tpu import slices, topology  # pylint: disable=import-outside-toplevel
-
-  def counts(accum_steps):
-    config = topology.for_tpu(config_for("electra", accum_steps))
-    devices = slices.compile_devices(slices.parse("v5e:2x2"))
-    compiled, _ = topology.compile_step(topology.build(config, "pretrain", devices))
-    text = compiled.as_text()
-    return text.count(" while("), text.count(" convolution(")
-  one_loops, one_dots = counts(1)
-  four_loops, four_dots = counts(4)
-  assert four_loops == one_loops + 1
-  assert four_dots == one_dots
 
 
 def test_xla_counts_the_flops_of_every_microbatch():

@@ -448,12 +448,17 @@ def test_a_batch_that_the_accumulation_does_not_divide_is_one_error():
 @needs_libtpu
 def test_accumulated_microbatches_compile_in_less_memory():
   """The real compiler: 4 microbatches of the tiny step's 256 x 128 batch need less memory than
-  the whole batch at once; the report says how many microbatches it compiled."""
+  the whole batch at once; the report says how many microbatches it compiled; and the
+  optimised executable keeps the microbatch loop (one more while loop, as many convolutions,
+  i.e. matmuls, as the whole batch's step: not four unrolled copies of the model)."""
   s = tpu_slices.parse("v5e:2x2")
   config = tiny(**{"train.batch_size": 256, "data.max_seq_length": 128})
-  whole, _ = topology.compile_report(config, s, with_xla_flops=False)
+  whole, whole_compiled = topology.compile_report(config, s, with_xla_flops=False)
   config.train.grad_accum_steps = 4
-  micro, _ = topology.compile_report(config, s, with_xla_flops=False)
+  micro, micro_compiled = topology.compile_report(config, s, with_xla_flops=False)
+  whole_text, micro_text = whole_compiled.as_text(), micro_compiled.as_text()
+  assert micro_text.count(" while(") == whole_text.count(" while(") + 1
+  assert micro_text.count(" convolution(") == whole_text.count(" convolution(") > 0
   assert (whole["grad_accum_steps"], micro["grad_accum_steps"]) == (1, 4)
   assert micro["fits"] and micro["per_chip_bytes"]["temp"] < 0.7 * whole["per_chip_bytes"]["temp"]
   assert micro["analytic_flops_per_step"] == whole["analytic_flops_per_step"]
