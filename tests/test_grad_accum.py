@@ -1,7 +1,7 @@
 """Gradient accumulation inside the fine-tuning step (`grad_accum_steps`): K microbatches in one
 scan give the update of the whole batch, the compiled step holds one copy of the model, and
-batches that do not split are one clear error. (Pretraining's `train.grad_accum_steps` is
-issue 36's next part.)"""
+batches that do not split are one clear error. (Pretraining's `train.grad_accum_steps`:
+tests/test_pretrain_accumulation.py.)"""
 
 import jax
 import numpy as np

@@ -10,19 +10,19 @@ and optionally, for jobs whose training changes by step (two-stage pretraining),
 `prepare_params(params, step) -> params` (applied at the start of a train step) and
 `filter_updates(updates, step) -> updates` (applied to the optimizer's updates).
 
-A job whose loss draws random inputs or divides by batch totals (pretraining: masking,
-sampling, means over masked slots) also gives `prepare_batch(batch, rng, step) -> (batch,
-totals)`, the parameter-free part run on the whole batch first; `loss_fn` is then called as
-loss_fn(params, batch, rng, deterministic, step, totals) on the prepared batch or on one
-microbatch of it, so that gradient accumulation computes the same function for every number
-of microbatches (the microbatches' losses sum to the batch's).
-
 and `build_trainer` turns that into a `Trainer`: the mesh and logical-axis rules, the state's
 shardings (parameters and optimizer slots follow the parameters' logical axes), a state created
 directly in its shards, and two jitted steps with explicit in/out shardings:
 
   train_step(state, batch) -> (state + 1 step, metrics)       the state is donated
   eval_step(state, batch, rng) -> (metrics, outputs)           dropout off, outputs replicated
+
+A job whose loss draws random inputs or divides by batch totals (pretraining: masking,
+sampling, means over masked slots) also gives `prepare_batch(batch, rng, step) -> (batch,
+totals)`, the parameter-free part run on the whole batch first; `loss_fn` is then called as
+loss_fn(params, batch, rng, deterministic, step, totals) on the prepared batch or on one
+microbatch of it, so that gradient accumulation computes the same function for every number
+of microbatches (the microbatches' losses sum to the batch's).
 
 Metrics are `{name: (numerator, denominator)}` pairs (see `electra_jax.training.metrics`); the
 train step adds `learning_rate`, `grad_norm` and `nonfinite_steps` (1 for a step whose loss or
