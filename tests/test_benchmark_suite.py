@@ -49,7 +49,10 @@ def test_smoke_plan_runs_and_tabulates(tmp_path):
                                                                 rel=0.01)
   # The loop's steps/s relative to the benchmark's: a real ratio, not a constant.
   assert loop["loop_vs_benchmark"] == pytest.approx(loop["loop_steps_per_s"] * step_ms / 1000)
-  assert 0.3 < loop["loop_vs_benchmark"] < 1.5, loop
+  # A plausible band, not a speed target: the benchmark and the loop run one after the other
+  # while the other test worker loads this 2-core machine, so either may be slowed (a CI run
+  # on 2026-11-26 saw 1.6); a ratio outside [0.3, 2.5] would be a wrong measure, not noise.
+  assert 0.3 < loop["loop_vs_benchmark"] < 2.5, loop
   table = (out / "results.md").read_text()
   assert "| tiny | ok |" in table and "% of the benchmark" in table
   assert (out / "tiny.log").read_text().count("step_time_ms=") == 1
