@@ -310,11 +310,11 @@ def replace_tokens(input_ids: jax.Array, input_mask: jax.Array, positions: jax.A
   return corrupted.astype(jnp.int32), labels.astype(jnp.int32)
 
 
-def row_keys(rng: jax.Array, rows: int, first_row: jax.Array | int = 0) -> jax.Array:
-  """One PRNG key per example: fold_in(rng, row index), rows `first_row` .. `first_row` +
-  `rows` - 1. Randomness drawn from these is tied to the example, not to the batch or the
-  microbatch it is computed in (gradient accumulation gives the same draws for every K)."""
-  return jax.vmap(jax.random.fold_in, (None, 0))(rng, first_row + jnp.arange(rows))
+def row_keys(rng: jax.Array, rows: int) -> jax.Array:
+  """One PRNG key per example: fold_in(rng, row index) for rows 0 .. `rows` - 1. Randomness
+  drawn from these is tied to the example, not to the batch or the microbatch it is computed
+  in (gradient accumulation gives the same draws for every K)."""
+  return jax.vmap(jax.random.fold_in, (None, 0))(rng, jnp.arange(rows))
 
 
 def weighted_mean(values: jax.Array, weights: jax.Array, total: jax.Array | None = None
