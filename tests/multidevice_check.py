@@ -29,7 +29,9 @@ def finetune_losses(pretrain_config):
   """Fine-tuning losses (MRPC-shaped task, dropout off) on 1 and on 8 devices."""
   import flax.linen as nn  # pylint: disable=import-outside-toplevel
   import numpy as np  # pylint: disable=import-outside-toplevel
-  from electra_jax.finetune import runner as finetune  # pylint: disable=import-outside-toplevel
+  from electra_jax.finetune import batches as batches_lib  # pylint: disable=import-outside-toplevel
+  from electra_jax.finetune import setup as setup_lib  # pylint: disable=import-outside-toplevel
+  from electra_jax.finetune.glue import task as finetune  # pylint: disable=import-outside-toplevel
   from electra_jax.training import pretrained  # pylint: disable=import-outside-toplevel
   from electra_jax.finetune import glue  # pylint: disable=import-outside-toplevel
   from electra_jax.models import electra  # pylint: disable=import-outside-toplevel
@@ -46,7 +48,7 @@ def finetune_losses(pretrain_config):
   config.update(max_seq_length=seq, batch_size=8, head_dropout=0.0, hidden_dropout_prob=0.0,
                 attention_dropout_prob=0.0)
   task = glue.get_task("mrpc")
-  encoder = finetune.encoder_config(config, weights.model_config)
+  encoder = setup_lib.encoder_config(config, weights.model_config)
   hyper = finetune.resolve_hyperparameters(config, task, encoder.hidden_size)
   rng = np.random.default_rng(0)
   data = benchmark.synthetic_batch(24, seq, pretrain_config.model.vocab_size, seed=7)
@@ -54,9 +56,9 @@ def finetune_losses(pretrain_config):
   out = {}
   for name, devices in (("one", jax.devices()[:1]), ("eight", jax.devices())):
     setup = finetune.build_setup(config, task, encoder, hyper, 3, devices=devices)
-    state = finetune.initial_state(setup, weights, seed=0)
+    state = setup_lib.initial_state(setup, weights, seed=0)
     losses = []
-    for batch in finetune.train_batches(data, 8, 3, seed=0):
+    for batch in batches_lib.train_batches(data, 8, 3, seed=0):
       state, metrics = setup.trainer.train_step(
           state, setup.trainer.put_batch(finetune.with_labels(batch, task), 8))
       losses.append(float(metrics["loss"][0]))
@@ -71,9 +73,9 @@ def finetune_losses(pretrain_config):
     accum_config.update(batch_size=16, grad_accum_steps=accum)
     accum_config.mesh.data, accum_config.mesh.fsdp = mesh
     setup = finetune.build_setup(accum_config, task, encoder, hyper, 3, devices=devices)
-    state = finetune.initial_state(setup, weights, seed=0)
+    state = setup_lib.initial_state(setup, weights, seed=0)
     losses = []
-    for batch in finetune.train_batches(data, 16, 3, seed=0):
+    for batch in batches_lib.train_batches(data, 16, 3, seed=0):
       state, metrics = setup.trainer.train_step(
           state, setup.trainer.put_batch(finetune.with_labels(batch, task), 16))
       losses.append(float(metrics["loss"][0]) / float(metrics["loss"][1]))
@@ -84,8 +86,9 @@ def finetune_losses(pretrain_config):
 def squad_losses(config, encoder, weights, data, seq):
   """SQuAD 2.0 fine-tuning losses and the joint head's beam on 1 and on 8 devices."""
   import numpy as np  # pylint: disable=import-outside-toplevel
-  from electra_jax.finetune import runner as finetune  # pylint: disable=import-outside-toplevel
-  from electra_jax.finetune.qa import runner as qa  # pylint: disable=import-outside-toplevel
+  from electra_jax.finetune import setup as setup_lib  # pylint: disable=import-outside-toplevel
+  from electra_jax.finetune import batches as batches_lib  # pylint: disable=import-outside-toplevel
+  from electra_jax.finetune.qa import task as qa  # pylint: disable=import-outside-toplevel
   squad = testing.load_config("squad")
   squad.update(task="squad2", max_seq_length=seq, max_query_length=8, batch_size=8,
                eval_batch_size=8, hidden_dropout_prob=0.0, attention_dropout_prob=0.0,
@@ -101,9 +104,9 @@ def squad_losses(config, encoder, weights, data, seq):
   out = {}
   for name, devices in (("one", jax.devices()[:1]), ("eight", jax.devices())):
     setup = qa.build_setup(squad, encoder, recipe, 3, devices=devices)
-    state = finetune.initial_state(setup, weights, seed=0)
+    state = setup_lib.initial_state(setup, weights, seed=0)
     losses = []
-    for batch in finetune.train_batches(batch_data, 8, 3, seed=0):
+    for batch in batches_lib.train_batches(batch_data, 8, 3, seed=0):
       state, metrics = setup.trainer.train_step(state, setup.trainer.put_batch(batch, 8))
       losses.append(float(metrics["loss"][0]))
     out[f"squad_{name}_losses"] = losses

@@ -13,7 +13,7 @@ import pytest
 
 from electra_jax import convert
 from electra_jax.errors import ElectraError
-from electra_jax.finetune import runner as finetune
+from electra_jax.finetune.glue import task as finetune
 from electra_jax.models import encoder
 from electra_jax.pretrain import default_config
 from electra_jax.pretrain import loop as pretrain_loop

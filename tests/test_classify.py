@@ -12,8 +12,10 @@ import numpy as np
 import pytest
 
 from electra_jax.errors import ElectraError
-from electra_jax.finetune import runner as glue_runner
-from electra_jax.finetune.classify import runner as classify
+from electra_jax.finetune import recipe
+from electra_jax.finetune import setup as setup_lib
+from electra_jax.finetune.classify import task as classify
+from electra_jax.finetune.glue import task as glue_task
 from electra_jax.training import pretrained
 from tests import testing
 
@@ -67,7 +69,7 @@ def test_sst2_as_csv_is_the_glue_sst2_run(pretrained_fast, sst2_csv, tmp_path):
   glue_config.update(SMALL, init_checkpoint=pretrained_fast, data_dir=GLUE_DIR, task="sst2",
                      max_train_examples=64, max_eval_examples=100, num_epochs=2.0,
                      write_test_predictions=False)
-  glue_summary = glue_runner.run(glue_config, str(tmp_path / "glue"))
+  glue_summary = glue_task.run(glue_config, str(tmp_path / "glue"))
   config = classify_config(pretrained_fast, train_file=str(sst2_csv / "train.csv"),
                            dev_file=str(sst2_csv / "dev.csv"), text_fields="review",
                            label_field="sentiment", head="original", num_epochs=2.0)
@@ -101,7 +103,7 @@ def test_stsb_as_jsonl_is_the_glue_stsb_run(pretrained_fast, tmp_path):
   glue_config.update(SMALL, init_checkpoint=pretrained_fast, data_dir=GLUE_DIR, task="stsb",
                      max_train_examples=200, max_eval_examples=100, num_epochs=1.0,
                      double_unordered=False, write_test_predictions=False, batch_size=32)
-  glue_metrics = glue_runner.run(glue_config, str(tmp_path / "glue"))["stsb"]["seeds"]["0"]
+  glue_metrics = glue_task.run(glue_config, str(tmp_path / "glue"))["stsb"]["seeds"]["0"]
   config = classify_config(pretrained_fast, train_file=str(data / "train.jsonl"),
                            dev_file=str(data / "dev.jsonl"), test_file=str(data / "dev.jsonl"),
                            text_fields="first,second", label_field="similarity",
@@ -206,11 +208,11 @@ def test_a_finetuned_head_continues_only_with_the_same_labels(multilabel_run, tm
   # init_head=checkpoint: the first state's head is the checkpoint's.
   again = config.copy_and_resolve_references()
   again.update(init_checkpoint=str(workdir), init_head="checkpoint", num_seeds=1)
-  encoder = glue_runner.encoder_config(again, weights.model_config)
-  hyper = glue_runner.resolve_recipe(again, encoder.hidden_size, 3.0)
-  tokenizer = glue_runner.load_tokenizer(again, weights)
+  encoder = setup_lib.encoder_config(again, weights.model_config)
+  hyper = recipe.resolve_recipe(again, encoder.hidden_size, 3.0)
+  tokenizer = setup_lib.load_tokenizer(again, weights)
   prepared = classify.prepare(again, weights, encoder, tokenizer, hyper, labels)
-  state = glue_runner.initial_state(prepared.setup, weights, seed=7)
+  state = setup_lib.initial_state(prepared.setup, weights, seed=7)
   np.testing.assert_array_equal(np.asarray(state.params["task_head"]["out_proj"]["kernel"]),
                                 weights.params["task_head"]["out_proj"]["kernel"])
   other = again.copy_and_resolve_references()

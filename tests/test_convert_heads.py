@@ -1,7 +1,7 @@
 """Tests for `convert to-hf` / `from-hf` of fine-tuned classifiers and taggers.
 
 Each kind of fine-tuned model is built from the `pretrained_fast` checkpoint's encoder with a
-random head (`finetune.heads`), saved as the runners save it (`finetune.runner.save_model`),
+random head (`finetune.heads`), saved as the runners save it (`finetune.seed_lib.save_model`),
 exported, loaded with transformers' Auto classes and compared with the flax model on real
 tokenised text (pairs and padding included); then imported back with from-hf. No data set or
 download is needed.
@@ -18,10 +18,10 @@ import numpy as np
 import pytest
 
 from electra_jax import convert
-from electra_jax.convert import hf_mapping
+from electra_jax.convert import hf_heads
 from electra_jax.errors import ElectraError
 from electra_jax.finetune import heads
-from electra_jax.finetune import runner
+from electra_jax.finetune import seed as seed_lib
 from electra_jax.models import electra
 from electra_jax.training import pretrained
 from tests.testing import REPO
@@ -78,7 +78,7 @@ def save_finetuned(weights, directory, kind, head_type="hf", seed=0):
             heads.HEAD: jax.tree.map(
                 lambda x: (0.5 * rng.standard_normal(np.shape(x))).astype(np.float32),
                 params[heads.HEAD])}
-  step_dir = runner.save_model(directory, params, weights, weights.tokenizer.load(), 5,
+  step_dir = seed_lib.save_model(directory, params, weights, weights.tokenizer.load(), 5,
                                head=heads.HEAD, finetuned=finetuned_meta(kind, head_type))
   return step_dir, module, params
 
@@ -207,7 +207,7 @@ def test_labels_that_do_not_fit_the_head_are_refused(weights, tmp_path):
   _, _, params = save_finetuned(weights, str(tmp_path / "model"), "classification")
   meta = finetuned_meta("classification")
   meta["labels"] = ["a", "b"]
-  runner.save_model(str(tmp_path / "model"), params, weights, weights.tokenizer.load(), 5,
+  seed_lib.save_model(str(tmp_path / "model"), params, weights, weights.tokenizer.load(), 5,
                     head=heads.HEAD, finetuned=meta)
   with pytest.raises(ElectraError, match=r"lists 2 labels but its head task_head has 3 "
                                          r"outputs"):
@@ -337,4 +337,4 @@ def test_from_hf_refusals(tmp_path):
 
 
 def test_the_task_head_is_the_runners():
-  assert hf_mapping.TASK_HEAD == heads.HEAD
+  assert hf_heads.TASK_HEAD == heads.HEAD

@@ -12,7 +12,10 @@ import numpy as np
 import optax
 import pytest
 
-from electra_jax.finetune import runner as finetune
+from electra_jax.finetune.glue import task as finetune
+from electra_jax.finetune import batches
+from electra_jax.finetune import seed as seed_lib
+from electra_jax.finetune import setup as setup_lib
 from electra_jax.training import optimizer as optim
 from electra_jax.training import pretrained
 from electra_jax.finetune import glue
@@ -156,10 +159,10 @@ def test_summed_loss_is_batch_size_times_the_mean(pretrain_dir):
   for reduction in ("sum", "mean"):
     config = glue_config(pretrain_dir, loss_reduction=reduction, head_dropout=0.0,
                          hidden_dropout_prob=0.0, attention_dropout_prob=0.0)
-    encoder = finetune.encoder_config(config, weights.model_config)
+    encoder = setup_lib.encoder_config(config, weights.model_config)
     hyper = finetune.resolve_hyperparameters(config, task, encoder.hidden_size)
     setup = finetune.build_setup(config, task, encoder, hyper, num_train_steps=4)
-    state = finetune.initial_state(setup, weights, seed=0)
+    state = setup_lib.initial_state(setup, weights, seed=0)
     _, metrics = setup.trainer.train_step(state, setup.trainer.put_batch(batch))
     results[reduction] = {k: float(v[0] / v[1]) for k, v in jax.device_get(metrics).items()}
   assert results["sum"]["grad_norm"] == pytest.approx(16 * results["mean"]["grad_norm"],
@@ -178,7 +181,7 @@ def test_double_unordered_trains_on_both_sentence_orders(pretrain_dir):
     task = glue.get_task(name)
     config = glue_config(pretrain_dir, name, max_train_examples=10, max_eval_examples=7,
                          write_test_predictions=False)
-    tokenizer = finetune.load_tokenizer(config, weights)
+    tokenizer = setup_lib.load_tokenizer(config, weights)
     data = finetune.load_task_data(config, task, tokenizer)
     assert len(data.train["labels"]) == (20 if doubled else 10)
     assert len(data.evals["dev"]["labels"]) == 7
@@ -204,13 +207,13 @@ def test_stsb_trains_on_scores_over_5_and_predicts_on_the_label_scale(pretrain_d
   for normalize, scale in ((True, 5.0), (False, 1.0)):
     config = glue_config(pretrain_dir, "stsb", max_train_examples=12, max_eval_examples=8,
                          double_unordered=False, normalize_regression_targets=normalize)
-    tokenizer = finetune.load_tokenizer(config, weights)
+    tokenizer = setup_lib.load_tokenizer(config, weights)
     data = finetune.load_task_data(config, task, tokenizer)
     np.testing.assert_allclose(data.train["labels"], raw / scale, rtol=1e-6)
-    encoder = finetune.encoder_config(config, weights.model_config)
+    encoder = setup_lib.encoder_config(config, weights.model_config)
     hyper = finetune.resolve_hyperparameters(config, task, encoder.hidden_size)
     setup = finetune.build_setup(config, task, encoder, hyper, num_train_steps=2)
-    state = finetune.initial_state(setup, weights, seed=0)
+    state = setup_lib.initial_state(setup, weights, seed=0)
     # A head that always outputs 0.5 predicts 0.5 * 5 = 2.5 on the label scale.
     params = jax.device_get(state.params)
     params["task_head"] = {"kernel": np.zeros_like(params["task_head"]["kernel"]),
@@ -235,10 +238,10 @@ def test_task_head_initialiser(pretrain_dir, head_init):
   weights = pretrained.load_pretrained(pretrain_dir)
   config = glue_config(pretrain_dir, head_init=head_init)
   task = glue.get_task("mnli")
-  encoder = finetune.encoder_config(config, weights.model_config)
+  encoder = setup_lib.encoder_config(config, weights.model_config)
   hyper = finetune.resolve_hyperparameters(config, task, encoder.hidden_size)
   setup = finetune.build_setup(config, task, encoder, hyper, num_train_steps=2)
-  kernel = np.asarray(finetune.initial_state(setup, weights, seed=0).params["task_head"]["kernel"])
+  kernel = np.asarray(setup_lib.initial_state(setup, weights, seed=0).params["task_head"]["kernel"])
   limit = np.sqrt(6.0 / (64 + 3))
   if head_init == "glorot_uniform":
     assert 0.8 * limit < np.abs(kernel).max() <= limit
@@ -248,7 +251,7 @@ def test_task_head_initialiser(pretrain_dir, head_init):
 
 def test_train_batches_cover_every_example_each_epoch():
   data = {"labels": np.arange(10)}
-  batches = list(finetune.train_batches(data, batch_size=4, num_steps=5, seed=3))
+  batches = list(batches.train_batches(data, batch_size=4, num_steps=5, seed=3))
   rows = np.concatenate([b["labels"] for b in batches])
   assert sorted(rows[:10]) == list(range(10))  # The first epoch is a permutation.
   assert len(rows) == 20 and sorted(rows[10:20]) == list(range(10))
@@ -278,17 +281,17 @@ def test_pretrained_weights_land_in_the_classifier(pretrain_dir):
   weights = pretrained.load_pretrained(pretrain_dir)
   config = glue_config(pretrain_dir)
   task = glue.get_task("mrpc")
-  encoder = finetune.encoder_config(config, weights.model_config)
+  encoder = setup_lib.encoder_config(config, weights.model_config)
   hyper = finetune.resolve_hyperparameters(config, task, encoder.hidden_size)
   setup = finetune.build_setup(config, task, encoder, hyper, num_train_steps=4)
-  state = finetune.initial_state(setup, weights, seed=0)
+  state = setup_lib.initial_state(setup, weights, seed=0)
   for group in ("embeddings", "discriminator"):
     for a, b in zip(jax.tree.leaves(state.params[group]),
                     jax.tree.leaves(weights.params[group])):
       np.testing.assert_array_equal(np.asarray(a), b)
   assert state.params["task_head"]["kernel"].shape == (64, 2)
   # A different seed changes only the head.
-  other = finetune.initial_state(setup, weights, seed=1)
+  other = setup_lib.initial_state(setup, weights, seed=1)
   assert not np.array_equal(other.params["task_head"]["kernel"],
                             state.params["task_head"]["kernel"])
 
@@ -329,7 +332,7 @@ def test_vocabulary_must_match_the_embeddings(pretrain_dir, tmp_path, corpus_and
   weights = pretrained.load_pretrained(pretrain_dir)
   with pytest.raises(ElectraError, match="300 tokens but the checkpoint's embedding table has "
                                          "512 rows"):
-    finetune.load_tokenizer(config, weights)
+    setup_lib.load_tokenizer(config, weights)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -342,17 +345,17 @@ def test_finetuning_fits_a_real_sst2_slice(pretrain_dir):
   config = glue_config(pretrain_dir, learning_rate=2e-3, head_dropout=0.0,
                        hidden_dropout_prob=0.0, attention_dropout_prob=0.0)
   task = glue.get_task("sst2")
-  tokenizer = finetune.load_tokenizer(config, weights)
+  tokenizer = setup_lib.load_tokenizer(config, weights)
   examples = glue.read_split(task, GLUE_DIR, "train")[:64]
   data = glue.featurize(examples, tokenizer, config.max_seq_length)
-  encoder = finetune.encoder_config(config, weights.model_config)
+  encoder = setup_lib.encoder_config(config, weights.model_config)
   hyper = finetune.resolve_hyperparameters(config, task, encoder.hidden_size)
   steps = 120
   setup = finetune.build_setup(config, task, encoder, hyper, steps)
-  state = finetune.initial_state(setup, weights, seed=0)
+  state = setup_lib.initial_state(setup, weights, seed=0)
   before = finetune.predict(setup, state, data, 64, task)
   losses = []
-  for batch in finetune.train_batches(data, config.batch_size, steps, seed=0):
+  for batch in batches.train_batches(data, config.batch_size, steps, seed=0):
     state, metrics = setup.trainer.train_step(
         state, setup.trainer.put_batch(finetune.with_labels(batch, task), 16))
     losses.append(float(metrics["loss"][0]))
@@ -444,7 +447,7 @@ def test_a_preempted_seed_resumes_to_the_same_result(pretrain_dir, tmp_path, mon
   straight = finetune.run(config, str(tmp_path / "straight"))
   monkeypatch.setattr(checkpoints, "reached_preemption", lambda step: step == 3)
   workdir = tmp_path / "preempted"
-  with pytest.raises(finetune.Preempted, match="rte seed 0 was preempted at step 3"):
+  with pytest.raises(seed_lib.Preempted, match="rte seed 0 was preempted at step 3"):
     finetune.run(config, str(workdir))
   assert os.path.isdir(workdir / "rte" / "seed_0" / "checkpoints" / "3")
   monkeypatch.setattr(checkpoints, "reached_preemption", lambda step: False)

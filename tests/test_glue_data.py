@@ -1,4 +1,4 @@
-"""Tests of electra_jax.finetune.glue: tasks, TSV and tfds readers, features and submissions.
+"""Tests of electra_jax.finetune.glue.data: tasks, TSV and tfds readers, features and submissions.
 
 The real GLUE files in ../shared/data/glue (read only, skipped when absent) check row counts
 and formats; MNLI and full QQP are not there, so they are tested on small files written here
@@ -15,7 +15,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 import numpy as np  # pylint: disable=g-import-not-at-top
 import pytest  # pylint: disable=g-import-not-at-top
 
-from electra_jax.finetune import glue  # pylint: disable=g-import-not-at-top
+from electra_jax.finetune.glue import data as glue  # pylint: disable=g-import-not-at-top
 from electra_jax.data import tokenizer as tokenizer_lib  # pylint: disable=g-import-not-at-top
 from electra_jax.errors import ElectraError  # pylint: disable=g-import-not-at-top
 from tests.testing import REPO  # pylint: disable=g-import-not-at-top

@@ -1,4 +1,4 @@
-"""Tests of electra_jax.finetune.metrics: hand-worked values, scipy and brute force agreement."""
+"""Tests of electra_jax.finetune.metrics and glue.metrics: hand-worked values, scipy and brute force agreement."""
 
 import math
 
@@ -7,7 +7,8 @@ import pytest
 from scipy import stats
 
 from electra_jax.finetune import metrics as gm
-from electra_jax.finetune import glue
+from electra_jax.finetune.glue import data as glue
+from electra_jax.finetune.glue import metrics as glue_metrics
 
 # A 2x2 confusion matrix worked out by hand: TP=3 (rows 0-2), FN=1 (row 3), FP=1 (row 4),
 # TN=5 (rows 5-9).
@@ -118,14 +119,14 @@ def test_task_metrics_names_and_values():
               "qqp": {"accuracy", "f1"}, "mnli": {"accuracy"}, "qnli": {"accuracy"},
               "rte": {"accuracy"}, "wnli": {"accuracy"}, "ax": {"mcc"}}
   for name, names in expected.items():
-    result = gm.task_metrics(name, LABELS, PREDICTIONS)
+    result = glue_metrics.task_metrics(name, LABELS, PREDICTIONS)
     assert set(result) == names, name
     assert all(isinstance(v, float) for v in result.values())
-  assert gm.task_metrics("MRPC", LABELS, PREDICTIONS) == pytest.approx(
+  assert glue_metrics.task_metrics("MRPC", LABELS, PREDICTIONS) == pytest.approx(
       {"accuracy": 0.8, "f1": 0.75})
-  assert gm.task_metrics(glue.get_task("CoLA"), LABELS, PREDICTIONS) == pytest.approx(
+  assert glue_metrics.task_metrics(glue.get_task("CoLA"), LABELS, PREDICTIONS) == pytest.approx(
       {"mcc": 14 / 24})
-  scores = gm.task_metrics("sts-b", np.array([1.0, 2.0, 3.0], np.float32), [1.0, 2.0, 4.0])
+  scores = glue_metrics.task_metrics("sts-b", np.array([1.0, 2.0, 3.0], np.float32), [1.0, 2.0, 4.0])
   assert scores == pytest.approx({"pearson": 3 / math.sqrt(2 * 42 / 9), "spearman": 1.0})
   for name, task in glue.TASKS.items():
     assert task.primary_metric in task.metric_names, name
@@ -133,8 +134,8 @@ def test_task_metrics_names_and_values():
 
 def test_task_metrics_rejects_unlabelled_and_float_predictions():
   with pytest.raises(ValueError, match="-1"):
-    gm.task_metrics("rte", np.array([0, -1]), np.array([0, 1]))
+    glue_metrics.task_metrics("rte", np.array([0, -1]), np.array([0, 1]))
   with pytest.raises(ValueError, match="nan"):
-    gm.task_metrics("stsb", np.array([1.0, np.nan]), np.array([1.0, 2.0]))
+    glue_metrics.task_metrics("stsb", np.array([1.0, np.nan]), np.array([1.0, 2.0]))
   with pytest.raises(ValueError, match="argmax"):
-    gm.task_metrics("sst2", np.array([0, 1]), np.array([0.2, 0.9]))
+    glue_metrics.task_metrics("sst2", np.array([0, 1]), np.array([0.2, 0.9]))

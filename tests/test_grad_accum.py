@@ -9,8 +9,9 @@ import pytest
 
 from electra_jax.errors import ElectraError
 from electra_jax.finetune import heads
-from electra_jax.finetune import runner as finetune
-from electra_jax.finetune.classify import runner as classify
+from electra_jax.finetune import recipe
+from electra_jax.finetune import setup as setup_lib
+from electra_jax.finetune.classify import task as classify
 from electra_jax.training import parallel
 from electra_jax.training import pretrained
 from tests import testing
@@ -29,12 +30,12 @@ def _setup(weights, accum_steps, reduction, problem="classification"):
                 grad_accum_steps=accum_steps, loss_reduction=reduction, problem=problem,
                 head_dropout=0.0, hidden_dropout_prob=0.0, attention_dropout_prob=0.0,
                 learning_rate=1e-3)
-  encoder = finetune.encoder_config(config, weights.model_config)
-  hyper = finetune.resolve_recipe(config, encoder.hidden_size, 3.0)
+  encoder = setup_lib.encoder_config(config, weights.model_config)
+  hyper = recipe.resolve_recipe(config, encoder.hidden_size, 3.0)
   num_labels = 1 if problem == "regression" else 3
   model = heads.SequenceClassifier(encoder, num_labels, 0.0, head_type="hf",
                                    encoder_name=weights.encoder_network)
-  setup = finetune.build_model_setup(
+  setup = setup_lib.build_model_setup(
       config, model, encoder, hyper, 10, lambda logits, y: classify.example_losses(
           problem, logits, y), label_rank=1, encoder_name=weights.encoder_network)
   return setup
@@ -54,7 +55,7 @@ def _batches(problem, steps=3):
 
 
 def _train(setup, weights, batches):
-  state = finetune.initial_state(setup, weights, seed=0)
+  state = setup_lib.initial_state(setup, weights, seed=0)
   metrics = []
   for batch in batches:
     state, m = setup.trainer.train_step(state, setup.trainer.put_batch(batch, BATCH))
@@ -79,7 +80,7 @@ def test_four_microbatches_give_the_whole_batch_update(weights, reduction, probl
     for name in a:
       assert b[name] == pytest.approx(a[name], rel=1e-5, abs=1e-7), name
   # The parameters moved: the comparison is not of two untouched states.
-  start = jax.device_get(finetune.initial_state(_setup(weights, 1, reduction, problem),
+  start = jax.device_get(setup_lib.initial_state(_setup(weights, 1, reduction, problem),
                                                 weights, 0).params)
   moved = [float(np.max(np.abs(a - b))) for a, b in zip(jax.tree.leaves(one),
                                                         jax.tree.leaves(start))]
@@ -114,7 +115,7 @@ def test_a_batch_that_does_not_split_is_one_error(weights):
 
 
 def test_tagging_accumulates_only_its_summed_loss():
-  from electra_jax.finetune.tagging import runner as tag_runner  # pylint: disable=import-outside-toplevel
+  from electra_jax.finetune.tagging import task as tag_runner  # pylint: disable=import-outside-toplevel
   config = testing.load_config("tag")
   config.update(init_checkpoint="ckpt", train_file="t.txt", dev_file="d.txt",
                 grad_accum_steps=2, loss_reduction="mean")

@@ -1,5 +1,5 @@
 """Tests of electra_jax.finetune.classify.data (the user's own csv/tsv/jsonl files) and the metrics
-of its problems in electra_jax.finetune.metrics.
+of its problems in electra_jax.finetune.classify.metrics.
 
 Pure and fast: small files written here; GLUE's SST-2 and STS-B dev files in ../shared/data/glue
 (skipped when absent) rewritten in other formats must read into what the GLUE reader reads.
@@ -15,7 +15,9 @@ import numpy as np
 import pytest
 
 from electra_jax.errors import ElectraError
-from electra_jax.finetune import glue
+from electra_jax.finetune.classify import metrics as own_metrics
+from electra_jax.finetune.glue import data as glue
+from electra_jax.finetune.shared import labels as label_files
 from electra_jax.finetune import metrics as gm
 from electra_jax.finetune.classify import data as own_data
 from tests.testing import REPO
@@ -134,23 +136,23 @@ def test_label_sets_sort_numerically_when_all_are_numbers(tmp_path):
 
 def test_labels_json_round_trip(tmp_path):
   path = str(tmp_path / "labels.json")
-  own_data.write_labels(path, ("neg", "pos", "é"), "classification")
-  assert own_data.read_labels(path) == (("neg", "pos", "é"), "classification")
+  label_files.write_labels(path, ("neg", "pos", "é"), "classification")
+  assert label_files.read_labels(path) == (("neg", "pos", "é"), "classification")
   assert os.listdir(tmp_path) == ["labels.json"]  # no temporary file left
-  own_data.write_labels(path, (), "regression")
-  assert own_data.read_labels(path) == ((), "regression")
+  label_files.write_labels(path, (), "regression")
+  assert label_files.read_labels(path) == ((), "regression")
   with pytest.raises(ValueError):
-    own_data.write_labels(path, ("a", "a"), "classification")
+    label_files.write_labels(path, ("a", "a"), "classification")
   with pytest.raises(ValueError):
-    own_data.write_labels(path, ("a",), "ranking")
+    label_files.write_labels(path, ("a",), "ranking")
   with pytest.raises(ElectraError, match="does not exist"):
-    own_data.read_labels(str(tmp_path / "none.json"))
+    label_files.read_labels(str(tmp_path / "none.json"))
   (tmp_path / "labels.json").write_text("{", encoding="utf-8")
   with pytest.raises(ElectraError, match="is not JSON"):
-    own_data.read_labels(path)
+    label_files.read_labels(path)
   (tmp_path / "labels.json").write_text('{"labels": [1]}', encoding="utf-8")
   with pytest.raises(ElectraError, match="is not a label file"):
-    own_data.read_labels(path)
+    label_files.read_labels(path)
 
 
 def test_read_own_data_and_a_test_file_without_labels(tmp_path):
@@ -457,32 +459,32 @@ def test_multilabel_f1_by_hand():
 
 
 def test_own_data_metrics_and_the_metric_choice():
-  assert set(gm.PROBLEM_METRICS) == set(own_data.PROBLEMS) == set(gm.DEFAULT_METRIC)
-  values = gm.own_data_metrics("classification", np.array([0, 0, 1, 1, 2, 2]),
+  assert set(own_metrics.PROBLEM_METRICS) == set(own_data.PROBLEMS) == set(own_metrics.DEFAULT_METRIC)
+  values = own_metrics.own_data_metrics("classification", np.array([0, 0, 1, 1, 2, 2]),
                                np.array([0, 1, 1, 1, 0, 0]), 3)
   assert list(values) == ["accuracy", "macro_f1", "mcc"]
   assert values["accuracy"] == pytest.approx(0.5)
-  values = gm.own_data_metrics("regression", [1.0, 2.0, 3.0], [1.0, 2.0, 4.0], 1)
+  values = own_metrics.own_data_metrics("regression", [1.0, 2.0, 3.0], [1.0, 2.0, 4.0], 1)
   assert list(values) == ["pearson", "spearman", "mse"]
   assert values["spearman"] == pytest.approx(1.0) and values["mse"] == pytest.approx(1 / 3)
-  values = gm.own_data_metrics("multilabel", [[1, 0], [0, 1]],
+  values = own_metrics.own_data_metrics("multilabel", [[1, 0], [0, 1]],
                                gm.threshold([[0.9, 0.1], [0.8, 0.6]]), 2)
   # TP 2, FP 1, FN 0 -> micro 4/5; label 0 (1,1,0) 2/3, label 1 (1,0,0) 1.
   assert values == pytest.approx({"micro_f1": 0.8, "macro_f1": (2 / 3 + 1) / 2})
   with pytest.raises(ValueError, match="unlabelled"):
-    gm.own_data_metrics("classification", np.array([-1, 0]), np.array([0, 0]), 2)
+    own_metrics.own_data_metrics("classification", np.array([-1, 0]), np.array([0, 0]), 2)
   with pytest.raises(ValueError, match="unlabelled"):
-    gm.own_data_metrics("regression", [math.nan, 1.0], [0.0, 1.0], 1)
+    own_metrics.own_data_metrics("regression", [math.nan, 1.0], [0.0, 1.0], 1)
   with pytest.raises(ValueError, match="unlabelled"):
-    gm.own_data_metrics("multilabel", [[math.nan, 1.0]], [[0, 1]], 2)
+    own_metrics.own_data_metrics("multilabel", [[math.nan, 1.0]], [[0, 1]], 2)
   with pytest.raises(ValueError, match="integers"):
-    gm.own_data_metrics("classification", [0.0, 1.0], [0, 1], 2)
-  assert gm.check_metric("classification") == "accuracy"
-  assert gm.check_metric("regression", "") == "spearman"
-  assert gm.check_metric("multilabel", None) == "micro_f1"
-  assert gm.check_metric("regression", "mse") == "mse"
+    own_metrics.own_data_metrics("classification", [0.0, 1.0], [0, 1], 2)
+  assert own_metrics.check_metric("classification") == "accuracy"
+  assert own_metrics.check_metric("regression", "") == "spearman"
+  assert own_metrics.check_metric("multilabel", None) == "micro_f1"
+  assert own_metrics.check_metric("regression", "mse") == "mse"
   with pytest.raises(ElectraError, match=r"--config.metric='f1' is not a metric of "
                      r"--config.problem=classification; choose one of accuracy, macro_f1, mcc"):
-    gm.check_metric("classification", "f1")
+    own_metrics.check_metric("classification", "f1")
   with pytest.raises(ElectraError, match="unknown --config.problem"):
-    gm.check_metric("ranking")
+    own_metrics.check_metric("ranking")

@@ -18,7 +18,8 @@ from electra_jax.errors import ElectraError
 from electra_jax.finetune.qa import data as qa_data
 from electra_jax.finetune.qa import heads
 from electra_jax.finetune.qa import metrics as qa_metrics
-from electra_jax.finetune.qa import runner
+from electra_jax.finetune import setup as setup_lib
+from electra_jax.finetune.qa import task as runner
 from electra_jax.training import pretrained
 from tests import squad_testing
 from tests import testing
@@ -123,7 +124,7 @@ def test_a_finished_seed_is_not_rerun_and_a_fixed_threshold_is_used_as_given(squ
   features = qa_data.featurize(dev, tokenizer, config.max_seq_length, config.max_query_length,
                                config.doc_stride, training=False)
   module = heads.QuestionAnswerer(
-      runner.finetune.encoder_config(config, model.model_config), joint_prediction=True,
+      setup_lib.encoder_config(config, model.model_config), joint_prediction=True,
       beam_size=config.beam_size, answerable_classifier=True)
   outputs = module.apply({"params": model.params}, features.arrays["input_ids"],
                          features.arrays["input_mask"], features.arrays["segment_ids"],
@@ -196,7 +197,7 @@ def _assert_transformers_gives_our_logits(hf_dir, model_dir, data_dir, task, max
   config.max_seq_length = max_seq_length
   config.hidden_dropout_prob = config.attention_dropout_prob = 0.0
   module = heads.QuestionAnswerer(
-      runner.finetune.encoder_config(config, ours.model_config), joint_prediction=False,
+      setup_lib.encoder_config(config, ours.model_config), joint_prediction=False,
       encoder_name=ours.encoder_network)
   dev = qa_data.read_split(task, "dev", "json", data_dir)[0][:4]
   features = qa_data.featurize(dev, ours.tokenizer.load(), max_seq_length, 8, 8,
@@ -255,7 +256,7 @@ def test_a_joint_head_is_refused_by_to_hf_in_one_line(tmp_path, checkpoint):
   model = pretrained.load_pretrained(checkpoint, parts=None)
   config = testing.load_config("squad")
   config.max_seq_length = 48
-  module = heads.QuestionAnswerer(runner.finetune.encoder_config(config, model.model_config),
+  module = heads.QuestionAnswerer(setup_lib.encoder_config(config, model.model_config),
                                   joint_prediction=True, answerable_classifier=True)
   dummy = np.zeros((1, 16), np.int32)
   qa_params = nn.meta.unbox(module.init(jax.random.PRNGKey(0), dummy, dummy, dummy,

@@ -13,6 +13,7 @@ from electra_jax.data import tokenizer as tokenizer_lib
 from electra_jax.errors import ElectraError
 from electra_jax.finetune.qa import data as qa_data
 from electra_jax.finetune.qa import postprocess
+from electra_jax.finetune.shared import windows as shared_windows
 from tests import squad_testing
 
 WORDS = ["the", "cafe", "zur", "##ich", "(", "1895", "-", "1943", ")", ".", "born", "in", "was",
@@ -143,20 +144,20 @@ def test_missing_file_and_empty_file_errors(tmp_path):
 # Windows and max context.
 
 def test_windows_as_the_original():
-  assert qa_data.window_starts(10, 4, 2) == [(0, 4), (2, 4), (4, 4), (6, 4)]
-  assert qa_data.window_starts(10, 4, 3) == [(0, 4), (3, 4), (6, 4)]
-  assert qa_data.window_starts(3, 4, 2) == [(0, 3)]
-  assert qa_data.window_starts(0, 4, 2) == [(0, 0)]
+  assert shared_windows.window_starts(10, 4, 2) == [(0, 4), (2, 4), (4, 4), (6, 4)]
+  assert shared_windows.window_starts(10, 4, 3) == [(0, 4), (3, 4), (6, 4)]
+  assert shared_windows.window_starts(3, 4, 2) == [(0, 3)]
+  assert shared_windows.window_starts(0, 4, 2) == [(0, 0)]
   # The original's example: "the man went to the store and bought a gallon of milk" with
   # spans A = 0..4, B = 3..7, C = 6..10: "bought" (token 7) has min(4, 0) = 0 context in B
   # and min(1, 3) = 1 in C, so C scores it.
-  owner = qa_data.max_context_windows([(0, 5), (3, 5), (6, 5)], 12)
+  owner = shared_windows.max_context_windows([(0, 5), (3, 5), (6, 5)], 12)
   assert owner[7] == 2
   # Token 3 ("to"): A gives min(3, 1) = 1, B min(0, 4) = 0: A. Token 4: A 0, B 1: B.
   # Token 6: B min(3, 1) = 1, C min(0, 4) = 0: B.
   assert list(owner[:7]) == [0, 0, 0, 0, 1, 1, 1]
   # Equal scores: the first window keeps the token.
-  assert qa_data.max_context_windows([(0, 4), (2, 4)], 6)[2] == 0
+  assert shared_windows.max_context_windows([(0, 4), (2, 4)], 6)[2] == 0
 
 
 def test_answer_tokens_by_overlap():
@@ -233,7 +234,7 @@ def test_answers_at_window_boundaries_and_out_of_window_windows(wordpiece):
   # max_seq_length 16, question 1 token: 12 context tokens per window; stride 6.
   features = qa_data.featurize([q], wordpiece, max_seq_length=16, max_query_length=4,
                                doc_stride=6, training=True)
-  assert qa_data.window_starts(32, 12, 6) == [(0, 12), (6, 12), (12, 12), (18, 12), (24, 8)]
+  assert shared_windows.window_starts(32, 12, 6) == [(0, 12), (6, 12), (12, 12), (18, 12), (24, 8)]
   starts = features.arrays["start_positions"]
   ends = features.arrays["end_positions"]
   offset = 3  # [CLS] who [SEP]

@@ -1,4 +1,4 @@
-"""Token classification end to end (`electra_jax.finetune.tagging.runner`): a tiny model learns a
+"""Token classification end to end (`electra_jax.finetune.tagging.task`): a tiny model learns a
 synthetic NER rule from CoNLL files whose sentences span several windows, every word is
 predicted exactly once, the loss skips the pieces without a label, results / labels / median
 seed, a finished run is not rerun, the saved model's meta and predicting with it, continuing
@@ -17,7 +17,9 @@ import pytest
 from electra_jax.errors import ElectraError
 from electra_jax.finetune.tagging import conll
 from electra_jax.finetune.tagging import metrics as tag_metrics
-from electra_jax.finetune.tagging import runner
+from electra_jax.finetune import families
+from electra_jax.finetune import seed as seed_lib
+from electra_jax.finetune.tagging import task as runner
 from electra_jax.finetune.tagging import windows
 from electra_jax.training import pretrained
 from tests import tagging_testing
@@ -103,7 +105,7 @@ def test_a_finished_run_trains_nothing(tag_run, monkeypatch):
   def no_training(*args, **kwargs):
     raise AssertionError("a finished seed was trained again")
 
-  monkeypatch.setattr(runner.finetune, "train_seed", no_training)
+  monkeypatch.setattr(seed_lib, "train_seed", no_training)
   assert runner.run(config, workdir) == summary
 
 
@@ -231,11 +233,12 @@ def test_the_loss_ignores_positions_without_a_label():
     assert float(loss) == 0.0 and not np.any(np.asarray(grad))
 
 
-def test_is_tag_config_and_the_default_metric():
+def test_the_tag_config_names_its_family_and_the_default_metric():
   config = testing.load_config("tag")
-  assert runner.is_tag_config(config)
-  assert not runner.is_tag_config(testing.load_config("glue"))
-  assert not runner.is_tag_config(testing.load_config("squad"))
+  assert families.family_of(config).name == "tag"
+  assert isinstance(families.family_of(config), runner.TagTask)
+  assert families.family_of(testing.load_config("glue")).name == "glue"
+  assert families.family_of(testing.load_config("squad")).name == "squad"
   assert runner.resolve_metric(config) == "f1"
   config.label_scheme = "none"  # Any case.
   assert runner.resolve_metric(config) == "accuracy"
@@ -314,9 +317,7 @@ def test_the_command_line_exits_with_one_line_for_a_bad_file(pretrained_fast, da
   # pylint: disable-next=import-outside-toplevel
   from electra_jax.finetune import __main__ as cli_main
   # pylint: disable-next=protected-access
-  if cli_main._runner_of(testing.load_config("tag")) is not runner:
-    pytest.skip("python -m electra_jax.finetune does not send configs/tag.py to the tagging "
-                "runner yet (is_qa_config also matches its doc_stride)")
+  assert isinstance(cli_main._family(testing.load_config("tag")), runner.TagTask)
   bad = _write(tmp_path / "bad.txt", [(["alice", "smith"], ["B-PER", "E-PER"])])
   env = dict(os.environ, JAX_PLATFORMS="cpu", TF_CPP_MIN_LOG_LEVEL="3")
   proc = subprocess.run(

@@ -20,7 +20,7 @@ from electra_jax.benchmark.tpu import slices as tpu_slices
 from electra_jax.benchmark.tpu import table as tpu_table
 from electra_jax.benchmark.tpu import topology
 from electra_jax.errors import ElectraError
-from electra_jax.finetune import runner
+from electra_jax.finetune import setup as setup_lib
 from electra_jax.finetune.qa import default_config as qa_config
 from electra_jax.finetune.qa import heads
 from electra_jax.pretrain import flops
@@ -217,7 +217,7 @@ def test_squad_steps_compile_with_their_heads_and_refuse_a_glue_config():
   report, _ = topology.compile_report(config, s, step="squad", finetune_config=ft)
   assert report["step"] == "squad" and (report["global_batch"], report["seq_len"]) == (16, 128)
   assert report["fits"] and report["collectives"]["per_kind"]["all-reduce"]["count"] >= 1
-  encoder = runner.encoder_config(topology.finetune_config_for(config, ft, "squad"),
+  encoder = setup_lib.encoder_config(topology.finetune_config_for(config, ft, "squad"),
                                   config.model)
   encoder_flops = flops.encoder_forward(encoder, 16, 128)
   head = heads.training_head_flops(128, 16, 128, joint_prediction=True,

@@ -1,7 +1,7 @@
-"""`python -m electra_jax.finetune`: GLUE (configs/glue.py, see `runner`), SQuAD
-(configs/squad.py, see `qa.runner`), one's own files (configs/classify.py, see
-`classify.runner`) or token classification (configs/tag.py, see `tagging.runner`) from the
-command line."""
+"""`python -m electra_jax.finetune`: the family that the config's `task_family` names (see
+`families`): GLUE (configs/glue.py, see `glue.task`), SQuAD (configs/squad.py, see `qa.task`),
+one's own files (configs/classify.py, see `classify.task`) or token classification
+(configs/tag.py, see `tagging.task`), run by the one driver (`driver`)."""
 
 from absl import app
 from absl import flags
@@ -9,15 +9,17 @@ from ml_collections import config_flags
 
 from electra_jax import cli
 from electra_jax.errors import ElectraError
-from electra_jax.finetune import runner
-from electra_jax.finetune.classify import runner as classify_runner
-from electra_jax.finetune.qa import runner as qa_runner
-from electra_jax.finetune.tagging import runner as tag_runner
+from electra_jax.finetune import driver
+from electra_jax.finetune import families
+from electra_jax.finetune.classify import task as classify_task
+from electra_jax.finetune.glue import task as glue_task
+from electra_jax.finetune.qa import task as qa_task
+from electra_jax.finetune.tagging import task as tag_task
 from electra_jax.training import parallel
 
-__doc__ = (runner.__doc__ + "\nSQuAD:\n" + qa_runner.__doc__.split("\n", 1)[1]
-           + "\nYour own files:\n" + classify_runner.__doc__.split("\n", 1)[1]
-           + "\nToken classification:\n" + tag_runner.__doc__.split("\n", 1)[1]
+__doc__ = (glue_task.__doc__ + "\nSQuAD:\n" + qa_task.__doc__.split("\n", 1)[1]
+           + "\nYour own files:\n" + classify_task.__doc__.split("\n", 1)[1]
+           + "\nToken classification:\n" + tag_task.__doc__.split("\n", 1)[1]
            )  # pylint: disable=redefined-builtin
 
 FLAGS = flags.FLAGS
@@ -33,40 +35,29 @@ def _define_flags() -> None:
   flags.mark_flags_as_required(["config", "workdir"])
 
 
-def _runner_of(config):
-  """The runner module of `config`'s kind: tagging, SQuAD, own files or GLUE (tagging's config
-  has a doc_stride too, so it is told apart first)."""
-  for kind, is_kind in ((tag_runner, tag_runner.is_tag_config),
-                        (qa_runner, qa_runner.is_qa_config),
-                        (classify_runner, classify_runner.is_classify_config)):
-    if is_kind(config):
-      return kind
-  return runner
-
-
-def _check_kind(config) -> None:
-  """A SQuAD task needs the SQuAD config."""
-  if _runner_of(config) is runner and str(config.task).strip().startswith("squad"):
+def _family(config):
+  """The config's family; a SQuAD task needs the SQuAD config."""
+  task = families.family_of(config)
+  if task.name == "glue" and str(config.task).strip().startswith("squad"):
     raise ElectraError(f"task={config.task} is SQuAD, which has its own config: pass "
                        "--config=configs/squad.py")
+  return task
 
 
 def validate(config) -> None:
   """--show_config's check: every check of the config that needs no data."""
-  _check_kind(config)
-  kind = _runner_of(config)
-  kind.validate(config)
-  if kind is runner:
-    runner.task_names(config)
+  task = _family(config)
+  task.validate(config)
+  task.units(config)
 
 
 def main(argv: list[str]) -> None:
   if len(argv) > 1:
     raise app.UsageError(f"unexpected arguments: {argv[1:]}")
   config = FLAGS.config
-  _check_kind(config)
+  task = _family(config)
   parallel.initialize_distributed()
-  _runner_of(config).run(config, FLAGS.workdir)
+  driver.run(task, config, FLAGS.workdir)
 
 
 if __name__ == "__main__":

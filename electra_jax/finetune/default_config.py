@@ -19,6 +19,10 @@ from electra_jax.pretrain import default_config
 
 def get_config():
   config = ml_collections.ConfigDict()
+  # The fine-tuning family `python -m electra_jax.finetune` runs (finetune/families.py):
+  # "glue" (this config), "squad" (configs/squad.py), "classify" (configs/classify.py) or "tag"
+  # (configs/tag.py).
+  config.task_family = "glue"
   # Comma-separated GLUE tasks: cola, sst2, mrpc, stsb, qqp, mnli, qnli, rte, wnli; "ax" (the
   # diagnostic set) is predicted by the MNLI model whenever mnli is fine-tuned.
   config.task = "sst2"

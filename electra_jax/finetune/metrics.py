@@ -1,25 +1,13 @@
-"""GLUE dev-set metrics in pure numpy: accuracy, F1, Matthews correlation, Pearson, Spearman.
+"""Metrics in pure numpy that fine-tuning families share: accuracy, F1, Matthews correlation,
+Pearson, Spearman, macro F1, mean squared error, multilabel micro/macro F1.
 
 Every metric is a fraction (accuracy and F1 in [0, 1], correlations in [-1, 1]), not a
 percentage; multiply by 100 for the numbers of the GLUE leaderboard and the ELECTRA paper.
 A metric that is undefined on its input (a correlation where one side is constant) is 0, so
 that picking the best checkpoint never meets a nan.
 
-`task_metrics` gives each task the metrics of the GLUE benchmark:
-
-  cola        mcc                  stsb        pearson, spearman
-  mrpc, qqp   accuracy, f1         sst2, mnli, qnli, rte, wnli   accuracy
-  ax          mcc (three classes, the diagnostic set's R3)
-
-`own_data_metrics` gives each problem of fine-tuning on one's own files
-(`electra_jax.finetune.classify.data`) its metrics; `DEFAULT_METRIC` is the one that picks the
-median seed unless --config.metric names another (`check_metric`):
-
-  classification  accuracy (default), macro_f1, mcc
-  regression      pearson, spearman (default, as GLUE's STS-B), mse (in the labels' units
-                  squared, not a fraction; lower is better: `LOWER_IS_BETTER`)
-  multilabel      micro_f1 (default), macro_f1, from 0/1 matrices (`threshold` makes them from
-                  sigmoid probabilities)
+Which metrics a family reports is its own: GLUE's per task in `glue.metrics.task_metrics`, one's
+own files' per problem in `classify.metrics.own_data_metrics`.
 """
 
 from __future__ import annotations
@@ -28,11 +16,9 @@ from typing import Any
 
 import numpy as np
 
-from electra_jax.errors import ElectraError
-from electra_jax.finetune import glue
 
 
-def _pair(labels: Any, predictions: Any) -> tuple[np.ndarray, np.ndarray]:
+def paired(labels: Any, predictions: Any) -> tuple[np.ndarray, np.ndarray]:
   """Both arrays as 1-D numpy arrays of one length N >= 1.
 
   Raises:
@@ -52,7 +38,7 @@ def accuracy(labels: Any, predictions: Any) -> float:
     labels: [N] class ids.
     predictions: [N] predicted class ids.
   """
-  labels, predictions = _pair(labels, predictions)
+  labels, predictions = paired(labels, predictions)
   return float(np.mean(labels == predictions))
 
 
@@ -63,7 +49,7 @@ def f1(labels: Any, predictions: Any) -> float:
     labels: [N] 0/1 labels.
     predictions: [N] 0/1 predictions.
   """
-  labels, predictions = _pair(labels, predictions)
+  labels, predictions = paired(labels, predictions)
   true, predicted = labels == 1, predictions == 1
   tp = np.sum(true & predicted)
   denominator = 2 * tp + np.sum(~true & predicted) + np.sum(true & ~predicted)
@@ -82,7 +68,7 @@ def matthews_corrcoef(labels: Any, predictions: Any) -> float:
     labels: [N] class ids (any integers).
     predictions: [N] predicted class ids.
   """
-  labels, predictions = _pair(labels, predictions)
+  labels, predictions = paired(labels, predictions)
   classes, codes = np.unique(np.concatenate([labels, predictions]), return_inverse=True)
   k, n = len(classes), len(labels)
   confusion = np.zeros((k, k), np.float64)
@@ -95,7 +81,7 @@ def matthews_corrcoef(labels: Any, predictions: Any) -> float:
 
 def pearson(labels: Any, predictions: Any) -> float:
   """Pearson correlation of two [N] float arrays; 0 when one is constant (undefined)."""
-  x, y = (a.astype(np.float64) for a in _pair(labels, predictions))
+  x, y = (a.astype(np.float64) for a in paired(labels, predictions))
   x, y = x - x.mean(), y - y.mean()
   denominator = np.sqrt((x @ x) * (y @ y))
   if not denominator > 0:
@@ -121,7 +107,7 @@ def rankdata(values: Any) -> np.ndarray:
 def spearman(labels: Any, predictions: Any) -> float:
   """Spearman rank correlation of two [N] float arrays: Pearson of their ranks, ties
   averaged; 0 when one is constant."""
-  labels, predictions = _pair(labels, predictions)
+  labels, predictions = paired(labels, predictions)
   return pearson(rankdata(labels), rankdata(predictions))
 
 
@@ -143,7 +129,7 @@ def macro_f1(labels: Any, predictions: Any) -> float:
     labels: [N] class ids.
     predictions: [N] predicted class ids.
   """
-  labels, predictions = _pair(labels, predictions)
+  labels, predictions = paired(labels, predictions)
   classes = np.unique(np.concatenate([labels, predictions]))
   true = labels[:, None] == classes[None, :]  # [N, C]
   predicted = predictions[:, None] == classes[None, :]
@@ -155,7 +141,7 @@ def macro_f1(labels: Any, predictions: Any) -> float:
 
 def mse(labels: Any, predictions: Any) -> float:
   """Mean squared error of two [N] float arrays, in the labels' units squared."""
-  labels, predictions = (a.astype(np.float64) for a in _pair(labels, predictions))
+  labels, predictions = (a.astype(np.float64) for a in paired(labels, predictions))
   return float(np.mean((predictions - labels) ** 2))
 
 
@@ -208,133 +194,3 @@ def multilabel_macro_f1(labels: Any, predictions: Any) -> float:
   return float(np.mean(_f1_of_counts(np.sum(true & predicted, axis=0),
                                      np.sum(~true & predicted, axis=0),
                                      np.sum(true & ~predicted, axis=0))))
-
-
-_METRICS = {"accuracy": accuracy, "f1": f1, "mcc": matthews_corrcoef, "pearson": pearson,
-            "spearman": spearman}
-
-
-def task_metrics(task: glue.Task | str, labels: Any, predictions: Any) -> dict[str, float]:
-  """The GLUE metrics of one task's predictions.
-
-  Args:
-    task: a `electra_jax.finetune.glue.Task` or its name ("cola", "SST-2", ...).
-    labels: [N] label ids (int), or float scores for STS-B; from `featurize`'s "labels".
-    predictions: [N] predicted ids (argmax of the logits), or float scores for STS-B.
-
-  Returns:
-    {metric name: value} with the names of `task.metric_names`, e.g. {"mcc": 0.61} for CoLA
-    or {"accuracy": 0.86, "f1": 0.90} for MRPC; fractions, not percentages.
-
-  Raises:
-    ValueError: shapes differ or are empty, or labels hold -1 / nan (unlabelled examples).
-  """
-  if isinstance(task, str):
-    task = glue.get_task(task)
-  labels, predictions = _pair(labels, predictions)
-  if task.is_regression:
-    labels, predictions = labels.astype(np.float64), predictions.astype(np.float64)
-    if not np.all(np.isfinite(labels)):
-      raise ValueError(f"{task.name} labels hold nan: unlabelled (test) examples have no "
-                       "metrics")
-  else:
-    if not (np.issubdtype(labels.dtype, np.integer)
-            and np.issubdtype(predictions.dtype, np.integer)):
-      raise ValueError(f"{task.name} labels and predictions must be class ids (integers), got "
-                       f"{labels.dtype} and {predictions.dtype}; take the argmax of the logits")
-    if np.any(labels < 0):
-      raise ValueError(f"{task.name} labels hold -1: unlabelled (test) examples have no "
-                       "metrics")
-  return {name: _METRICS[name](labels, predictions) for name in task.metric_names}
-
-
-# Fine-tuning on one's own files: problem -> its metrics, and the one that picks the median seed.
-PROBLEM_METRICS: dict[str, tuple[str, ...]] = {
-    "classification": ("accuracy", "macro_f1", "mcc"),
-    "regression": ("pearson", "spearman", "mse"),
-    "multilabel": ("micro_f1", "macro_f1"),
-}
-DEFAULT_METRIC = {"classification": "accuracy", "regression": "spearman",
-                  "multilabel": "micro_f1"}
-LOWER_IS_BETTER = frozenset({"mse"})  # Every other metric: higher is better.
-
-
-def _check_problem(problem: str) -> None:
-  if problem not in PROBLEM_METRICS:
-    raise ElectraError(f"unknown --config.problem={problem!r}; choose "
-                       f"{', '.join(PROBLEM_METRICS)}")
-
-
-def check_metric(problem: str, metric: str | None = None) -> str:
-  """The metric that picks the median seed: `metric` (--config.metric) if it is one of the
-  problem's, `DEFAULT_METRIC[problem]` when it is None or "".
-
-  Raises:
-    ElectraError: an unknown problem, or a metric the problem does not report (listing them).
-  """
-  _check_problem(problem)
-  if not metric:
-    return DEFAULT_METRIC[problem]
-  choices = PROBLEM_METRICS[problem]
-  if metric not in choices:
-    raise ElectraError(f"--config.metric={metric!r} is not a metric of --config.problem="
-                       f"{problem}; choose one of {', '.join(choices)} (default "
-                       f"{DEFAULT_METRIC[problem]})")
-  return metric
-
-
-def own_data_metrics(problem: str, labels: Any, predictions: Any,
-                     num_labels: int) -> dict[str, float]:
-  """Every metric of one problem of fine-tuning on one's own files.
-
-  Args:
-    problem: "classification", "regression" or "multilabel".
-    labels: classification: [N] int label ids in [0, num_labels); regression: [N] float
-      targets; multilabel: [N, num_labels] 0/1 (from `classify.data.label_array`).
-    predictions: the same shape: argmax ids, predicted values, or thresholded 0/1 (see
-      `threshold`).
-    num_labels: K, the size of the label set (1 for regression).
-
-  Returns:
-    {name: value} with the names of `PROBLEM_METRICS[problem]`, e.g. {"accuracy": 0.9,
-    "macro_f1": 0.87, "mcc": 0.8}; fractions, not percentages (mse in the labels' units
-    squared).
-
-  Raises:
-    ElectraError: an unknown problem.
-    ValueError: shapes differ or are empty, ids out of [0, num_labels), or labels that mark
-      unlabelled examples (-1, nan).
-  """
-  _check_problem(problem)
-  if problem == "regression":
-    labels, predictions = (a.astype(np.float64) for a in _pair(labels, predictions))
-    if not np.all(np.isfinite(labels)):
-      raise ValueError("regression labels hold nan: unlabelled (test) examples have no metrics")
-    if not np.all(np.isfinite(predictions)):
-      raise ValueError("regression predictions are not all finite")
-    values = {"pearson": pearson(labels, predictions),
-              "spearman": spearman(labels, predictions), "mse": mse(labels, predictions)}
-  elif problem == "classification":
-    labels, predictions = _pair(labels, predictions)
-    if not (np.issubdtype(labels.dtype, np.integer)
-            and np.issubdtype(predictions.dtype, np.integer)):
-      raise ValueError(f"classification labels and predictions must be class ids (integers), "
-                       f"got {labels.dtype} and {predictions.dtype}; take the argmax of the "
-                       "logits")
-    for name, ids in (("labels", labels), ("predictions", predictions)):
-      if ids.min() < 0 or ids.max() >= num_labels:
-        raise ValueError(f"classification {name} must be ids in [0, {num_labels}), got "
-                         f"[{ids.min()}, {ids.max()}] (-1 marks unlabelled test examples, "
-                         "which have no metrics)")
-    values = {"accuracy": accuracy(labels, predictions),
-              "macro_f1": macro_f1(labels, predictions),
-              "mcc": matthews_corrcoef(labels, predictions)}
-  else:
-    labels, predictions = np.asarray(labels), np.asarray(predictions)
-    if labels.ndim != 2 or labels.shape[1:] != (num_labels,):
-      raise ValueError(f"multilabel labels must be [N, {num_labels}], got {labels.shape}")
-    if np.issubdtype(labels.dtype, np.floating) and np.any(np.isnan(labels)):
-      raise ValueError("multilabel labels hold nan: unlabelled (test) examples have no metrics")
-    values = {"micro_f1": multilabel_micro_f1(labels, predictions),
-              "macro_f1": multilabel_macro_f1(labels, predictions)}
-  return {name: values[name] for name in PROBLEM_METRICS[problem]}

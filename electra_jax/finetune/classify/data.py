@@ -1,8 +1,8 @@
 """Classification and regression examples from the user's own CSV, TSV and JSON Lines files.
 
 Pure functions that turn the train, dev and (optional) test files of `--config.train_file`,
-`--config.dev_file` and `--config.test_file` into `electra_jax.finetune.glue.Example`s, so that
-`glue.featurize` builds their model inputs as it does for GLUE.
+`--config.dev_file` and `--config.test_file` into `electra_jax.finetune.pairs.Example`s, so that
+`pairs.featurize` builds their model inputs as it does for GLUE.
 
 Formats (`--config.file_format`, else by the file's extension, case ignored):
 
@@ -39,8 +39,8 @@ Problems (`--config.problem`) and their labels (`Example.label`):
                   `label_separator`, "," by default (`"sports,politics"`: a csv writer quotes
                   the field; spaces around each label are removed; an empty field means no
                   label applies). The label set is the sorted union of the training file's
-                  labels. `Example.label` is a float32 [num_labels] 0/1 vector (the `glue.Example`
-                  field holds it although its annotation names int | float: `glue.featurize`
+                  labels. `Example.label` is a float32 [num_labels] 0/1 vector (the `pairs.Example`
+                  field holds it although its annotation names int | float: `pairs.featurize`
                   cannot stack such labels; build them with `label_array`).
 
 Rows that cannot be used are skipped, counted by reason (`REASONS`) in the file's `ReadSummary`
@@ -67,7 +67,7 @@ Usage:
               label_field="label")
   data = read_own_data(spec, "train.csv", "dev.csv", test_file="test.csv")
   write_labels(os.path.join(workdir, "labels.json"), data.labels, spec.problem)
-  features = glue.featurize(data.train, tokenizer, 128, is_regression=False)
+  features = pairs.featurize(data.train, tokenizer, 128, is_regression=False)
 """
 
 from __future__ import annotations
@@ -86,15 +86,14 @@ import numpy as np
 
 from electra_jax import fileio
 from electra_jax.errors import ElectraError
-from electra_jax.finetune import glue
+from electra_jax.finetune.shared import pairs
+from electra_jax.finetune.shared.labels import (  # pylint: disable=unused-import
+    CLASSIFICATION, LABEL_FILE_PROBLEMS, MULTILABEL, PROBLEMS, REGRESSION, TOKEN_CLASSIFICATION,
+    read_labels, write_labels)
 
-CLASSIFICATION, REGRESSION, MULTILABEL = "classification", "regression", "multilabel"
-PROBLEMS = (CLASSIFICATION, REGRESSION, MULTILABEL)
-TOKEN_CLASSIFICATION = "token_classification"  # Tagging's (finetune/tagging): labels.json only.
-LABEL_FILE_PROBLEMS = (*PROBLEMS, TOKEN_CLASSIFICATION)
 FORMATS = ("csv", "tsv", "jsonl")
 EXTENSIONS = {".csv": "csv", ".tsv": "tsv", ".jsonl": "jsonl", ".ndjson": "jsonl"}
-SPLITS = (glue.TRAIN, glue.DEV, glue.TEST)
+SPLITS = (pairs.TRAIN, pairs.DEV, pairs.TEST)
 DEFAULT_LABEL_SEPARATOR = ","
 
 # Reason -> what it means, in the words of the log line ("3 <meaning>").
@@ -382,7 +381,7 @@ class OwnFile:
     labels: the label set: the training file's (read from it, or as given), () for regression.
     summary: what was kept and skipped.
   """
-  examples: list[glue.Example]
+  examples: list[pairs.Example]
   labels: tuple[str, ...]
   summary: ReadSummary
 
@@ -461,7 +460,7 @@ def _labels_to_use(spec: Spec, split: str, labels: Sequence[str] | None) -> tupl
   if spec.problem == REGRESSION:
     return ()
   if labels is None:
-    if split != glue.TRAIN:
+    if split != pairs.TRAIN:
       raise ValueError(f"reading the {split} file of a {spec.problem} problem needs the training "
                        "file's labels")
     return None
@@ -510,7 +509,7 @@ def read_file(path: str, spec: Spec, split: str,
         present.update(k for k, v in row.fields.items() if v is not None)
     if any(row.fields is not None for row in rows):
       wanted = [*texts, *([spec.id_field] if spec.id_field else [])]
-      if split != glue.TEST:
+      if split != pairs.TEST:
         wanted.append(spec.label_field)
       absent = [f for f in wanted if f not in present]
       if absent:
@@ -524,10 +523,10 @@ def read_file(path: str, spec: Spec, split: str,
     _check_columns(path, columns, texts, f"text field{'s' if len(texts) > 1 else ''}")
     if spec.id_field:
       _check_columns(path, columns, [spec.id_field], "id field")
-    if split != glue.TEST:
+    if split != pairs.TEST:
       _check_columns(path, columns, [spec.label_field], "label field")
   # A test file is labelled when some row has a label; train and dev files always are.
-  summary.labelled = split != glue.TEST or any(
+  summary.labelled = split != pairs.TEST or any(
       row.fields is not None and _has_value(row.fields.get(spec.label_field)) for row in rows)
 
   # Parse every row; labels stay raw (strings) until the label set is known.
@@ -593,7 +592,7 @@ def read_file(path: str, spec: Spec, split: str,
         else:
           label = np.zeros(len(known), np.float32)
           label[[index[l] for l in raw]] = 1.0
-    examples.append(glue.Example(guid=guid, text_a=values[0],
+    examples.append(pairs.Example(guid=guid, text_a=values[0],
                                  text_b=values[1] if len(values) > 1 else None, label=label))
   summary.kept = len(examples)
 
@@ -603,7 +602,7 @@ def read_file(path: str, spec: Spec, split: str,
     raise ElectraError(f"{path} has a header but no data rows; add one row per example")
   if not examples:
     raise ElectraError(f"{path}: no usable row among {summary.rows}: {summary.reasons()}; {fix}")
-  if split == glue.TRAIN and labels is None:
+  if split == pairs.TRAIN and labels is None:
     if spec.problem == CLASSIFICATION and len(known) < 2:
       raise ElectraError(f"{path}: the training file has only the label {known[0]!r}; "
                          "classification needs at least two labels (is --config.label_field "
@@ -630,9 +629,9 @@ class OwnData:
   """
   problem: str
   labels: tuple[str, ...]
-  train: list[glue.Example]
-  dev: list[glue.Example]
-  test: list[glue.Example] | None
+  train: list[pairs.Example]
+  dev: list[pairs.Example]
+  test: list[pairs.Example] | None
   summaries: dict[str, ReadSummary]
 
   @property
@@ -649,21 +648,21 @@ def read_own_data(spec: Spec, train_file: str, dev_file: str,
   Raises:
     ElectraError: no train or dev file given, or any of `read_file`'s errors.
   """
-  for split, path in ((glue.TRAIN, train_file), (glue.DEV, dev_file)):
+  for split, path in ((pairs.TRAIN, train_file), (pairs.DEV, dev_file)):
     if not path:
       raise ElectraError(f"no {split} file; pass --config.{split}_file=PATH (csv, tsv or "
                          "jsonl)")
-  train = read_file(train_file, spec, glue.TRAIN)
-  dev = read_file(dev_file, spec, glue.DEV, train.labels)
-  test = read_file(test_file, spec, glue.TEST, train.labels) if test_file else None
-  summaries = {glue.TRAIN: train.summary, glue.DEV: dev.summary}
+  train = read_file(train_file, spec, pairs.TRAIN)
+  dev = read_file(dev_file, spec, pairs.DEV, train.labels)
+  test = read_file(test_file, spec, pairs.TEST, train.labels) if test_file else None
+  summaries = {pairs.TRAIN: train.summary, pairs.DEV: dev.summary}
   if test is not None:
-    summaries[glue.TEST] = test.summary
+    summaries[pairs.TEST] = test.summary
   return OwnData(problem=spec.problem, labels=train.labels, train=train.examples,
                  dev=dev.examples, test=test.examples if test else None, summaries=summaries)
 
 
-def label_array(examples: Sequence[glue.Example], problem: str, num_labels: int) -> np.ndarray:
+def label_array(examples: Sequence[pairs.Example], problem: str, num_labels: int) -> np.ndarray:
   """The examples' labels as one array.
 
   Args:
@@ -686,51 +685,3 @@ def label_array(examples: Sequence[glue.Example], problem: str, num_labels: int)
         out[i] = e.label
     return out
   raise ValueError(f"unknown problem {problem!r}; one of {PROBLEMS}")
-
-
-# --------------------------------------------------------------------------------------------
-# labels.json
-
-
-def write_labels(path: str, labels: Sequence[str], problem: str) -> None:
-  """Writes the label set atomically as JSON: {"problem": ..., "labels": [...]}.
-
-  Args:
-    path: e.g. WORKDIR/labels.json (local or gs://).
-    labels: the label strings in index order (model output k is labels[k]); () for regression.
-    problem: "classification", "regression", "multilabel" or "token_classification".
-
-  Raises:
-    ValueError: an unknown problem, or labels that are not distinct strings.
-  """
-  if problem not in LABEL_FILE_PROBLEMS:
-    raise ValueError(f"unknown problem {problem!r}; one of {LABEL_FILE_PROBLEMS}")
-  labels = list(labels)
-  if not all(isinstance(l, str) for l in labels) or len(set(labels)) != len(labels):
-    raise ValueError(f"labels must be distinct strings, got {labels!r}")
-  text = json.dumps({"problem": problem, "labels": labels}, indent=1, ensure_ascii=False)
-  fileio.write_atomic(path, text + "\n")
-
-
-def read_labels(path: str) -> tuple[tuple[str, ...], str]:
-  """(labels, problem) as `write_labels` wrote them.
-
-  Raises:
-    ElectraError: the file is missing, not JSON, or not a label file.
-  """
-  if not fileio.isfile(path):
-    raise ElectraError(f"label file {path} does not exist; it is written when fine-tuning "
-                       "starts: fine-tune with --config.train_file first")
-  try:
-    content = json.loads(fileio.read_bytes(path).decode("utf-8"))
-  except (ValueError, UnicodeDecodeError) as e:
-    raise ElectraError(f"label file {path} is not JSON ({e}); delete it to have it written "
-                       "again from the training file") from e
-  problem = content.get("problem") if isinstance(content, dict) else None
-  labels = content.get("labels") if isinstance(content, dict) else None
-  if (problem not in LABEL_FILE_PROBLEMS or not isinstance(labels, list)
-      or not all(isinstance(l, str) for l in labels)):
-    raise ElectraError(f"label file {path} is not a label file (it needs "
-                       '{"problem": "classification", "labels": ["a", "b"]}); delete it to have '
-                       "it written again from the training file")
-  return tuple(labels), problem

@@ -16,6 +16,9 @@ from electra_jax.finetune import default_config as finetune_config
 
 def get_config():
   config = ml_collections.ConfigDict()
+  # The fine-tuning family `python -m electra_jax.finetune` runs (finetune/families.py):
+  # "classify".
+  config.task_family = "classify"
   # Pretrained weights: a pretraining --workdir (newest checkpoint), a checkpoints/<step>/ dir,
   # the output of `python -m electra_jax.convert from-hf` (a pretrained or a fine-tuned model),
   # or a fine-tuning workdir of this config (its median seed's model). Required.

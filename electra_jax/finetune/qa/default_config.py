@@ -17,6 +17,8 @@ from electra_jax.finetune import default_config as finetune_config
 
 def get_config():
   config = ml_collections.ConfigDict()
+  # The fine-tuning family `python -m electra_jax.finetune` runs (finetune/families.py): "squad".
+  config.task_family = "squad"
   config.task = "squad1"  # "squad1" (SQuAD 1.1) or "squad2" (2.0: unanswerable questions too).
   # Pretrained weights: a pretraining --workdir (newest checkpoint), a checkpoints/<step>/ dir,
   # or the output of `python -m electra_jax.convert from-hf`. Required.

@@ -18,6 +18,8 @@ from electra_jax.finetune import default_config as finetune_config
 
 def get_config():
   config = ml_collections.ConfigDict()
+  # The fine-tuning family `python -m electra_jax.finetune` runs (finetune/families.py): "tag".
+  config.task_family = "tag"
   # Pretrained weights: a pretraining --workdir (newest checkpoint), a checkpoints/<step>/ dir,
   # the output of `python -m electra_jax.convert from-hf`, or a fine-tuned token classifier (a
   # tag fine-tuning workdir or its tag/seed_<s>/model/) to continue fine-tuning or to predict

@@ -14,10 +14,10 @@ has a first piece and a prediction.
 
 A sentence of more than `max_seq_length - 2` pieces is split into windows of at most that
 many pieces, the next starting `doc_stride` pieces later, as SQuAD's contexts are
-(`electra_jax.finetune.qa.data.window_starts`); a window may start or end inside a word. Every
+(`electra_jax.finetune.shared.windows.window_starts`); a window may start or end inside a word. Every
 window is trained on (the labels of all first pieces it holds), but each word is predicted
 exactly once: from the window where its first piece has the most context, the SQuAD rule
-(`qa.data.max_context_windows`: the largest min(pieces to its left, pieces to its right) in the
+(`shared.windows.max_context_windows`: the largest min(pieces to its left, pieces to its right) in the
 window, + 0.01 x the window's length; the first such window on ties). `Features.predicts`
 marks those positions, and `gather_word_predictions` reads one prediction per word from them.
 """
@@ -31,7 +31,7 @@ import numpy as np
 
 from electra_jax.data import tokenizer as tokenizer_lib
 from electra_jax.errors import ElectraError
-from electra_jax.finetune.qa import data as qa_data
+from electra_jax.finetune.shared import windows as shared_windows
 from electra_jax.finetune.tagging.conll import Sentence
 
 IGNORE = -1  # The label of positions without one (not a word's first piece, or no gold tag).
@@ -169,10 +169,10 @@ def featurize(sentences: Sequence[Sentence], tokenizer: tokenizer_lib.SubwordTok
     piece_label = np.full(len(ids), IGNORE, np.int32)
     if labels is not None:
       piece_label[first] = labels
-    windows = qa_data.window_starts(len(ids), room, doc_stride)
+    windows = shared_windows.window_starts(len(ids), room, doc_stride)
     if len(windows) > 1:
       stats.split_sentences += 1
-    owner = qa_data.max_context_windows(windows, len(ids))
+    owner = shared_windows.max_context_windows(windows, len(ids))
     for w, (start, length) in enumerate(windows):
       span = slice(start, start + length)
       n = length + 2

@@ -6,9 +6,10 @@ r"""Fine-tuning on one's own csv, tsv or JSON Lines files: classification, regre
       --config.label_field=label --config.problem=classification|regression|multilabel
 
 The files are read by `data` (labels from the training file, bad rows counted and reported),
-featurized as GLUE's (`[CLS] A [SEP] B [SEP]`), and every seed is trained on GLUE's core
-(`electra_jax.finetune.runner`: the original recipe with layer-wise decay, resumable, signal
-safe), then scored on the dev file with the problem's metrics (`metrics.own_data_metrics`).
+featurized as GLUE's (`[CLS] A [SEP] B [SEP]`, `finetune.shared.pairs`), and every seed is
+trained on the fine-tuning core (`finetune.seed`, `finetune.driver`: the original recipe with
+layer-wise decay, resumable, signal safe), then scored on the dev file with the problem's
+metrics (`metrics.own_data_metrics`).
 Outputs, under --workdir:
 
   labels.json                        the label set, in the model's output order
@@ -27,12 +28,14 @@ A prediction line is {"id": ..., "label": "pos", "probabilities": {"neg": 0.1, "
 (classification), {"id": ..., "value": 3.2} (regression, on the labels' scale), or {"id": ...,
 "label": ["a", "c"], "probabilities": {"a": 0.8, "b": 0.1, "c": 0.6}} (multilabel: every
 label whose sigmoid is at least 0.5); "id" is the id field, else the row's line number.
+
+`ClassifyTask` is this family of the `finetune.task.Task` interface (registered in
+`finetune.families`).
 """
 
 from __future__ import annotations
 
 import dataclasses
-import itertools
 import json
 import statistics
 from typing import Any
@@ -47,23 +50,25 @@ import optax
 from electra_jax import fileio
 from electra_jax.data import tokenizer as tokenizer_lib
 from electra_jax.errors import ElectraError
-from electra_jax.finetune import glue
+from electra_jax.finetune import driver
 from electra_jax.finetune import heads
-from electra_jax.finetune import metrics as metrics_lib
-from electra_jax.finetune import runner as finetune
+from electra_jax.finetune import task as task_lib
+from electra_jax.finetune.batches import INPUT_KEYS, padded_batches
 from electra_jax.finetune.classify import data as own_data
+from electra_jax.finetune.classify import metrics as metrics_lib
+from electra_jax.finetune.metrics import threshold
+from electra_jax.finetune.recipe import (FINETUNE_RANGES, Hyperparameters, check_all,
+                                         resolve_recipe, steps_for, validate_training)
+from electra_jax.finetune.setup import (FinetuneSetup, build_model_setup, encoder_config,
+                                        load_tokenizer)
+from electra_jax.finetune.shared import pairs
 from electra_jax.training import pretrained as pretrained_lib
 
 NAME = "classify"  # The task's directory under the workdir and its key in results.json.
-PREDICT_DIR = "predict"  # Where a run without train_file writes.
+PREDICT_DIR = task_lib.PREDICT_DIR  # Where a run without train_file writes.
 ARCHITECTURE = "ElectraForSequenceClassification"
 INIT_HEADS = ("auto", "checkpoint", "fresh")
 NUM_EPOCHS = 3.0
-
-
-def is_classify_config(config: ml_collections.ConfigDict) -> bool:
-  """A config of configs/classify.py (rather than GLUE's, SQuAD's or tagging's)."""
-  return "problem" in config and "text_fields" in config
 
 
 def spec_of(config: ml_collections.ConfigDict) -> own_data.Spec:
@@ -76,7 +81,7 @@ def spec_of(config: ml_collections.ConfigDict) -> own_data.Spec:
 
 def validate(config: ml_collections.ConfigDict) -> None:
   """Raises ElectraError for a config that cannot work (no data read), naming the field."""
-  finetune.validate_training(config, finetune.FINETUNE_RANGES)
+  validate_training(config, FINETUNE_RANGES)
   spec_of(config)
   metrics_lib.check_metric(config.problem, config.metric)
   checks = [
@@ -92,9 +97,7 @@ def validate(config: ml_collections.ConfigDict) -> None:
        "--config.dev_file is required with --config.train_file: the seeds are scored (and the "
        "median seed picked) on it"),
   ]
-  for ok, message in checks:
-    if not ok:
-      raise ElectraError(message)
+  check_all(checks)
   for field in ("train_file", "dev_file", "test_file"):
     if config[field]:
       own_data.file_format(config[field], config.file_format or None)
@@ -147,12 +150,12 @@ class Split:
   ids: list[str]
 
 
-def featurize(examples: list[glue.Example], problem: str, num_labels: int,
+def featurize(examples: list[pairs.Example], problem: str, num_labels: int,
               tokenizer: tokenizer_lib.SubwordTokenizer, max_seq_length: int) -> Split:
   """GLUE's features of `examples` with the problem's labels ([N] or [N, K])."""
   labels = own_data.label_array(examples, problem, num_labels)
   plain = [dataclasses.replace(e, label=None) for e in examples]
-  arrays = glue.featurize(plain, tokenizer, max_seq_length,
+  arrays = pairs.featurize(plain, tokenizer, max_seq_length,
                           is_regression=problem == own_data.REGRESSION)
   arrays["labels"] = labels
   return Split(arrays=arrays, ids=[e.guid for e in examples])
@@ -186,7 +189,7 @@ def with_labels(batch: dict[str, np.ndarray], problem: str, num_labels: int
                 ) -> dict[str, np.ndarray]:
   """The batch with labels of the problem's dtype (zeros for unlabelled rows)."""
   rows = len(batch["input_ids"])
-  out = {k: batch[k] for k in finetune.INPUT_KEYS}
+  out = {k: batch[k] for k in INPUT_KEYS}
   if problem == own_data.CLASSIFICATION:
     labels = batch.get("labels", np.zeros(rows, np.int32))
     out["labels"] = np.where(labels < 0, 0, labels).astype(np.int32)
@@ -199,12 +202,12 @@ def with_labels(batch: dict[str, np.ndarray], problem: str, num_labels: int
   return out
 
 
-def predict_logits(setup: finetune.FinetuneSetup, state: Any, split: Split, batch_size: int,
+def predict_logits(setup: FinetuneSetup, state: Any, split: Split, batch_size: int,
                    problem: str, num_labels: int) -> np.ndarray:
   """float32 [N, K] logits of every row (regression: [N, 1] on the labels' scale)."""
   outputs = []
   rng = jax.random.PRNGKey(0)  # Unused: the eval step has no dropout.
-  for batch, real in finetune.padded_batches(split.arrays, batch_size):
+  for batch, real in padded_batches(split.arrays, batch_size):
     _, out = setup.trainer.eval_step(
         state, setup.trainer.put_batch(with_labels(batch, problem, num_labels), batch_size), rng)
     outputs.append(np.asarray(jax.device_get(out["logits"]), np.float32)[:real])
@@ -222,7 +225,7 @@ def decide(problem: str, logits: np.ndarray) -> np.ndarray:
     return logits.argmax(-1).astype(np.int32)
   if problem == own_data.REGRESSION:
     return logits[:, 0].astype(np.float64)
-  return metrics_lib.threshold(jax.nn.sigmoid(logits))
+  return threshold(jax.nn.sigmoid(logits))
 
 
 def score(problem: str, split: Split, logits: np.ndarray, num_labels: int) -> dict[str, float]:
@@ -266,8 +269,9 @@ class Prepared:
   dev: Split | None
   test: Split | None
   labels: tuple[str, ...]
-  setup: finetune.FinetuneSetup
+  setup: FinetuneSetup
   num_steps: int
+  problem: str = own_data.CLASSIFICATION  # --config.problem.
 
 
 def _read(config, labels: tuple[str, ...] | None):
@@ -278,8 +282,8 @@ def _read(config, labels: tuple[str, ...] | None):
                                   config.test_file or None)
     return data.labels, data.train, data.dev, data.test
   read = lambda path, split: own_data.read_file(path, spec, split, labels).examples
-  dev = read(config.dev_file, glue.DEV) if config.dev_file else None
-  test = read(config.test_file, glue.TEST) if config.test_file else None
+  dev = read(config.dev_file, pairs.DEV) if config.dev_file else None
+  test = read(config.test_file, pairs.TEST) if config.test_file else None
   return labels, None, dev, test
 
 
@@ -289,7 +293,7 @@ def _num_labels(problem: str, labels: tuple[str, ...]) -> int:
 
 def prepare(config: ml_collections.ConfigDict, weights: pretrained_lib.Pretrained,
             encoder: Any, tokenizer: tokenizer_lib.SubwordTokenizer,
-            hyper: finetune.Hyperparameters, head_labels: tuple[str, ...] | None
+            hyper: Hyperparameters, head_labels: tuple[str, ...] | None
             ) -> Prepared:
   """Reads and featurizes the files and builds the model and its compiled steps. With
   `head_labels` (prediction, or a continued head) the checkpoint's head is restored."""
@@ -323,12 +327,12 @@ def prepare(config: ml_collections.ConfigDict, weights: pretrained_lib.Pretraine
     offset, scale = scaling
     train_split.arrays["labels"] = ((train_split.arrays["labels"] - offset) / scale
                                     ).astype(np.float32)
-  num_steps = (finetune.steps_for(len(train_split.ids), hyper.num_epochs, config.batch_size)
+  num_steps = (steps_for(len(train_split.ids), hyper.num_epochs, config.batch_size)
                if train_split is not None else 1)
   model = heads.SequenceClassifier(encoder, num_labels, config.head_dropout,
                                    encoder_name=weights.encoder_network,
                                    head_init=config.head_init, head_type=config.head)
-  setup = finetune.build_model_setup(
+  setup = build_model_setup(
       config, model, encoder, hyper, num_steps,
       lambda logits, y: example_losses(problem, logits, y),
       label_rank=2 if problem == own_data.MULTILABEL else 1,
@@ -338,7 +342,7 @@ def prepare(config: ml_collections.ConfigDict, weights: pretrained_lib.Pretraine
     if part is not None:
       logging.info("%s: %d rows", split, len(part.ids))
   return Prepared(train=train_split, dev=dev_split, test=test_split, labels=labels,
-                  setup=setup, num_steps=num_steps)
+                  setup=setup, num_steps=num_steps, problem=problem)
 
 
 def _evaluate(config, prepared: Prepared, state: Any
@@ -360,66 +364,17 @@ def _evaluate(config, prepared: Prepared, state: Any
   return metrics, files
 
 
-def finetune_seed(config: ml_collections.ConfigDict, prepared: Prepared,
-                  weights: pretrained_lib.Pretrained, tokenizer: tokenizer_lib.SubwordTokenizer,
-                  hyper: finetune.Hyperparameters, seed: int, seed_dir: str) -> dict[str, Any]:
-  """Trains one seed, scores dev, writes its predictions and model; returns its record."""
-  problem, labels = config.problem, prepared.labels
-  num_labels = _num_labels(problem, labels)
-  train, num_steps = prepared.train, prepared.num_steps
-  logging.info("%s seed %d: %d steps (%.3g epochs of %d rows, batch %d), lr %.2e, layer decay "
-               "%.2f (%s recipe)", NAME, seed, num_steps, hyper.num_epochs, len(train.ids),
-               config.batch_size, hyper.learning_rate, hyper.layer_decay, hyper.size)
-
-  def batches(start_step):
-    stream = itertools.islice(
-        finetune.train_batches(train.arrays, config.batch_size, num_steps, seed), start_step,
-        None)
-    return (with_labels(batch, problem, num_labels) for batch in stream)
-
-  trained = finetune.train_seed(config, NAME, prepared.setup, weights, batches, num_steps, seed,
-                                seed_dir)
-  metrics, files = _evaluate(config, prepared, trained.state)
-  trained.log.write_scalars(num_steps, {f"eval/{k}": v for k, v in metrics.items()})
-  trained.log.close()
-  params = finetune.host_params(trained.state) if config.save_model else None
-  if jax.process_index() == 0:
-    fileio.makedirs(seed_dir)
-    for name, lines in files.items():
-      write_predictions(fileio.join(seed_dir, name), lines)
-    if config.save_model:
-      finetune.save_model(fileio.join(seed_dir, "model"), params, weights, tokenizer, num_steps,
-                          heads.HEAD, model_meta(config, labels, prepared.setup.target_scaling))
-  result = {"task": NAME, "seed": seed, "metrics": metrics, "steps": num_steps,
-            "train_examples": len(train.ids), "train_seconds": trained.train_seconds,
-            "learning_rate": hyper.learning_rate, "layer_decay": hyper.layer_decay,
-            "num_epochs": hyper.num_epochs, "init_checkpoint": weights.path,
-            "pretrain_step": weights.step}
-  logging.info("%s seed %d: %s (%.0f s)", NAME, seed,
-               " | ".join(f"{k} {v:.4f}" for k, v in sorted(metrics.items())),
-               trained.train_seconds)
-  finetune.finish_seed(NAME, seed, seed_dir, result, trained.stopped_by)
-  return result
-
-
 def summarize(config: ml_collections.ConfigDict, results: list[dict[str, Any]]
               ) -> dict[str, Any]:
-  """`finetune.summarize_seeds` by the chosen dev metric (the median seed: the lower middle
+  """`task.summarize_seeds` by the chosen dev metric (the median seed: the lower middle
   one, i.e. the worse of the two middle seeds, also for a lower-is-better metric)."""
   metric = metrics_lib.check_metric(config.problem, config.metric)
   sign = -1.0 if metric in metrics_lib.LOWER_IS_BETTER else 1.0
-  summary = finetune.summarize_seeds(
+  summary = task_lib.summarize_seeds(
       results, [sign * r["metrics"][f"dev/{metric}"] for r in results], metric)
   summary["median_score"] = float(statistics.median(r["metrics"][f"dev/{metric}"]
                                                     for r in results))
   return summary
-
-
-def run(config: ml_collections.ConfigDict, workdir: str) -> dict[str, Any]:
-  """Fine-tunes every configured seed (or predicts, without train_file); returns the
-  results.json entry (or the prediction's metrics)."""
-  validate(config)
-  return finetune.run_in_workdir(config, workdir, _run_in)
 
 
 def _load(config: ml_collections.ConfigDict):
@@ -429,9 +384,9 @@ def _load(config: ml_collections.ConfigDict):
   has_head = heads.HEAD in pretrained_lib.param_shapes(step_dir)
   weights = pretrained_lib.load_pretrained(
       step_dir, ("embeddings", "encoder", *((heads.HEAD,) if has_head else ())))
-  encoder = finetune.encoder_config(config, weights.model_config)
-  tokenizer = finetune.load_tokenizer(config, weights)
-  hyper = finetune.resolve_recipe(config, encoder.hidden_size, NUM_EPOCHS)
+  encoder = encoder_config(config, weights.model_config)
+  tokenizer = load_tokenizer(config, weights)
+  hyper = resolve_recipe(config, encoder.hidden_size, NUM_EPOCHS)
   head = checkpoint_head(weights)
   if not config.train_file:
     if head is None:
@@ -459,54 +414,108 @@ def _load(config: ml_collections.ConfigDict):
   return weights, encoder, tokenizer, hyper, head_labels
 
 
-def _run_in(config: ml_collections.ConfigDict, workdir: str) -> dict[str, Any]:
-  weights, encoder, tokenizer, hyper, head_labels = _load(config)
-  is_chief = jax.process_index() == 0
-  logging.info("%s (%s) from %s (step %d, H=%d, L=%d)",
-               "Fine-tuning" if config.train_file else "Predicting", config.problem,
-               weights.path, weights.step, encoder.hidden_size, encoder.num_layers)
-  if not config.train_file:
-    return _predict_only(config, workdir, weights, encoder, tokenizer, hyper, head_labels)
-  cache = {}
+# --------------------------------------------------------------------------------------------
+# The family.
 
-  def prepare_once():
-    if "prepared" not in cache:
-      cache["prepared"] = prepare(config, weights, encoder, tokenizer, hyper, head_labels)
-      if is_chief:
-        own_data.write_labels(fileio.join(workdir, "labels.json"), cache["prepared"].labels,
-                              config.problem)
-    return cache["prepared"]
+class ClassifyTask(task_lib.Task):
+  """One's own files: a sentence(-pair) head, the problem's loss, metrics and jsonl files."""
 
-  def train_one(prepared, seed, seed_dir):
-    return finetune_seed(config, prepared, weights, tokenizer, hyper, seed, seed_dir)
+  name = NAME
+  config_file = "configs/classify.py"
+  head = heads.HEAD
+  architecture = ARCHITECTURE  # With --config.head=hf (`model_meta`).
+  num_epochs = NUM_EPOCHS
+  published_files = ("dev_predictions.jsonl", "predictions.jsonl")
 
-  results = finetune.run_seeds(config, workdir, NAME, prepare_once, train_one)
-  summary = summarize(config, results)
-  finetune.publish_median(workdir, NAME, summary, ("dev_predictions.jsonl", "predictions.jsonl"))
-  metric = summary["primary_metric"]
-  median = summary["median"]
-  others = " ".join(f"{k.split('/', 1)[1]} {v:.4f}" for k, v in sorted(median.items()))
-  logging.info("Results in %s/results.json; predictions in %s/%s/", workdir, workdir, NAME)
-  print(f"{NAME} ({config.problem}) dev, median of {len(results)} seed(s) by {metric}: "
-        f"{others}", flush=True)
-  return summary
+  def validate(self, config: ml_collections.ConfigDict) -> None:
+    validate(config)
+
+  def start(self, config: ml_collections.ConfigDict, workdir: str) -> task_lib.Run:
+    weights, encoder, tokenizer, _, head_labels = _load(config)
+    logging.info("%s (%s) from %s (step %d, H=%d, L=%d)",
+                 "Fine-tuning" if config.train_file else "Predicting", config.problem,
+                 weights.path, weights.step, encoder.hidden_size, encoder.num_layers)
+    return task_lib.Run(config, workdir, weights, encoder, tokenizer, extra=head_labels)
+
+  def predicts_only(self, config: ml_collections.ConfigDict) -> bool:
+    return not config.train_file
+
+  def prepare(self, run: task_lib.Run, unit: str, hyper: Hyperparameters, *,
+              training: bool = True) -> task_lib.Prepared:
+    del unit, training  # Without train_file, `prepare` reads no training file.
+    config = run.config
+    prepared = prepare(config, run.weights, run.encoder, run.tokenizer, hyper, run.extra)
+    if jax.process_index() == 0:
+      own_data.write_labels(fileio.join(run.workdir, "labels.json"), prepared.labels,
+                            config.problem)
+    train = prepared.train.arrays if prepared.train is not None else None
+    return task_lib.Prepared(setup=prepared.setup, train=train, num_steps=prepared.num_steps,
+                             data=prepared)
+
+  def train_batch(self, prepared: task_lib.Prepared, batch: dict[str, np.ndarray]
+                  ) -> dict[str, np.ndarray]:
+    own = prepared.data
+    return with_labels(batch, own.problem, _num_labels(own.problem, own.labels))
+
+  def describe(self, prepared: task_lib.Prepared) -> str:
+    return f"{len(prepared.data.train.ids)} rows"
+
+  def evaluate(self, run: task_lib.Run, prepared: task_lib.Prepared,
+               state: Any) -> task_lib.Evaluation:
+    metrics, lines = _evaluate(run.config, prepared.data, state)
+    return task_lib.Evaluation(metrics, {name: _writer(file_lines)
+                                         for name, file_lines in lines.items()})
+
+  def seed_record(self, prepared: task_lib.Prepared) -> dict[str, Any]:
+    return {"train_examples": len(prepared.data.train.ids)}
+
+  def scores_line(self, metrics: dict[str, float]) -> str:
+    return " | ".join(f"{k} {v:.4f}" for k, v in sorted(metrics.items()))
+
+  def model_meta(self, run: task_lib.Run, prepared: task_lib.Prepared) -> dict[str, Any]:
+    return model_meta(run.config, prepared.data.labels, prepared.setup.target_scaling)
+
+  def primary_metric(self, run: task_lib.Run, unit: str) -> str:
+    return metrics_lib.check_metric(run.config.problem, run.config.metric)
+
+  def score(self, run: task_lib.Run, unit: str, metrics: dict[str, float]) -> float:
+    metric = self.primary_metric(run, unit)
+    sign = -1.0 if metric in metrics_lib.LOWER_IS_BETTER else 1.0
+    return sign * metrics[f"dev/{metric}"]
+
+  def summarize(self, run: task_lib.Run, unit: str, results: list[dict[str, Any]]
+                ) -> dict[str, Any]:
+    return summarize(run.config, results)
+
+  def report(self, run: task_lib.Run, summaries: dict[str, dict[str, Any]]) -> Any:
+    config, workdir, summary = run.config, run.workdir, summaries[NAME]
+    metric = summary["primary_metric"]
+    others = " ".join(f"{k.split('/', 1)[1]} {v:.4f}" for k, v in sorted(summary["median"].items()))
+    logging.info("Results in %s/results.json; predictions in %s/%s/", workdir, workdir, NAME)
+    print(f"{NAME} ({config.problem}) dev, median of {len(summary['seeds'])} seed(s) by "
+          f"{metric}: {others}", flush=True)
+    return summary
+
+  def predict_record(self, run: task_lib.Run, prepared: task_lib.Prepared,
+                     metrics: dict[str, float]) -> dict[str, Any] | None:
+    return {"metrics": metrics, "init_checkpoint": run.weights.path} if metrics else None
+
+  def predict_report(self, run: task_lib.Run, prepared: task_lib.Prepared,
+                     metrics: dict[str, float], record: dict[str, Any] | None,
+                     files: list[str]) -> Any:
+    out_dir = fileio.join(run.workdir, PREDICT_DIR)
+    line = " ".join(f"{k.split('/', 1)[1]} {v:.4f}" for k, v in sorted(metrics.items()))
+    print(f"{NAME} ({run.config.problem}) predictions in {out_dir}"
+          + (f"; dev: {line}" if line else ""), flush=True)
+    return {"metrics": metrics, "files": files}
 
 
-def _predict_only(config, workdir, weights, encoder, tokenizer, hyper, labels
-                  ) -> dict[str, Any]:
-  prepared = prepare(config, weights, encoder, tokenizer, hyper, labels)
-  state = finetune.initial_state(prepared.setup, weights, config.seed)
-  metrics, files = _evaluate(config, prepared, state)
-  out_dir = fileio.join(workdir, PREDICT_DIR)
-  if jax.process_index() == 0:
-    fileio.makedirs(out_dir)
-    own_data.write_labels(fileio.join(workdir, "labels.json"), prepared.labels, config.problem)
-    for name, lines in files.items():
-      write_predictions(fileio.join(out_dir, name), lines)
-    if metrics:
-      finetune.write_json(fileio.join(out_dir, "dev_metrics.json"),
-                          {"metrics": metrics, "init_checkpoint": weights.path})
-  line = " ".join(f"{k.split('/', 1)[1]} {v:.4f}" for k, v in sorted(metrics.items()))
-  print(f"{NAME} ({config.problem}) predictions in {out_dir}" + (f"; dev: {line}" if line else ""),
-        flush=True)
-  return {"metrics": metrics, "files": sorted(files)}
+def _writer(lines: list[str]):
+  """write(path) of a prediction file's lines."""
+  return lambda path: write_predictions(path, lines)
+
+
+def run(config: ml_collections.ConfigDict, workdir: str) -> dict[str, Any]:
+  """Fine-tunes every configured seed (or predicts, without train_file); returns the
+  results.json entry (or the prediction's metrics)."""
+  return driver.run(ClassifyTask(), config, workdir)

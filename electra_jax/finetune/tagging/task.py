@@ -10,8 +10,8 @@ embeddings and the checkpoint's encoder network (and, with init_head, a fine-tun
 classifier's tag layer), put dropout -> dense(labels) on every position (`heads.TokenClassifier`,
 transformers' ElectraForTokenClassification), train on the windows of the training sentences
 (`windows`: a word's label on its first piece, the other pieces ignored by the loss) with AdamW,
-layer-wise decay, warmup and linear decay on the shared training core
-(`electra_jax.finetune.runner.train_seed`: resumable, signal-safe, metrics and TensorBoard),
+layer-wise decay, warmup and linear decay on the fine-tuning core
+(`finetune.seed`, `finetune.driver`: resumable, signal-safe, metrics and TensorBoard),
 then predict every word once (from the window where it has the most context) and score the dev
 file with conlleval's entity-level precision, recall and F1 and token accuracy (`metrics`).
 Outputs, under --workdir:
@@ -31,10 +31,14 @@ With train_file="" nothing is trained: init_checkpoint must be a fine-tuned toke
 ElectraForTokenClassification), whose labels and tag layer predict:
 
   predict/dev_metrics.json, predict/dev_predictions.conll, predict/test_predictions.conll
+
+`TagTask` is this family of the `finetune.task.Task` interface (registered in
+`finetune.families`).
 """
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any, Sequence
 
 from absl import logging
@@ -48,8 +52,15 @@ from electra_jax import fileio
 from electra_jax.data import tokenizer as tokenizer_lib
 from electra_jax.errors import ElectraError
 from electra_jax.finetune import heads
-from electra_jax.finetune import runner as finetune
-from electra_jax.finetune.classify import data as classify_data
+from electra_jax.finetune import driver
+from electra_jax.finetune import task as task_lib
+from electra_jax.finetune.batches import padded_batches
+from electra_jax.finetune.recipe import (FINETUNE_RANGES, LOSS_REDUCTIONS, Hyperparameters,
+                                         check_all, resolve_recipe, steps_for,
+                                         validate_training)
+from electra_jax.finetune.setup import (FinetuneSetup, build_trainer, encoder_config,
+                                        init_params_fn, load_tokenizer)
+from electra_jax.finetune.shared import labels as label_files
 from electra_jax.finetune.tagging import conll
 from electra_jax.finetune.tagging import metrics as tag_metrics
 from electra_jax.finetune.tagging import schemes
@@ -59,7 +70,7 @@ from electra_jax.training import pretrained as pretrained_lib
 from electra_jax.training.state import TrainState
 
 TASK = "tag"  # The task's directory under the workdir, and its key in results.json.
-PREDICT_DIR = "predict"  # Predict-only runs write here.
+PREDICT_DIR = task_lib.PREDICT_DIR  # Predict-only runs write here.
 ARCHITECTURE = "ElectraForTokenClassification"
 PROBLEM = "token_classification"
 NUM_EPOCHS = 3.0  # The original's epochs for tagging tasks.
@@ -68,11 +79,6 @@ OVERALL_METRICS = ("f1", "precision", "recall", "accuracy")  # tagging_metrics' 
 ENTITY_METRICS = ("f1", "precision", "recall")  # Also per entity type: "f1/PER".
 SPLITS = ("train", "dev", "test")
 BATCH_RANKS = {key: 2 for key in windows.MODEL_KEYS}
-
-
-def is_tag_config(config: ml_collections.ConfigDict) -> bool:
-  """A token-classification config (configs/tag.py) rather than a GLUE or SQuAD one."""
-  return "label_scheme" in config
 
 
 def resolve_metric(config: ml_collections.ConfigDict) -> str:
@@ -85,7 +91,7 @@ def resolve_metric(config: ml_collections.ConfigDict) -> str:
 def validate(config: ml_collections.ConfigDict) -> None:
   """Raises ElectraError for a token-classification config that cannot work (everything
   checkable without data), naming the field and the fix."""
-  finetune.validate_training(config, finetune.FINETUNE_RANGES)
+  validate_training(config, FINETUNE_RANGES)
   scheme = schemes.check_scheme(config.label_scheme)
   metric = str(config.metric)
   name, _, kind = metric.partition("/")
@@ -116,9 +122,7 @@ def validate(config: ml_collections.ConfigDict) -> None:
        "--config.dev_file is required with --config.train_file: the labeled CoNLL file that "
        "scores each seed and picks the median one"),
   ]
-  for ok, message in checks:
-    if not ok:
-      raise ElectraError(message)
+  check_all(checks)
 
 
 # --------------------------------------------------------------------------------------------
@@ -225,19 +229,19 @@ def tagging_loss(logits: jax.Array, label_ids: jax.Array, reduction: str = "sum"
   if reduction == "mean":
     return jnp.sum(losses) / jnp.maximum(jnp.sum(labeled), 1.0)
   raise ElectraError(f"loss_reduction={reduction!r}; choose one of "
-                     f"{', '.join(finetune.LOSS_REDUCTIONS)}")
+                     f"{', '.join(LOSS_REDUCTIONS)}")
 
 
 def build_setup(config: ml_collections.ConfigDict, encoder: Any, num_labels: int,
-                recipe: finetune.Hyperparameters, num_train_steps: int, devices=None,
+                recipe: Hyperparameters, num_train_steps: int, devices=None,
                 encoder_name: str = pretrained_lib.DEFAULT_ENCODER["network"],
-                restore_head: bool = False) -> finetune.FinetuneSetup:
+                restore_head: bool = False) -> FinetuneSetup:
   """The token classifier, its layer-wise-decay optimizer and jitted steps. The eval step
   returns {"predictions": int32 [B, T] label ids}. `restore_head`: the tag layer is taken
   from the checkpoint (`FinetuneSetup.restored_groups`)."""
   model = heads.TokenClassifier(encoder, num_labels, config.head_dropout,
                                 encoder_name=encoder_name, head_init=config.head_init)
-  init_params = finetune.init_params_fn(model, config.max_seq_length)
+  init_params = init_params_fn(model, config.max_seq_length)
 
   def loss_fn(params, batch, rng, deterministic, step=None):
     del step
@@ -251,18 +255,18 @@ def build_setup(config: ml_collections.ConfigDict, encoder: Any, num_labels: int
     outputs = {"predictions": jnp.argmax(logits, -1).astype(jnp.int32)} if deterministic else {}
     return loss, metrics, outputs
 
-  trainer = finetune.build_trainer(config, encoder, recipe, num_train_steps, init_params, loss_fn,
-                                   BATCH_RANKS, devices)
-  return finetune.FinetuneSetup(model=model, trainer=trainer, encoder_name=encoder_name,
-                                restored_groups=(heads.HEAD,) if restore_head else ())
+  trainer = build_trainer(config, encoder, recipe, num_train_steps, init_params, loss_fn,
+                          BATCH_RANKS, devices)
+  return FinetuneSetup(model=model, trainer=trainer, encoder_name=encoder_name,
+                       restored_groups=(heads.HEAD,) if restore_head else ())
 
 
-def predict_windows(setup: finetune.FinetuneSetup, state: TrainState,
+def predict_windows(setup: FinetuneSetup, state: TrainState,
                     features: windows.Features, batch_size: int) -> np.ndarray:
   """int [N, T]: the predicted label id at every position of every window."""
   chunks = []
   rng = jax.random.PRNGKey(0)  # Unused: the eval step has no dropout.
-  for batch, real in finetune.padded_batches(features.arrays, batch_size, windows.MODEL_KEYS):
+  for batch, real in padded_batches(features.arrays, batch_size, windows.MODEL_KEYS):
     _, out = setup.trainer.eval_step(state, setup.trainer.put_batch(batch, batch_size), rng)
     chunks.append(np.asarray(jax.device_get(out["predictions"]))[:real])
   if not chunks:
@@ -282,7 +286,7 @@ def split_metrics(sentences: Sequence[conll.Sentence], predicted: Sequence[Seque
   return {f"{split}/{name}": float(value) for name, value in sorted(scores.items())}
 
 
-def predict_split(setup: finetune.FinetuneSetup, state: TrainState, features: windows.Features,
+def predict_split(setup: FinetuneSetup, state: TrainState, features: windows.Features,
                   config: ml_collections.ConfigDict, labels: Sequence[str], scheme: str,
                   split: str) -> tuple[dict[str, float], list[list[str]]]:
   """(metrics of the split, {} for an unlabeled one; the predicted tags of every sentence)."""
@@ -335,58 +339,6 @@ def restores_head(config: ml_collections.ConfigDict, finetuned: dict[str, Any] |
   return same
 
 
-# --------------------------------------------------------------------------------------------
-# One seed, the whole run.
-
-def finetune_seed(config: ml_collections.ConfigDict, train: windows.Features,
-                  evals: dict[str, windows.Features], labels: Sequence[str], scheme: str,
-                  weights: pretrained_lib.Pretrained, tokenizer: tokenizer_lib.SubwordTokenizer,
-                  setup: finetune.FinetuneSetup, recipe: finetune.Hyperparameters, seed: int,
-                  seed_dir: str) -> dict[str, Any]:
-  """Trains one seed, predicts the dev (and test) files; returns its dev_metrics.json record."""
-  num_steps = finetune.steps_for(len(train), recipe.num_epochs, config.batch_size)
-  logging.info("%s seed %d: %d steps (%.3g epochs of %d windows of %d sentences, batch %d), "
-               "lr %.2e, layer decay %.2f (%s recipe), %d labels (%s)", TASK, seed, num_steps,
-               recipe.num_epochs, len(train), train.stats.sentences, config.batch_size,
-               recipe.learning_rate, recipe.layer_decay, recipe.size, len(labels), scheme)
-
-  def batches(start_step):
-    stream = finetune.train_batches(train.arrays, config.batch_size, num_steps, seed)
-    for i, batch in enumerate(stream):
-      if i >= start_step:
-        yield batch
-
-  trained = finetune.train_seed(config, TASK, setup, weights, batches, num_steps, seed,
-                                seed_dir)
-  metrics, predictions = {}, {}
-  for split, features in evals.items():
-    split_scores, predictions[split] = predict_split(setup, trained.state, features, config,
-                                                     labels, scheme, split)
-    metrics.update(split_scores)
-  trained.log.write_scalars(num_steps, {f"eval/{k}": v for k, v in metrics.items()})
-  trained.log.close()
-  params = finetune.host_params(trained.state) if config.save_model else None
-  if jax.process_index() == 0:
-    fileio.makedirs(seed_dir)
-    for split, predicted in predictions.items():
-      conll.write_predictions(fileio.join(seed_dir, f"{split}_predictions.conll"),
-                              evals[split].sentences, predicted)
-    if config.save_model:  # Local or remote (gs://) alike.
-      finetune.save_model(fileio.join(seed_dir, "model"), params, weights, tokenizer, num_steps,
-                          heads.HEAD, model_meta(config, labels, scheme))
-  result = {"task": TASK, "seed": seed, "metrics": metrics, "steps": num_steps,
-            "train_sentences": train.stats.sentences, "train_windows": len(train),
-            "dev_sentences": evals["dev"].stats.sentences, "dev_windows": len(evals["dev"]),
-            "train_seconds": trained.train_seconds, "learning_rate": recipe.learning_rate,
-            "layer_decay": recipe.layer_decay, "num_epochs": recipe.num_epochs,
-            "label_scheme": scheme, "num_labels": len(labels),
-            "init_checkpoint": weights.path, "pretrain_step": weights.step}
-  logging.info("%s seed %d: %s (%.0f s)", TASK, seed, _scores_line(metrics, "dev"),
-               trained.train_seconds)
-  finetune.finish_seed(TASK, seed, seed_dir, result, trained.stopped_by)
-  return result
-
-
 def _scores_line(metrics: dict[str, float], split: str) -> str:
   """"F1 xx.xx P xx.xx R xx.xx | token accuracy xx.xx" of a split's metrics (x100)."""
   get = lambda name: 100 * metrics.get(f"{split}/{name}", float("nan"))
@@ -394,17 +346,24 @@ def _scores_line(metrics: dict[str, float], split: str) -> str:
           f"accuracy {get('accuracy'):.2f}")
 
 
-def run(config: ml_collections.ConfigDict, workdir: str) -> dict[str, Any]:
-  """Fine-tunes every configured seed and returns the results.json entry; with
-  train_file="" predicts with a fine-tuned token classifier instead and returns
-  predict/dev_metrics.json's record."""
-  validate(config)
-  body = _train_in if config.train_file else _predict_in
-  return finetune.run_in_workdir(config, workdir, body)
 
 
-def _train_in(config: ml_collections.ConfigDict, workdir: str) -> dict[str, Any]:
-  is_chief = jax.process_index() == 0
+# --------------------------------------------------------------------------------------------
+# The family.
+
+@dataclasses.dataclass
+class TagRun:
+  """What a tagging run read before loading the model (`Run.extra`)."""
+  sentences: dict[str, list[conll.Sentence] | None]  # train (None when predicting), dev, test.
+  labels: list[str]
+  scheme: str
+  metric: str  # The dev metric that picks the median seed.
+  restore: bool  # Whether the checkpoint's tag layer is restored.
+
+
+def _read_for_training(config: ml_collections.ConfigDict, workdir: str) -> TagRun:
+  """The files of a training run, checked against the training file's label set (written to
+  WORKDIR/labels.json), and whether the checkpoint's tag layer continues."""
   scheme = schemes.check_scheme(config.label_scheme)
   metric = resolve_metric(config)
   sentences = {split: read_split(config, split, scheme) for split in SPLITS}
@@ -418,45 +377,14 @@ def _train_in(config: ml_collections.ConfigDict, workdir: str) -> dict[str, Any]
     sentences["train"] = sentences["train"][:config.max_train_examples]
   if config.max_eval_examples > 0:
     sentences["dev"] = sentences["dev"][:config.max_eval_examples]
-  if is_chief:
-    classify_data.write_labels(fileio.join(workdir, "labels.json"), labels, PROBLEM)
-
+  if jax.process_index() == 0:
+    label_files.write_labels(fileio.join(workdir, "labels.json"), labels, PROBLEM)
   restore = restores_head(config, checkpoint_meta(config.init_checkpoint), labels)
-  parts = ("embeddings", "encoder", heads.HEAD) if restore else ("embeddings", "encoder")
-  weights = pretrained_lib.load_pretrained(config.init_checkpoint, parts=parts)
-  encoder = finetune.encoder_config(config, weights.model_config)
-  tokenizer = finetune.load_tokenizer(config, weights)
-  recipe = finetune.resolve_recipe(config, encoder.hidden_size, NUM_EPOCHS)
-  logging.info("Token classification (%s, %d labels) from %s (step %d, H=%d, L=%d), %s tag "
-               "layer", scheme, len(labels), weights.path, weights.step, encoder.hidden_size,
-               encoder.num_layers, "the checkpoint's" if restore else "a fresh")
-
-  def prepare():
-    train = featurize(sentences["train"], tokenizer, config, labels, "train")
-    evals = {split: featurize(sentences[split], tokenizer, config, labels, split)
-             for split in ("dev", "test") if sentences[split] is not None}
-    num_steps = finetune.steps_for(len(train), recipe.num_epochs, config.batch_size)
-    setup = build_setup(config, encoder, len(labels), recipe, num_steps,
-                        encoder_name=weights.encoder_network, restore_head=restore)
-    return train, evals, setup
-
-  def train_one(prepared, seed, seed_dir):
-    train, evals, setup = prepared
-    return finetune_seed(config, train, evals, labels, scheme, weights, tokenizer, setup,
-                         recipe, seed, seed_dir)
-
-  results = finetune.run_seeds(config, workdir, TASK, prepare, train_one)
-  summary = finetune.summarize_seeds(
-      results, [r["metrics"][f"dev/{metric}"] for r in results], metric)
-  finetune.publish_median(workdir, TASK, summary,
-                          ("dev_predictions.conll", "test_predictions.conll"))
-  logging.info("Results in %s/results.json, predictions in %s/%s/", workdir, workdir, TASK)
-  print(f"{TASK} dev (median of {len(results)} seed(s), by {metric}): "
-        f"{_scores_line(summary['median'], 'dev')}", flush=True)
-  return summary
+  return TagRun(sentences, labels, scheme, metric, restore)
 
 
-def _predict_in(config: ml_collections.ConfigDict, workdir: str) -> dict[str, Any]:
+def _read_for_prediction(config: ml_collections.ConfigDict) -> TagRun:
+  """The files of a prediction-only run, checked against the fine-tuned checkpoint's labels."""
   finetuned = checkpoint_meta(config.init_checkpoint)
   if not is_token_classifier(finetuned):
     raise ElectraError(
@@ -478,34 +406,126 @@ def _predict_in(config: ml_collections.ConfigDict, workdir: str) -> dict[str, An
   for split_sentences in sentences.values():
     if split_sentences is not None:
       check_known_tags(split_sentences, labels, source)
-  weights = pretrained_lib.load_pretrained(config.init_checkpoint,
-                                           parts=("embeddings", "encoder", heads.HEAD))
-  encoder = finetune.encoder_config(config, weights.model_config)
-  tokenizer = finetune.load_tokenizer(config, weights)
-  recipe = finetune.resolve_recipe(config, encoder.hidden_size, NUM_EPOCHS)
-  logging.info("Token classification: predicting with %s (%s, %d labels), nothing trained",
-               weights.path, scheme, len(labels))
-  evals = {split: featurize(s, tokenizer, config, labels, split)
-           for split, s in sentences.items() if s is not None}
-  setup = build_setup(config, encoder, len(labels), recipe, 1,
-                      encoder_name=weights.encoder_network, restore_head=True)
-  state = finetune.initial_state(setup, weights, config.seed)
-  out_dir = fileio.join(workdir, PREDICT_DIR)
-  metrics = {}
-  for split, features in evals.items():
-    split_scores, predicted = predict_split(setup, state, features, config, labels, scheme,
-                                            split)
-    metrics.update(split_scores)
-    if jax.process_index() == 0:
-      fileio.makedirs(out_dir)
-      conll.write_predictions(fileio.join(out_dir, f"{split}_predictions.conll"),
-                              features.sentences, predicted)
-  record = {"task": TASK, "metrics": metrics, "labels": labels, "label_scheme": scheme,
-            "init_checkpoint": weights.path, "step": weights.step,
+  return TagRun({"train": None, **sentences}, labels, scheme, "", True)
+
+
+class TagTask(task_lib.Task):
+  """Token classification on CoNLL files: a tag on every word's first piece, conlleval's
+  metrics, CoNLL prediction files."""
+
+  name = TASK
+  config_file = "configs/tag.py"
+  head = heads.HEAD
+  architecture = ARCHITECTURE
+  num_epochs = NUM_EPOCHS
+  published_files = ("dev_predictions.conll", "test_predictions.conll")
+
+  def validate(self, config: ml_collections.ConfigDict) -> None:
+    validate(config)
+
+  def predicts_only(self, config: ml_collections.ConfigDict) -> bool:
+    return not config.train_file
+
+  def start(self, config: ml_collections.ConfigDict, workdir: str) -> task_lib.Run:
+    predicting = self.predicts_only(config)
+    tag = _read_for_prediction(config) if predicting else _read_for_training(config, workdir)
+    parts = ("embeddings", "encoder", heads.HEAD) if tag.restore else ("embeddings", "encoder")
+    weights = pretrained_lib.load_pretrained(config.init_checkpoint, parts=parts)
+    encoder = encoder_config(config, weights.model_config)
+    tokenizer = load_tokenizer(config, weights)
+    resolve_recipe(config, encoder.hidden_size, NUM_EPOCHS)  # Fails before the log line.
+    if predicting:
+      logging.info("Token classification: predicting with %s (%s, %d labels), nothing trained",
+                   weights.path, tag.scheme, len(tag.labels))
+    else:
+      logging.info("Token classification (%s, %d labels) from %s (step %d, H=%d, L=%d), %s tag "
+                   "layer", tag.scheme, len(tag.labels), weights.path, weights.step,
+                   encoder.hidden_size, encoder.num_layers,
+                   "the checkpoint's" if tag.restore else "a fresh")
+    return task_lib.Run(config, workdir, weights, encoder, tokenizer, extra=tag)
+
+  def prepare(self, run: task_lib.Run, unit: str, hyper: Hyperparameters, *,
+              training: bool = True) -> task_lib.Prepared:
+    config, tag = run.config, run.extra
+    train = (featurize(tag.sentences["train"], run.tokenizer, config, tag.labels, "train")
+             if training else None)
+    evals = {split: featurize(tag.sentences[split], run.tokenizer, config, tag.labels, split)
+             for split in ("dev", "test") if tag.sentences[split] is not None}
+    num_steps = (steps_for(len(train), hyper.num_epochs, config.batch_size) if training else 1)
+    setup = build_setup(config, run.encoder, len(tag.labels), hyper, num_steps,
+                        encoder_name=run.weights.encoder_network, restore_head=tag.restore)
+    return task_lib.Prepared(setup=setup, train=train.arrays if training else None,
+                             num_steps=num_steps, data=(train, evals, tag))
+
+  def describe(self, prepared: task_lib.Prepared) -> str:
+    train = prepared.data[0]
+    return f"{len(train)} windows of {train.stats.sentences} sentences"
+
+  def plan_details(self, run: task_lib.Run) -> str:
+    return f", {len(run.extra.labels)} labels ({run.extra.scheme})"
+
+  def evaluate(self, run: task_lib.Run, prepared: task_lib.Prepared,
+               state: TrainState) -> task_lib.Evaluation:
+    tag = run.extra
+    evals = prepared.data[1]
+    metrics, files = {}, {}
+    for split, features in evals.items():
+      split_scores, predicted = predict_split(prepared.setup, state, features, run.config,
+                                              tag.labels, tag.scheme, split)
+      metrics.update(split_scores)
+      files[f"{split}_predictions.conll"] = _conll_writer(features.sentences, predicted)
+    return task_lib.Evaluation(metrics, files)
+
+  def seed_record(self, prepared: task_lib.Prepared) -> dict[str, Any]:
+    train, evals, tag = prepared.data
+    return {"train_sentences": train.stats.sentences, "train_windows": len(train),
+            "dev_sentences": evals["dev"].stats.sentences, "dev_windows": len(evals["dev"]),
+            "label_scheme": tag.scheme, "num_labels": len(tag.labels)}
+
+  def scores_line(self, metrics: dict[str, float]) -> str:
+    return _scores_line(metrics, "dev")
+
+  def model_meta(self, run: task_lib.Run, prepared: task_lib.Prepared) -> dict[str, Any]:
+    return model_meta(run.config, run.extra.labels, run.extra.scheme)
+
+  def primary_metric(self, run: task_lib.Run, unit: str) -> str:
+    return run.extra.metric
+
+  def score(self, run: task_lib.Run, unit: str, metrics: dict[str, float]) -> float:
+    return metrics[f"dev/{run.extra.metric}"]
+
+  def report(self, run: task_lib.Run, summaries: dict[str, dict[str, Any]]) -> Any:
+    summary = summaries[TASK]
+    logging.info("Results in %s/results.json, predictions in %s/%s/", run.workdir, run.workdir,
+                 TASK)
+    print(f"{TASK} dev (median of {len(summary['seeds'])} seed(s), by {run.extra.metric}): "
+          f"{_scores_line(summary['median'], 'dev')}", flush=True)
+    return summary
+
+  def predict_record(self, run: task_lib.Run, prepared: task_lib.Prepared,
+                     metrics: dict[str, float]) -> dict[str, Any]:
+    evals = prepared.data[1]
+    return {"task": TASK, "metrics": metrics, "labels": run.extra.labels,
+            "label_scheme": run.extra.scheme, "init_checkpoint": run.weights.path,
+            "step": run.weights.step,
             **{f"{split}_sentences": f.stats.sentences for split, f in evals.items()}}
-  if jax.process_index() == 0:
-    finetune.write_json(fileio.join(out_dir, "dev_metrics.json"), record)
-  logging.info("Predictions in %s/", out_dir)
-  if "dev" in evals:
-    print(f"{TASK} dev ({weights.path}): {_scores_line(metrics, 'dev')}", flush=True)
-  return record
+
+  def predict_report(self, run: task_lib.Run, prepared: task_lib.Prepared,
+                     metrics: dict[str, float], record: dict[str, Any] | None,
+                     files: list[str]) -> Any:
+    logging.info("Predictions in %s/", fileio.join(run.workdir, PREDICT_DIR))
+    if "dev" in prepared.data[1]:
+      print(f"{TASK} dev ({run.weights.path}): {_scores_line(metrics, 'dev')}", flush=True)
+    return record
+
+
+def _conll_writer(sentences: Sequence[conll.Sentence], predicted: list[list[str]]):
+  """write(path) of a split's CoNLL prediction file."""
+  return lambda path: conll.write_predictions(path, sentences, predicted)
+
+
+def run(config: ml_collections.ConfigDict, workdir: str) -> dict[str, Any]:
+  """Fine-tunes every configured seed and returns the results.json entry; with
+  train_file="" predicts with a fine-tuned token classifier instead and returns
+  predict/dev_metrics.json's record."""
+  return driver.run(TagTask(), config, workdir)
