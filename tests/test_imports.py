@@ -242,3 +242,99 @@ def test_imports_go_to_the_same_part_or_a_lower_layer():
       f"{len(violations)} import(s) from a lower layer to a higher one (layers, lowest first: "
       + " < ".join(name for name, _ in LAYERS) + "):\n" + "\n".join(violations)
       + "\nMove what the lower module needs down, or the code that needs the higher module up.")
+
+
+# --------------------------------------------------------------------------------------------
+# Fine-tuning families (issue 42): the subpackages of finetune that implement its `Task` import
+# the core (finetune's own modules) and finetune.shared, never each other; the core imports no
+# family, except the registry and the modules below.
+
+FINETUNE = f"{PACKAGE}.finetune"
+FAMILY_REGISTRY = f"{FINETUNE}.families"
+# Core modules that may import a family besides the registry: the compatibility names that
+# benchmark.tpu.topology and experiments still import (finetune.runner: GLUE's functions).
+FAMILY_IMPORTERS = (FAMILY_REGISTRY, f"{FINETUNE}.runner")
+
+
+def _implements_task(path: str) -> bool:
+  """Whether the module at `path` defines a subclass of `Task` (`Task` or `x.Task`)."""
+  with open(path, encoding="utf-8") as f:
+    tree = ast.parse(f.read(), filename=path)
+  for node in ast.walk(tree):
+    if isinstance(node, ast.ClassDef):
+      for base in node.bases:
+        name = base.attr if isinstance(base, ast.Attribute) else getattr(base, "id", "")
+        if name == "Task":
+          return True
+  return False
+
+
+def _families(modules: dict[str, str]) -> set[str]:
+  """The family packages: subpackages of finetune holding a module that implements `Task`."""
+  found = set()
+  for module, path in modules.items():
+    parts = module.split(".")
+    if len(parts) > 3 and module.startswith(FINETUNE + ".") and _implements_task(path):
+      found.add(".".join(parts[:3]))
+  return found
+
+
+def _family_of(module: str, families: set[str]) -> str | None:
+  return next((f for f in families if module == f or module.startswith(f + ".")), None)
+
+
+def family_violations(imports, families: set[str]) -> list[str]:
+  """Each import from one family into another, and each import of a family by a core or
+  shared module of finetune other than `FAMILY_IMPORTERS`."""
+  violations = []
+  for imp in sorted(imports):
+    if not imp.importer.startswith(FINETUNE + ".") and imp.importer != FINETUNE:
+      continue
+    source, target = _family_of(imp.importer, families), _family_of(imp.imported, families)
+    if target is None or source == target:
+      continue
+    if source is not None:
+      violations.append(f"  {imp.importer} -> {imp.imported} (family {source} imports family "
+                        f"{target}; at {imp.where()})")
+    elif imp.importer not in FAMILY_IMPORTERS:
+      violations.append(f"  {imp.importer} -> {imp.imported} (the core imports family {target};"
+                        f" only {FAMILY_REGISTRY} may; at {imp.where()})")
+  return violations
+
+
+FAMILIES = _families(MODULES)
+
+
+def test_the_family_scan_finds_every_family():
+  assert FAMILIES == {f"{FINETUNE}.{name}" for name in ("glue", "qa", "classify", "tagging")}
+  assert f"{FINETUNE}.shared" not in FAMILIES
+
+
+def test_fine_tuning_families_import_only_the_core_and_shared_helpers():
+  violations = family_violations(IMPORTS, FAMILIES)
+  assert not violations, (
+      f"{len(violations)} import(s) between fine-tuning families (or from the core into one):\n"
+      + "\n".join(violations) + "\nMove what two families share into finetune/shared/ (or "
+      "the core), and reach a family through finetune.families.")
+
+
+class _FakeImport(Import):
+  def where(self) -> str:
+    return f"{self.importer}:{self.line}"
+
+
+def test_the_family_rule_fires_on_a_sibling_import_and_on_the_core():
+  fake = [
+      _FakeImport(f"{FINETUNE}.tagging.windows", f"{FINETUNE}.qa.data", 3),  # Sibling.
+      _FakeImport(f"{FINETUNE}.driver", f"{FINETUNE}.glue.task", 4),  # Core -> family.
+      _FakeImport(f"{FINETUNE}.tagging.task", f"{FINETUNE}.shared.windows", 5),  # Allowed.
+      _FakeImport(f"{FINETUNE}.qa.task", f"{FINETUNE}.seed", 6),  # Allowed.
+      _FakeImport(FAMILY_REGISTRY, f"{FINETUNE}.qa.task", 7),  # The registry: allowed.
+      _FakeImport(f"{FINETUNE}.glue.task", f"{FINETUNE}.glue.data", 8),  # Its own: allowed.
+      _FakeImport(f"{PACKAGE}.experiments.runner", f"{FINETUNE}.glue.task", 9),  # Not finetune.
+  ]
+  violations = family_violations(fake, FAMILIES)
+  assert len(violations) == 2, violations
+  assert any("tagging.windows -> electra_jax.finetune.qa.data (family" in v for v in violations)
+  assert any("driver -> electra_jax.finetune.glue.task (the core imports" in v
+             for v in violations)

@@ -11,15 +11,12 @@ from electra_jax import cli
 from electra_jax.errors import ElectraError
 from electra_jax.finetune import driver
 from electra_jax.finetune import families
-from electra_jax.finetune.classify import task as classify_task
-from electra_jax.finetune.glue import task as glue_task
-from electra_jax.finetune.qa import task as qa_task
-from electra_jax.finetune.tagging import task as tag_task
 from electra_jax.training import parallel
 
-__doc__ = (glue_task.__doc__ + "\nSQuAD:\n" + qa_task.__doc__.split("\n", 1)[1]
-           + "\nYour own files:\n" + classify_task.__doc__.split("\n", 1)[1]
-           + "\nToken classification:\n" + tag_task.__doc__.split("\n", 1)[1]
+# The command's help: each family's module docstring (its command, its outputs).
+__doc__ = (families.doc("glue") + "\nSQuAD:\n" + families.doc("squad").split("\n", 1)[1]
+           + "\nYour own files:\n" + families.doc("classify").split("\n", 1)[1]
+           + "\nToken classification:\n" + families.doc("tag").split("\n", 1)[1]
            )  # pylint: disable=redefined-builtin
 
 FLAGS = flags.FLAGS

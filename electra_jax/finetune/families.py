@@ -11,6 +11,8 @@ that imports one.
 
 from __future__ import annotations
 
+import sys
+
 import ml_collections
 
 from electra_jax.errors import ElectraError
@@ -41,3 +43,8 @@ def family(name: str) -> Task:
 def family_of(config: ml_collections.ConfigDict) -> Task:
   """The family that `config.task_family` names ("" when the config has none)."""
   return family(str(config.get("task_family", "") or ""))
+
+
+def doc(name: str) -> str:
+  """The module docstring of family `name`'s Task (its command and outputs, for --help)."""
+  return sys.modules[FAMILIES[name].__module__].__doc__ or ""
