@@ -500,6 +500,24 @@ def read_file(path: str, spec: Spec, split: str,
     raise ElectraError(f"{path} does not exist; pass the {split} file as "
                        f"--config.{split}_file=PATH")
   summary = ReadSummary(path=path, split=split, file_format=fmt)
+  rows = _read_rows(path, spec, split, fmt)
+  # A test file is labelled when some row has a label; train and dev files always are.
+  summary.labelled = split != pairs.TEST or any(
+      row.fields is not None and _has_value(row.fields.get(spec.label_field)) for row in rows)
+  parsed = _parse_rows(rows, spec, fmt, summary)
+  if known is None:  # A training file: its own labels.
+    known = _label_set(spec, parsed)
+  examples = _examples(parsed, spec, known, summary)
+  summary.kept = len(examples)
+  _check_usable(path, spec, split, labels is None, known, summary, examples)
+  log = logging.warning if summary.skipped else logging.info
+  log("own data: %s", summary.message())
+  return OwnFile(examples=examples, labels=known, summary=summary)
+
+
+def _read_rows(path: str, spec: Spec, split: str, fmt: str) -> list[_Row]:
+  """The file's rows, after checking that its header (csv/tsv) or some line (jsonl) has every
+  field `spec` names (the label field but in a test file)."""
   texts = spec.text_fields
   if fmt == "jsonl":
     rows = _jsonl_rows(path)
@@ -525,12 +543,39 @@ def read_file(path: str, spec: Spec, split: str,
       _check_columns(path, columns, [spec.id_field], "id field")
     if split != pairs.TEST:
       _check_columns(path, columns, [spec.label_field], "label field")
-  # A test file is labelled when some row has a label; train and dev files always are.
-  summary.labelled = split != pairs.TEST or any(
-      row.fields is not None and _has_value(row.fields.get(spec.label_field)) for row in rows)
+  return rows
 
-  # Parse every row; labels stay raw (strings) until the label set is known.
-  parsed: list[tuple[_Row, str, str | None, Any]] = []
+
+def _row_values(row: _Row, spec: Spec) -> tuple[str | None, list[Any], str]:
+  """(the first reason to skip the row or None, its texts, its guid: the id field, else the
+  data row number)."""
+  reason, values = None, []
+  for field in spec.text_fields:
+    value = row.fields.get(field)
+    if value is None:
+      reason = reason or "missing_field"
+    elif not isinstance(value, str):
+      reason = reason or "wrong_type"
+    elif not value.strip():
+      reason = reason or "empty_text"
+    values.append(value)
+  guid = str(row.number)
+  if spec.id_field:
+    value = _json_text(row.fields.get(spec.id_field))
+    if row.fields.get(spec.id_field) is not None and value is None:
+      reason = reason or "wrong_type"
+    elif value is None or not value.strip():
+      reason = reason or "missing_field"
+    else:
+      guid = value
+  return reason, values, guid
+
+
+def _parse_rows(rows: list[_Row], spec: Spec, fmt: str, summary: ReadSummary
+                ) -> list[tuple[_Row, str, list[Any], Any]]:
+  """(row, guid, texts, raw label) of every usable row; labels stay raw (strings) until the
+  label set is known. Skipped rows are counted in `summary`."""
+  parsed: list[tuple[_Row, str, list[Any], Any]] = []
   for row in rows:
     if row.reason == "blank":
       continue
@@ -538,25 +583,7 @@ def read_file(path: str, spec: Spec, split: str,
     if row.fields is None:
       summary.skip(row.reason, row.line)
       continue
-    reason, values = None, []
-    for field in texts:
-      value = row.fields.get(field)
-      if value is None:
-        reason = reason or "missing_field"
-      elif not isinstance(value, str):
-        reason = reason or "wrong_type"
-      elif not value.strip():
-        reason = reason or "empty_text"
-      values.append(value)
-    guid = str(row.number)
-    if spec.id_field:
-      value = _json_text(row.fields.get(spec.id_field))
-      if row.fields.get(spec.id_field) is not None and value is None:
-        reason = reason or "wrong_type"
-      elif value is None or not value.strip():
-        reason = reason or "missing_field"
-      else:
-        guid = value
+    reason, values, guid = _row_values(row, spec)
     raw = None
     if summary.labelled and reason is None:
       raw, reason = _raw_label(row.fields.get(spec.label_field), spec.problem,
@@ -565,14 +592,21 @@ def read_file(path: str, spec: Spec, split: str,
       summary.skip(reason, row.line)
       continue
     parsed.append((row, guid, values, raw))
+  return parsed
 
-  if known is None:  # A training file: its own labels.
-    if spec.problem == MULTILABEL:
-      known = sort_labels(label for *_, raw in parsed for label in raw)
-    else:
-      known = sort_labels(raw for *_, raw in parsed)
+
+def _label_set(spec: Spec, parsed: list[tuple[_Row, str, list[Any], Any]]) -> tuple[str, ...]:
+  """A training file's label set: the sorted labels of its usable rows."""
+  if spec.problem == MULTILABEL:
+    return sort_labels(label for *_, raw in parsed for label in raw)
+  return sort_labels(raw for *_, raw in parsed)
+
+
+def _examples(parsed: list[tuple[_Row, str, list[Any], Any]], spec: Spec,
+              known: tuple[str, ...], summary: ReadSummary) -> list[pairs.Example]:
+  """The examples of the parsed rows with their labels' indices (rows with a label outside
+  `known` are skipped and counted in `summary`)."""
   index = {label: i for i, label in enumerate(known)}
-
   examples = []
   for row, guid, values, raw in parsed:
     label: Any = None
@@ -593,16 +627,21 @@ def read_file(path: str, spec: Spec, split: str,
           label = np.zeros(len(known), np.float32)
           label[[index[l] for l in raw]] = 1.0
     examples.append(pairs.Example(guid=guid, text_a=values[0],
-                                 text_b=values[1] if len(values) > 1 else None, label=label))
-  summary.kept = len(examples)
+                                  text_b=values[1] if len(values) > 1 else None, label=label))
+  return examples
 
+
+def _check_usable(path: str, spec: Spec, split: str, own_labels: bool, known: tuple[str, ...],
+                  summary: ReadSummary, examples: list[pairs.Example]) -> None:
+  """Refuses a file with no usable row, and a training file (whose label set is its own,
+  `own_labels`) with too few labels."""
   fix = ("check --config.text_fields, --config.label_field, --config.id_field and "
          "--config.problem against the file")
   if not summary.rows:
     raise ElectraError(f"{path} has a header but no data rows; add one row per example")
   if not examples:
     raise ElectraError(f"{path}: no usable row among {summary.rows}: {summary.reasons()}; {fix}")
-  if split == pairs.TRAIN and labels is None:
+  if split == pairs.TRAIN and own_labels:
     if spec.problem == CLASSIFICATION and len(known) < 2:
       raise ElectraError(f"{path}: the training file has only the label {known[0]!r}; "
                          "classification needs at least two labels (is --config.label_field "
@@ -611,9 +650,6 @@ def read_file(path: str, spec: Spec, split: str,
       raise ElectraError(f"{path}: no row of the training file has a label; give each row's "
                          f"labels in --config.label_field, separated by "
                          f"{spec.label_separator!r} in csv/tsv, a list in JSON Lines")
-  log = logging.warning if summary.skipped else logging.info
-  log("own data: %s", summary.message())
-  return OwnFile(examples=examples, labels=known, summary=summary)
 
 
 @dataclasses.dataclass

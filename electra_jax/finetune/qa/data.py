@@ -52,6 +52,7 @@ FILES = {("squad1", "train"): "train-v1.1.json", ("squad1", "dev"): "dev-v1.1.js
          ("squad2", "train"): "train-v2.0.json", ("squad2", "dev"): "dev-v2.0.json"}
 TFDS_NAMES = {"squad1": "squad/v1.1", "squad2": "squad/v2.0"}
 SPLITS = ("train", "dev")
+INPUT_KEYS = ("input_ids", "input_mask", "segment_ids")
 _MAX_LOGGED = 5  # Skips of one kind logged one by one; the rest are counted.
 
 
@@ -351,6 +352,56 @@ def context_room(max_seq_length: int, max_query_length: int) -> int:
   return room
 
 
+def _tokenize_contexts(questions: Sequence[Question], tokenizer: tokenizer_lib.SubwordTokenizer
+                       ) -> dict[int, tuple[list[int], np.ndarray]]:
+  """{context id: (token ids, int32 [n, 2] character spans)} of every distinct context."""
+  contexts: dict[int, tuple[list[int], np.ndarray]] = {}
+  unique = {}
+  for q in questions:
+    unique.setdefault(q.context_id, q.context)
+  ids_spans = tokenizer.encode_with_offsets(list(unique.values()))
+  for cid, (ids, spans) in zip(unique, ids_spans, strict=True):
+    contexts[cid] = (ids, np.asarray(spans, np.int32).reshape(-1, 2))
+  return contexts
+
+
+def _training_answer(q: Question, doc_spans: np.ndarray, stats: FeatureStats,
+                     widened: list[str]) -> tuple[int, int] | None:
+  """The (first, last) context token of a training question's first answer; None when it is
+  on no token (the question is skipped: counted in `stats`). A widened answer is counted and
+  its first examples kept in `widened`."""
+  first = q.answers[0]
+  answer = answer_tokens(doc_spans, first.start, first.start + len(first.text))
+  if answer is None:
+    stats.answers_on_no_token += 1
+    if stats.answers_on_no_token <= _MAX_LOGGED:
+      logging.warning("Skipped question %r: its answer %r is on no token", q.qid, first.text)
+    return None
+  covered = q.context[doc_spans[answer[0], 0]:doc_spans[answer[1], 1]]
+  if covered != first.text:
+    stats.widened_answers += 1
+    if len(widened) < _MAX_LOGGED:
+      widened.append(f"{first.text!r} in {covered!r}")
+  return answer
+
+
+def _window_inputs(tokenizer: tokenizer_lib.SubwordTokenizer, query: Sequence[int],
+                   doc_ids: Sequence[int], start: int, length: int, max_seq_length: int
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+  """(input_ids, input_mask, segment_ids), int32 [T] each, of `[CLS] question [SEP] window
+  [SEP]`."""
+  ids = ([tokenizer.cls_id] + list(query) + [tokenizer.sep_id]
+         + list(doc_ids[start:start + length]) + [tokenizer.sep_id])
+  n = len(ids)
+  input_ids = np.full(max_seq_length, tokenizer.pad_id, np.int32)
+  input_ids[:n] = ids
+  input_mask = np.zeros(max_seq_length, np.int32)
+  input_mask[:n] = 1
+  segment_ids = np.zeros(max_seq_length, np.int32)
+  segment_ids[len(query) + 2:n] = 1
+  return input_ids, input_mask, segment_ids
+
+
 def featurize(questions: Sequence[Question], tokenizer: tokenizer_lib.SubwordTokenizer,
               max_seq_length: int, max_query_length: int, doc_stride: int,
               training: bool) -> Features:
@@ -362,15 +413,9 @@ def featurize(questions: Sequence[Question], tokenizer: tokenizer_lib.SubwordTok
   Raises:
     ElectraError: max_seq_length leaves no room for the context after the question.
   """
-  max_tokens_for_doc = context_room(max_seq_length, max_query_length)
+  context_room(max_seq_length, max_query_length)
   stats = FeatureStats(questions=len(questions))
-  contexts: dict[int, tuple[list[int], np.ndarray]] = {}
-  unique = {}
-  for q in questions:
-    unique.setdefault(q.context_id, q.context)
-  ids_spans = tokenizer.encode_with_offsets(list(unique.values()))
-  for cid, (ids, spans) in zip(unique, ids_spans, strict=True):
-    contexts[cid] = (ids, np.asarray(spans, np.int32).reshape(-1, 2))
+  contexts = _tokenize_contexts(questions, tokenizer)
   question_ids = tokenizer.encode_batch([q.question for q in questions])
   rows: dict[str, list[Any]] = {k: [] for k in MODEL_KEYS}
   question_index, token_spans, max_context = [], [], []
@@ -382,34 +427,18 @@ def featurize(questions: Sequence[Question], tokenizer: tokenizer_lib.SubwordTok
     doc_ids, doc_spans = contexts[q.context_id]
     answer = None
     if training and q.answers:
-      first = q.answers[0]
-      answer = answer_tokens(doc_spans, first.start, first.start + len(first.text))
+      answer = _training_answer(q, doc_spans, stats, widened)
       if answer is None:
-        stats.answers_on_no_token += 1
-        if stats.answers_on_no_token <= _MAX_LOGGED:
-          logging.warning("Skipped question %r: its answer %r is on no token", q.qid, first.text)
         continue
-      covered = q.context[doc_spans[answer[0], 0]:doc_spans[answer[1], 1]]
-      if covered != first.text:
-        stats.widened_answers += 1
-        if len(widened) < _MAX_LOGGED:
-          widened.append(f"{first.text!r} in {covered!r}")
-    budget = max_seq_length - len(query) - 3
-    windows = window_starts(len(doc_ids), budget, doc_stride)
+    windows = window_starts(len(doc_ids), max_seq_length - len(query) - 3, doc_stride)
     if len(windows) > 1:
       stats.split_contexts += 1
     owner = max_context_windows(windows, len(doc_ids)) if not training else None
     offset = len(query) + 2  # [CLS] question [SEP]
     for w, (start, length) in enumerate(windows):
-      ids = ([tokenizer.cls_id] + list(query) + [tokenizer.sep_id]
-             + list(doc_ids[start:start + length]) + [tokenizer.sep_id])
-      n = len(ids)
-      input_ids = np.full(max_seq_length, tokenizer.pad_id, np.int32)
-      input_ids[:n] = ids
-      input_mask = np.zeros(max_seq_length, np.int32)
-      input_mask[:n] = 1
-      segment_ids = np.zeros(max_seq_length, np.int32)
-      segment_ids[offset:n] = 1
+      for key, value in zip(INPUT_KEYS, _window_inputs(tokenizer, query, doc_ids, start, length,
+                                                       max_seq_length)):
+        rows[key].append(value)
       start_position = end_position = 0
       if answer is not None:
         if start <= answer[0] and answer[1] < start + length:
@@ -417,9 +446,6 @@ def featurize(questions: Sequence[Question], tokenizer: tokenizer_lib.SubwordTok
           end_position = answer[1] - start + offset
         else:
           stats.out_of_window += 1
-      rows["input_ids"].append(input_ids)
-      rows["input_mask"].append(input_mask)
-      rows["segment_ids"].append(segment_ids)
       rows["start_positions"].append(start_position)
       rows["end_positions"].append(end_position)
       rows["is_impossible"].append(1.0 if q.is_impossible else 0.0)
