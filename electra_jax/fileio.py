@@ -5,15 +5,20 @@ goes through `tf.io.gfile`, which TensorFlow builds with GCS support, so corpora
 preprocessed shards and workdirs can live in a bucket next to a TPU VM (tests use gfile's
 in-memory `ram://` filesystem). TensorFlow is imported only
 when a remote path is used.
+
+Writes that readers must never see half done: `write_atomic` (one file) and
+`staged_directory` (a whole directory, written into a staging sibling and moved into place).
 """
 
 from __future__ import annotations
 
+import contextlib
 import glob as glob_lib
 import os
 import shutil
+import tempfile
 import uuid
-from typing import IO, Any
+from typing import IO, Any, Iterator
 
 
 def is_remote(path: str) -> bool:
@@ -182,3 +187,60 @@ def write_atomic(path: str, data: bytes | str) -> None:
     if exists(tmp):
       remove(tmp)
     raise
+
+
+@contextlib.contextmanager
+def staged_directory(path: str) -> Iterator[str]:
+  """Writes the directory `path` all at once: yields an empty directory to write its new
+  contents into, and once the block is done moves that into place.
+
+  A local `path` is staged in a hidden sibling (`.NAME.tmp-*`, with the mode a new directory
+  gets) and renamed; a remote one is written in a local temporary directory, uploaded to a
+  hidden sibling and only then moved into place (object stores move file by file: a reader may
+  see a directory being moved, never one still being uploaded or written). What was at `path`
+  is replaced only once the new directory is complete. An exception in the block (or while
+  moving) removes the staging directory and leaves `path` as it was: a failed write never
+  leaves half a directory, nor destroys the old one.
+  """
+  path = path.rstrip("/") if is_remote(path) else os.path.abspath(path)
+  makedirs(dirname(path))
+  if is_remote(path):
+    with tempfile.TemporaryDirectory(prefix="electra_jax_staged_") as local:
+      yield local
+      staging = temporary_sibling(path)
+      try:
+        copy_tree(local, staging)
+        replace_directory(staging, path)
+      except BaseException:
+        if exists(staging):
+          rmtree(staging)
+        raise
+    return
+  staging = tempfile.mkdtemp(prefix=f".{os.path.basename(path)}.tmp-",
+                             dir=os.path.dirname(path))
+  umask = os.umask(0)
+  os.umask(umask)
+  os.chmod(staging, 0o777 & ~umask)  # mkdtemp makes it private; `path` gets the usual mode.
+  try:
+    yield staging
+    replace_directory(staging, path)
+  finally:
+    if os.path.isdir(staging):
+      shutil.rmtree(staging, ignore_errors=True)
+
+
+def replace_directory(staging: str, path: str) -> None:
+  """Moves the complete directory `staging` to `path`; what was at `path` is moved aside first
+  and deleted only once the new one is in place (put back if the move fails)."""
+  if not exists(path):
+    rename_tree(staging, path)
+    return
+  trash = temporary_sibling(path)
+  rename_tree(path, trash)
+  try:
+    rename_tree(staging, path)
+  except BaseException:
+    if not exists(path):
+      rename_tree(trash, path)
+    raise
+  rmtree(trash)

@@ -360,3 +360,26 @@ def test_sharded_meshes_and_two_processes_load_the_same_weights(hf_source, tmp_p
     assert sorted(after) == sorted(source)
     for x, y in zip(_leaves(source), _leaves(after)):
       np.testing.assert_array_equal(x, y)
+
+
+def test_a_failed_save_leaves_the_old_checkpoint(tmp_path, monkeypatch):
+  """save_pretrained writes into a staging sibling: a failure mid-write keeps the checkpoint it
+  was replacing and leaves no staging directory behind."""
+  model_config = test_convert.small_model_config()
+  out = tmp_path / "ckpt"
+  step_dir = pretrained.save_pretrained(str(out), test_convert.random_params(model_config),
+                                        model_config, None, step=3)
+  before = sorted(os.path.relpath(os.path.join(d, n), out)
+                  for d, _, names in os.walk(out) for n in names)
+
+  def half_written(directory, *args, **kwargs):
+    with open(os.path.join(directory, "half"), "w", encoding="utf-8") as f:
+      f.write("half")
+    raise OSError(28, "No space left on device")
+  monkeypatch.setattr(pretrained, "_write_checkpoint", half_written)
+  with pytest.raises(OSError, match="No space left"):
+    pretrained.save_pretrained(str(out), {}, model_config, None, step=5, overwrite=True)
+  after = sorted(os.path.relpath(os.path.join(d, n), out)
+                 for d, _, names in os.walk(out) for n in names)
+  assert after == before and os.path.isdir(step_dir)
+  assert os.listdir(tmp_path) == ["ckpt"]

@@ -21,7 +21,6 @@ import dataclasses
 import json
 import os
 import shutil
-import tempfile
 from typing import Any, Sequence
 
 from absl import logging
@@ -432,30 +431,17 @@ def save_pretrained(output_dir: str, params: dict[str, Any],
     the step directory written.
 
   A remote `output_dir` (gs://...) is built in a local temporary directory, uploaded to a hidden
-  sibling and only then moved into place (object stores move file by file: a reader may see a
-  directory being moved, never one still being uploaded or written).
+  sibling and only then moved into place (`fileio.staged_directory`).
   """
-  if fileio.is_remote(output_dir):
-    return _save_remote(output_dir, params, model_config, tokenizer, step, overwrite, source,
-                        extra_meta)
-  output_dir = os.path.abspath(output_dir)
+  output_dir = (output_dir.rstrip("/") if fileio.is_remote(output_dir)
+                else os.path.abspath(output_dir))
   _check_replaceable(output_dir, overwrite)
-  parent = os.path.dirname(output_dir)
-  os.makedirs(parent, exist_ok=True)
-  # Built next to the output and renamed into place: a failure never leaves half a checkpoint
-  # (nor destroys the one being replaced).
-  staging = tempfile.mkdtemp(prefix=f".{os.path.basename(output_dir)}.tmp-", dir=parent)
-  umask = os.umask(0)
-  os.umask(umask)
-  os.chmod(staging, 0o777 & ~umask)  # mkdtemp makes it private; OUTPUT gets the usual mode.
-  try:
+  # Built apart and moved into place: a failure never leaves half a checkpoint (nor destroys
+  # the one being replaced).
+  with fileio.staged_directory(output_dir) as staging:
     _write_checkpoint(staging, params, model_config, tokenizer, step, source, output_dir,
                       extra_meta)
-    _move_into_place(staging, output_dir)
-  except BaseException:
-    shutil.rmtree(staging, ignore_errors=True)
-    raise
-  return os.path.join(output_dir, "checkpoints", str(step))
+  return fileio.join(output_dir, "checkpoints", str(step))
 
 
 def _check_replaceable(output_dir: str, overwrite: bool) -> None:
@@ -463,37 +449,3 @@ def _check_replaceable(output_dir: str, overwrite: bool) -> None:
   if fileio.isdir(output_dir) and fileio.listdir(output_dir) and not overwrite:
     raise ElectraError(f"{output_dir} exists and is not empty; choose a new output directory "
                        "or pass --overwrite")
-
-
-def _move_into_place(staging: str, output_dir: str) -> None:
-  """Renames the complete `staging` directory to `output_dir`; what was there is deleted only
-  once the new one is in place."""
-  if fileio.exists(output_dir):
-    trash = fileio.temporary_sibling(output_dir)
-    fileio.rename_tree(output_dir, trash)
-    fileio.rename_tree(staging, output_dir)
-    fileio.rmtree(trash)
-  else:
-    fileio.rename_tree(staging, output_dir)
-
-
-def _save_remote(output_dir: str, params: dict[str, Any],
-                 model_config: ml_collections.ConfigDict | dict[str, Any],
-                 tokenizer: TokenizerInfo | None, step: int, overwrite: bool, source: str,
-                 extra_meta: dict[str, Any] | None) -> str:
-  """`save_pretrained` to a remote directory: see there."""
-  output_dir = output_dir.rstrip("/")
-  _check_replaceable(output_dir, overwrite)
-  fileio.makedirs(fileio.dirname(output_dir))
-  staging = fileio.temporary_sibling(output_dir)
-  with tempfile.TemporaryDirectory(prefix="electra_jax_save_") as local:
-    try:
-      _write_checkpoint(local, params, model_config, tokenizer, step, source, output_dir,
-                        extra_meta)
-      fileio.copy_tree(local, staging)
-      _move_into_place(staging, output_dir)
-    except BaseException:
-      if fileio.exists(staging):
-        fileio.rmtree(staging)
-      raise
-  return fileio.join(output_dir, "checkpoints", str(step))
