@@ -1,7 +1,9 @@
-"""Shared command-line plumbing: flag parsing with clear config errors, and ElectraError exits."""
+"""Shared command-line plumbing: flag parsing with clear config errors, ElectraError exits, and
+the subcommand a command with several names (`convert from-hf`, `score tokens`) was given."""
 
 from __future__ import annotations
 
+import difflib
 import os
 import re
 import sys
@@ -33,6 +35,31 @@ def _fields_doc(argv: Sequence[str], override: str = "") -> str:
   field = override.split("=", 1)[0][len("--config."):]
   parts = [(prefix, module) for prefix, module in modules if prefix and field.startswith(prefix)]
   return "electra_jax/" + max(parts or modules[:1], key=lambda part: len(part[0]))[1]
+
+
+def subcommand(argv: Sequence[str], names: Sequence[str], *, noun: str, choose: str,
+               flag_example: str, none_example: str = "") -> str:
+  """The subcommand `argv[1]` names, one of `names`.
+
+  Raises ElectraError, each message ending with `choose` (what to give, e.g. "give one of a |
+  b") and "(see --help)": no subcommand ("no <noun> given; ...", with `none_example` after
+  `choose`); an unknown one ("unknown <noun> 'x' (did you mean 'y'?); ...", when one of
+  `names` is close); or more positional arguments ("unexpected arguments after ...; values
+  are given as flags, e.g. <flag_example>").
+  """
+  args = list(argv[1:])
+  if not args:
+    raise ElectraError(f"no {noun} given; {choose}{none_example} (see --help)")
+  name = args[0]
+  if name not in names:
+    close = difflib.get_close_matches(name, names, n=1)
+    raise ElectraError(f"unknown {noun} {name!r}"
+                       + (f" (did you mean {close[0]!r}?)" if close else "")
+                       + f"; {choose} (see --help)")
+  if len(args) > 1:
+    raise ElectraError(f"unexpected arguments after {name!r}: {' '.join(args[1:])}; values "
+                       f"are given as flags, e.g. {flag_example}")
+  return name
 
 
 HELP_FLAGS = ("--help", "-h", "-?", "--helpshort", "--helpfull", "--helpxml")

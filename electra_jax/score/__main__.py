@@ -57,7 +57,6 @@ pseudo-log-likelihood (of --mlm, or of --checkpoint's generator) and Electric's 
 from __future__ import annotations
 
 import contextlib
-import difflib
 import sys
 from typing import Any, TextIO
 
@@ -238,17 +237,9 @@ def _open(path: str, mode: str, default: TextIO):
 
 
 def main(argv: list[str]) -> None:
-  if len(argv) < 2:
-    raise ElectraError(f"no command given; give one of {' | '.join(COMMANDS)} (see --help)")
-  if argv[1] not in COMMANDS:
-    close = difflib.get_close_matches(argv[1], COMMANDS, n=1)
-    raise ElectraError(f"unknown command {argv[1]!r}"
-                       + (f" (did you mean {close[0]!r}?)" if close else "")
-                       + f"; give one of {' | '.join(COMMANDS)} (see --help)")
-  if len(argv) > 2:
-    raise ElectraError(f"unexpected arguments after {argv[1]!r}: {' '.join(argv[2:])}; values "
-                       "are given as flags, e.g. --checkpoint=RUN")
-  command = argv[1]
+  command = cli.subcommand(argv, COMMANDS, noun="command",
+                           choose=f"give one of {' | '.join(COMMANDS)}",
+                           flag_example="--checkpoint=RUN")
   if command == "evaluate":
     _evaluate()
     return
