@@ -8,7 +8,7 @@ import os
 import jax
 import numpy as np
 
-from electra_jax.convert import hf_mapping
+from electra_jax.convert import hf_encoder
 from electra_jax.pretrain import default_config
 from electra_jax.training import pretrained
 
@@ -99,7 +99,7 @@ def random_checkpoint(directory: str, seed: int = 0, **model_args) -> str:
   """A "pretrained" electra-jax checkpoint with freshly initialised weights (truncated-normal
   scale 0.02, unit LayerNorm, zero biases) and the synthetic WordPiece vocabulary."""
   config = model_config(**model_args)
-  abstract = hf_mapping.abstract_params(config)
+  abstract = hf_encoder.abstract_params(config)
   rng = np.random.default_rng(seed)
 
   def init(path, leaf):

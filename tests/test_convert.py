@@ -541,3 +541,62 @@ def test_safetensors_gets_the_mode_of_the_other_exported_files(tmp_path):
   other = tmp_path / "config.json"
   files._write_json({"a": 1}, str(other))  # pylint: disable=protected-access
   assert path.stat().st_mode & 0o777 == other.stat().st_mode & 0o777
+
+
+# ---------------------------------------------------------------------------------------------
+# Writing a directory all at once (fileio.staged_directory, which to-hf and from-hf use)
+# ---------------------------------------------------------------------------------------------
+
+
+def _listing(root):
+  """{relative path: bytes} of every file under root."""
+  found = {}
+  for directory, _, names in os.walk(root):
+    for name in names:
+      path = os.path.join(directory, name)
+      with open(path, "rb") as f:
+        found[os.path.relpath(path, root)] = f.read()
+  return found
+
+
+def test_staged_directory_replaces_only_a_complete_directory(tmp_path):
+  from electra_jax import fileio  # pylint: disable=import-outside-toplevel
+  out = tmp_path / "out"
+  out.mkdir()
+  (out / "old.txt").write_text("old")
+  with pytest.raises(RuntimeError, match="mid-write"):
+    with fileio.staged_directory(str(out)) as staging:
+      assert os.path.dirname(staging) == str(tmp_path) and os.listdir(staging) == []
+      with open(os.path.join(staging, "new.txt"), "w", encoding="utf-8") as f:
+        f.write("half")
+      raise RuntimeError("mid-write")
+  assert _listing(out) == {"old.txt": b"old"}  # The old directory is intact ...
+  assert os.listdir(tmp_path) == ["out"]  # ... and no staging directory is left behind.
+  with fileio.staged_directory(str(tmp_path / "out")) as staging:
+    with open(os.path.join(staging, "new.txt"), "w", encoding="utf-8") as f:
+      f.write("new")
+  assert _listing(out) == {"new.txt": b"new"}
+  assert os.listdir(tmp_path) == ["out"]
+  umask = os.umask(0)
+  os.umask(umask)
+  assert out.stat().st_mode & 0o777 == 0o777 & ~umask  # A new directory's mode, not mkdtemp's.
+  fresh = tmp_path / "a" / "fresh"  # Parents are created.
+  with fileio.staged_directory(str(fresh)) as staging:
+    os.mkdir(os.path.join(staging, "sub"))
+  assert os.listdir(fresh) == ["sub"]
+
+
+def test_a_failed_to_hf_leaves_the_old_output(our_checkpoint, tmp_path, monkeypatch):
+  from electra_jax.convert import files  # pylint: disable=import-outside-toplevel
+  checkpoint, _, _ = our_checkpoint
+  out = tmp_path / "hf"
+  convert.to_hf(checkpoint, str(out))
+  before = _listing(out)
+
+  def fail(*args):
+    raise OSError(28, "No space left on device")
+  monkeypatch.setattr(files, "_write_json", fail)  # After the first model.safetensors.
+  with pytest.raises(OSError, match="No space left"):
+    convert.to_hf(checkpoint, str(out), overwrite=True)
+  assert _listing(out) == before
+  assert os.listdir(tmp_path) == ["hf"]

@@ -32,13 +32,13 @@ WORDS = squad_testing.VOCAB[5:]
 def _checkpoint(tmp_path, name, objective="electric"):
   """A random tiny checkpoint in the ELECTRA layout (hidden 32, 2 layers, 32 positions), recorded
   as trained by `objective`."""
-  from electra_jax.convert import hf_mapping  # pylint: disable=import-outside-toplevel
+  from electra_jax.convert import hf_encoder  # pylint: disable=import-outside-toplevel
   from electra_jax.training import pretrained  # pylint: disable=import-outside-toplevel
   config = squad_testing.model_config(hidden=32, layers=2, heads=2, max_positions=32)
   config.generator_hidden_size = 0.5
   vocab = squad_testing.write_vocab(str(tmp_path / f"{name}_vocab.txt"))
   info = pretrained.TokenizerInfo(file=vocab, kind="wordpiece", lowercase=True)
-  params = _random(hf_mapping.abstract_params(config), seed=len(name) + 3)
+  params = _random(hf_encoder.abstract_params(config), seed=len(name) + 3)
   extra = {"encoder": ELECTRIC} if objective == "electric" else None
   pretrained.save_pretrained(str(tmp_path / name), params, config, info, extra_meta=extra)
   return str(tmp_path / name)

@@ -6,7 +6,7 @@ import jax
 import numpy as np
 import pytest
 
-from electra_jax.convert import hf_mapping
+from electra_jax.convert import hf_encoder
 from electra_jax.data import tokenizer as tokenizer_lib
 from electra_jax.errors import ElectraError
 from electra_jax.models import masked_lm
@@ -37,7 +37,7 @@ def _checkpoint(tmp_path, name, sharing="embeddings", objective="electra"):
                                             jax.ShapeDtypeStruct((1, 2), np.int32))["params"])
     extra = {"encoder": {"objective": "mlm", "network": masked_lm.ENCODER, "head": None}}
   else:
-    abstract = hf_mapping.abstract_params(config)
+    abstract = hf_encoder.abstract_params(config)
   params = _random(abstract, seed=len(name))
   pretrained.save_pretrained(str(tmp_path / name), params, config, info, extra_meta=extra)
   return str(tmp_path / name)

@@ -22,7 +22,7 @@ from typing import Any, Mapping
 import ml_collections
 import numpy as np
 
-from electra_jax.convert import hf_mapping
+from electra_jax.convert import hf_configs
 from electra_jax.errors import ElectraError
 from electra_jax.pretrain.objectives import corruption
 
@@ -50,7 +50,7 @@ def torch_device():
 def build(config: ml_collections.ConfigDict, device: str, pad_id: int):
   """(generator, discriminator, optimizer, parameters) in PyTorch for `config.model`."""
   torch, transformers = import_torch()
-  disc_json, gen_json = hf_mapping.model_config_to_hf_configs(config.model, pad_token_id=pad_id)
+  disc_json, gen_json = hf_configs.model_config_to_hf_configs(config.model, pad_token_id=pad_id)
   disc = transformers.ElectraForPreTraining(transformers.ElectraConfig(**disc_json)).to(device)
   gen = transformers.ElectraForMaskedLM(transformers.ElectraConfig(**gen_json)).to(device)
   # ELECTRA's sharing: one embedding module, the generator's output layer tied to its table.

@@ -34,14 +34,17 @@ the original ELECTRA head has no transformers class and is refused (fine-tune wi
 --config.head=hf). `from-hf` of an ElectraForSequenceClassification or
 ElectraForTokenClassification directory writes a fine-tuned checkpoint (`embeddings`,
 `discriminator`, `task_head`, and the labels, problem and max_seq_length in its meta) that
-fine-tuning continues from or predicts with (see `hf_mapping.finetuned_from_hf_config`).
+fine-tuning continues from or predicts with (see `hf_heads.finetuned_from_hf_config`).
 
 `extend-vocab` appends new words to a checkpoint's vocabulary (every old id keeps its meaning),
 each row of the grown embeddings and output biases the mean of the rows of the pieces the word
 used to be split into, and writes the grown checkpoint (see `vocab_extension`).
 
-Layout: `hf_mapping` maps names, shapes and configs in memory; `files` reads and writes the
-directories; `vocab_extension` grows a vocabulary; `__main__` is the command line.
+Layout: in memory, `hf_configs` maps the configs (and names the models and their transformers
+classes), `hf_encoder` the encoders' parameters and pretraining heads, `hf_heads` the
+fine-tuned task heads; `files` reads and writes the directories; `tf_checkpoint` reads the
+original TensorFlow checkpoints; `hf_tokenizer` writes a sentencepiece model as tokenizer.json;
+`vocab_extension` grows a vocabulary; `__main__` is the command line.
 
 ELECTRA's generator and discriminator share one embedding module, while each Hugging Face model
 file holds its own copy. `from-hf` maps the generator onto the shared embeddings when its copy
@@ -61,10 +64,13 @@ torch is needed only to read pytorch_model.bin.
 
 from electra_jax.convert.files import (  # pylint: disable=unused-import
     FromHfResult, ToHfResult, convert_from_hf, convert_to_hf, from_hf, read_hf_model, to_hf)
-from electra_jax.convert.hf_mapping import (  # pylint: disable=unused-import
-    ARCHITECTURES, DISCRIMINATOR, GENERATOR, GENERATOR_EMBEDDINGS, LM_HEAD_WEIGHT,
-    SEQUENCE_CLASSIFICATION, TOKEN_CLASSIFICATION, abstract_params, classifier_params_from_hf,
-    classifier_params_to_hf, count_params, finetuned_from_hf_config, hf_config_to_model_config,
-    hf_name, model_config_to_hf_configs, params_from_hf, params_to_hf)
+from electra_jax.convert.hf_configs import (  # pylint: disable=unused-import
+    ARCHITECTURES, DISCRIMINATOR, GENERATOR, SEQUENCE_CLASSIFICATION, TOKEN_CLASSIFICATION,
+    hf_config_to_model_config, model_config_to_hf_configs)
+from electra_jax.convert.hf_encoder import (  # pylint: disable=unused-import
+    GENERATOR_EMBEDDINGS, LM_HEAD_WEIGHT, abstract_params, count_params, hf_name, params_from_hf,
+    params_to_hf)
+from electra_jax.convert.hf_heads import (  # pylint: disable=unused-import
+    classifier_params_from_hf, classifier_params_to_hf, finetuned_from_hf_config)
 from electra_jax.convert.tf_checkpoint import (  # pylint: disable=unused-import
     convert_from_tf, from_tf)

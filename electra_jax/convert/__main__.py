@@ -6,8 +6,6 @@ See `electra_jax.convert` for what each subcommand reads and writes.
 
 from __future__ import annotations
 
-import difflib
-
 import os
 
 from absl import flags
@@ -17,8 +15,9 @@ from electra_jax import cli
 from electra_jax.convert.files import convert_from_hf, convert_to_hf
 from electra_jax.convert import vocab_extension
 from electra_jax.convert.tf_checkpoint import convert_from_tf
-from electra_jax.convert.hf_mapping import (ARCHITECTURES, DISCRIMINATOR, GENERATOR,
-                                            GENERATOR_EMBEDDINGS, PROBLEM_TYPES, count_params)
+from electra_jax.convert.hf_configs import ARCHITECTURES, DISCRIMINATOR, GENERATOR
+from electra_jax.convert.hf_encoder import GENERATOR_EMBEDDINGS, count_params
+from electra_jax.convert.hf_heads import PROBLEM_TYPES
 from electra_jax.errors import ElectraError
 from electra_jax.models import electra
 from electra_jax.training import pretrained
@@ -197,20 +196,10 @@ def _extend_vocab_command(fl) -> str:
 
 def _main(argv: list[str]) -> None:
   """Runs the subcommand named by the first positional argument."""
-  args = argv[1:]
-  valid = " or ".join(repr(c) for c in SUBCOMMANDS)
-  if not args:
-    raise ElectraError(f"no subcommand given; the subcommand is {valid}, e.g. "
-                       f"{_EXAMPLES['from-hf']} (see --help)")
-  command = args[0]
-  if command not in SUBCOMMANDS:
-    close = difflib.get_close_matches(command, SUBCOMMANDS, n=1)
-    raise ElectraError(f"unknown subcommand {command!r}"
-                       + (f" (did you mean {close[0]!r}?)" if close else "")
-                       + f"; the subcommand is {valid} (see --help)")
-  if len(args) > 1:
-    raise ElectraError(f"unexpected arguments after {command!r}: {' '.join(args[1:])}; values "
-                       "are given as flags, e.g. --output=DIR")
+  command = cli.subcommand(
+      argv, SUBCOMMANDS, noun="subcommand",
+      choose=f"the subcommand is {' or '.join(repr(c) for c in SUBCOMMANDS)}",
+      none_example=f", e.g. {_EXAMPLES['from-hf']}", flag_example="--output=DIR")
   fl = flags.FLAGS
   missing = [f"--{name}" for name in _REQUIRED[command] if not fl[name].value]
   if missing:

@@ -8,26 +8,31 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import tempfile
 from typing import Any, Mapping, NamedTuple, Sequence
 
 from absl import logging
 import ml_collections
 import numpy as np
 
+from electra_jax import fileio
 from electra_jax.training import pretrained
 from electra_jax.data import tokenizer as tokenizer_lib
 from electra_jax.errors import ElectraError
-from electra_jax.convert import hf_mapping
+from electra_jax.convert import hf_encoder
+from electra_jax.convert import hf_heads
 from electra_jax.convert import hf_tokenizer
 from electra_jax.models import electra
 from electra_jax.models.masked_lm import ENCODER as MASKED_LM_ENCODER
-# The in-memory mapping lives in hf_mapping; its public functions are part of this module's API.
-from electra_jax.convert.hf_mapping import (  # pylint: disable=unused-import
-    ARCHITECTURES, DISCRIMINATOR, GENERATOR, GENERATOR_EMBEDDINGS, HEAD_ROLES, LM_HEAD_WEIGHT,
-    QUESTION_ANSWERING, SEQUENCE_CLASSIFICATION, TASK_HEAD, TOKEN_CLASSIFICATION,
-    abstract_params, count_params, hf_config_to_model_config, hf_name,
-    model_config_to_hf_configs, params_from_hf, params_to_hf)
+# The in-memory mapping lives in hf_configs, hf_encoder and hf_heads; these of its names are
+# part of this module's API.
+from electra_jax.convert.hf_configs import (  # pylint: disable=unused-import
+    ARCHITECTURES, DISCRIMINATOR, GENERATOR, HEAD_ROLES, QUESTION_ANSWERING,
+    SEQUENCE_CLASSIFICATION, TOKEN_CLASSIFICATION, hf_config_to_model_config,
+    model_config_to_hf_configs)
+from electra_jax.convert.hf_encoder import (  # pylint: disable=unused-import
+    GENERATOR_EMBEDDINGS, LM_HEAD_WEIGHT, abstract_params, count_params, hf_name, params_from_hf,
+    params_to_hf)
+from electra_jax.convert.hf_heads import TASK_HEAD  # pylint: disable=unused-import
 
 CONFIG_FILE, SAFETENSORS_FILE, BIN_FILE = "config.json", "model.safetensors", "pytorch_model.bin"
 VOCAB_FILE, TOKENIZER_CONFIG_FILE = "vocab.txt", "tokenizer_config.json"
@@ -188,7 +193,7 @@ def convert_from_hf(hf_dir: str, output_dir: str, generator_dir: str | None = No
   inputs = [hf_dir] + ([generator_dir] if generator_dir else [])
   output_dir = _check_output(output_dir, inputs, overwrite)
   disc_config, disc_state, disc_file = read_hf_model(hf_dir, DISCRIMINATOR)
-  role = hf_mapping.hf_head_role(disc_config, disc_state)
+  role = hf_heads.hf_head_role(disc_config, disc_state)
   if role is not None:
     if generator_dir:
       raise ElectraError(f"{hf_dir} is a fine-tuned {ARCHITECTURES[role]}, which has no "
@@ -273,14 +278,14 @@ def save_hf_head_state(output_dir: str, state: Mapping[str, Any], config: Mappin
   """Writes a Hugging Face `ElectraForSequenceClassification` (role SEQUENCE_CLASSIFICATION)
   or `ElectraForTokenClassification` (TOKEN_CLASSIFICATION) as a fine-tuned electra-jax
   checkpoint, the layout `finetune.runner.save_model` writes: parameters `embeddings`,
-  `discriminator` and `task_head` (`hf_mapping.classifier_params_from_hf`), meta `encoder`
+  `discriminator` and `task_head` (`hf_heads.classifier_params_from_hf`), meta `encoder`
   {objective electra, network discriminator, head task_head} and `finetuned`
-  (`hf_mapping.finetuned_from_hf_config`: task, labels, problem, max_seq_length, ...).
+  (`hf_heads.finetuned_from_hf_config`: task, labels, problem, max_seq_length, ...).
   Arguments as `save_hf_state`'s."""
   output_dir = _check_output(output_dir, inputs, overwrite)
   tokenizer = _load_vocab(vocab, lowercase)
-  params = hf_mapping.classifier_params_from_hf(state, config, role)
-  finetuned = hf_mapping.finetuned_from_hf_config(config, role)
+  params = hf_heads.classifier_params_from_hf(state, config, role)
+  finetuned = hf_heads.finetuned_from_hf_config(config, role)
   info = _checked_tokenizer(tokenizer, vocab, lowercase, params, "vocab_size in config.json")
   model_config = hf_config_to_model_config(config)
   encoder = {**pretrained.DEFAULT_ENCODER, "head": TASK_HEAD}
@@ -433,16 +438,40 @@ ORIGINAL_HEAD_TYPE = "original"  # finetune.heads.ORIGINAL_HEAD: no transformers
 def convert_to_hf(checkpoint: str, output_dir: str, overwrite: bool = False) -> ToHfResult:
   """`to_hf`, returning what was written as well (for the command's summary)."""
   loaded = pretrained.load_pretrained(checkpoint, parts=None)
-  masked_lm = loaded.encoder_network == MASKED_LM_ENCODER
   finetuned = loaded.finetuned or {}
-  question_answering = finetuned.get("head") == QA_HEAD
-  head_role = hf_mapping.head_role(finetuned)
+  head_role = hf_heads.head_role(finetuned)
+  _check_exportable(loaded, finetuned, head_role)
+  output_dir = _check_output(output_dir, [loaded.path], overwrite)
+  tokenizer = _export_tokenizer(loaded)
+  pad_id = None if tokenizer is None else tokenizer.pad_id
+  models = _hf_models(loaded, finetuned, head_role, pad_id)
+  _note_what_is_left_out(loaded, models)
+  counts, tokenizer_files = {}, []
+  with fileio.staged_directory(output_dir) as staging:
+    for role, (state, config) in models.items():
+      counts[role], tokenizer_files = _write_hf_model(
+          os.path.join(staging, role), state, config, loaded, tokenizer,
+          finetuned if role == head_role else None)
+  directories = {role: os.path.join(output_dir, role) for role in models}
+  labels = problem_type = None
+  if head_role:
+    config = models[head_role][1]
+    labels = [config["id2label"][str(i)] for i in range(config["num_labels"])]
+    problem_type = config.get("problem_type")
+  return ToHfResult(directories, counts, tokenizer_files, loaded.step, labels, problem_type)
+
+
+def _check_exportable(loaded: pretrained.Pretrained, finetuned: Mapping[str, Any],
+                      head_role: str | None) -> None:
+  """Raises ElectraError for a checkpoint that transformers has no class for, or that has no
+  discriminator to export."""
   if finetuned.get("head_type") == ORIGINAL_HEAD_TYPE:
     raise ElectraError(
         f"{loaded.path} is a classifier fine-tuned with the original ELECTRA head (one dense "
         "layer on [CLS]), which transformers has no class for; fine-tune again with "
         "--config.head=hf (transformers' ElectraClassificationHead) to export it as "
         f"{ARCHITECTURES[SEQUENCE_CLASSIFICATION]}")
+  question_answering = finetuned.get("head") == QA_HEAD
   if finetuned and not question_answering and head_role is None:
     raise ElectraError(f"{loaded.path} is a model fine-tuned for {finetuned.get('task')!r} "
                        f"with head {finetuned.get('head')!r}, which to-hf cannot export")
@@ -452,47 +481,62 @@ def convert_to_hf(checkpoint: str, output_dir: str, overwrite: bool = False) -> 
           f"{loaded.path} was fine-tuned with joint_prediction=True (the end head conditioned "
           "on the start), which transformers' ElectraForQuestionAnswering has no counterpart "
           "for; fine-tune with --config.joint_prediction=False to export it")
-  elif not head_role and not masked_lm and "discriminator" not in loaded.params:
+  elif (not head_role and loaded.encoder_network != MASKED_LM_ENCODER
+        and "discriminator" not in loaded.params):
     raise ElectraError(
         f"the checkpoint {loaded.path} has no discriminator (it has "
         f"{', '.join(sorted(loaded.params)) or 'no parameters'}); pass the workdir of an "
         "ELECTRA pretraining run or a checkpoint written by from-hf")
-  output_dir = _check_output(output_dir, [loaded.path], overwrite)
-  tokenizer = None
-  pad_id = None
+
+
+def _export_tokenizer(loaded: pretrained.Pretrained) -> tokenizer_lib.SubwordTokenizer | None:
+  """The checkpoint's tokenizer (None, with a warning, when it records none that can be
+  found), after refusing one with more tokens than the model has embedding rows."""
   if loaded.tokenizer is None:
     logging.warning("The checkpoint %s records no tokenizer that can be found; the Hugging Face "
                     "directories get no tokenizer files.", loaded.path)
-  else:
-    tokenizer = loaded.tokenizer.load()
-    pad_id = tokenizer.pad_id
-    rows = loaded.model_config.vocab_size
-    if tokenizer.vocab_size > rows:
-      raise ElectraError(
-          f"the tokenizer {loaded.tokenizer.file} has {tokenizer.vocab_size} tokens but the "
-          f"model only {rows} embedding rows; the checkpoint's tokenizer is not the one it was "
-          "trained with: fix the tokenizer recorded for the run")
-  if question_answering:
-    models = {QUESTION_ANSWERING: hf_mapping.question_answering_params_to_hf(
+    return None
+  tokenizer = loaded.tokenizer.load()
+  rows = loaded.model_config.vocab_size
+  if tokenizer.vocab_size > rows:
+    raise ElectraError(
+        f"the tokenizer {loaded.tokenizer.file} has {tokenizer.vocab_size} tokens but the "
+        f"model only {rows} embedding rows; the checkpoint's tokenizer is not the one it was "
+        "trained with: fix the tokenizer recorded for the run")
+  return tokenizer
+
+
+def _hf_models(loaded: pretrained.Pretrained, finetuned: Mapping[str, Any],
+               head_role: str | None, pad_id: int | None
+               ) -> dict[str, tuple[dict[str, np.ndarray], dict[str, Any]]]:
+  """{to-hf's directory: (state dict, config.json dict)} of the checkpoint."""
+  if finetuned.get("head") == QA_HEAD:
+    models = {QUESTION_ANSWERING: hf_heads.question_answering_params_to_hf(
         loaded.params, loaded.model_config, loaded.encoder_network, QA_HEAD, pad_token_id=pad_id)}
     if finetuned.get("answerable_classifier"):
       logging.warning("The SQuAD 2.0 answerability head has no transformers class; %s/ holds "
                       "the span part (ElectraForQuestionAnswering) without it.",
                       QUESTION_ANSWERING)
-  elif head_role:
-    models = {head_role: hf_mapping.classifier_params_to_hf(
+    return models
+  if head_role:
+    return {head_role: hf_heads.classifier_params_to_hf(
         loaded.params, loaded.model_config, loaded.encoder_network, finetuned,
         pad_token_id=pad_id)}
-  elif masked_lm:
-    models = {MASKED_LM: hf_mapping.masked_lm_params_to_hf(loaded.params, loaded.model_config,
+  if loaded.encoder_network == MASKED_LM_ENCODER:
+    models = {MASKED_LM: hf_encoder.masked_lm_params_to_hf(loaded.params, loaded.model_config,
                                                           pad_token_id=pad_id)}
     if "copy_gate" in loaded.params:
       logging.warning("All-Tokens MLM's copy gate has no Hugging Face counterpart; %s/ holds "
                       "the encoder and its MLM head without it.", MASKED_LM)
-  else:
-    models = _electra_models(loaded, pad_id)
-  if loaded.encoder.get("objective") in HEAD_MEANINGS and DISCRIMINATOR in models:
+    return models
+  models = _electra_models(loaded, pad_id)
+  if loaded.encoder.get("objective") in HEAD_MEANINGS:
     models[DISCRIMINATOR][1][OBJECTIVE_KEY] = loaded.encoder["objective"]
+  return models
+
+
+def _note_what_is_left_out(loaded: pretrained.Pretrained, models: Mapping[str, Any]) -> None:
+  """Logs what of an ELECTRA or Electric checkpoint has no Hugging Face counterpart."""
   if loaded.encoder.get("objective") == "electric" and DISCRIMINATOR in models:
     logging.info("Electric: %s/ holds the energy network (its head's output is the energy); "
                  "the two-tower noise model has no Hugging Face counterpart and is not "
@@ -500,44 +544,26 @@ def convert_to_hf(checkpoint: str, output_dir: str, overwrite: bool = False) -> 
   elif DISCRIMINATOR in models and GENERATOR not in models:
     logging.warning("The checkpoint %s has no generator; writing the discriminator only.",
                     loaded.path)
-  parent = os.path.dirname(output_dir)
-  os.makedirs(parent, exist_ok=True)
-  staging = tempfile.mkdtemp(prefix=f".{os.path.basename(output_dir)}.tmp-", dir=parent)
-  umask = os.umask(0)
-  os.umask(umask)
-  os.chmod(staging, 0o777 & ~umask)  # mkdtemp makes it private; OUTPUT gets the usual mode.
-  counts, tokenizer_files = {}, []
-  try:
-    for role, (state, config) in models.items():
-      directory = os.path.join(staging, role)
-      os.makedirs(directory)
-      # transformers saves tied weights once; the generator's head is its word embeddings.
-      written = {k: v for k, v in state.items() if k != LM_HEAD_WEIGHT}
-      counts[role] = count_params(written)
-      _write_safetensors(written, os.path.join(directory, SAFETENSORS_FILE))
-      _write_json(config, os.path.join(directory, CONFIG_FILE))
-      if role == head_role:  # The label set as the fine-tuning workdir's labels.json has it.
-        _write_json({"problem": finetuned.get("problem"), "labels": finetuned.get("labels", [])},
-                    os.path.join(directory, LABELS_FILE))
-      tokenizer_files = _write_tokenizer(loaded.tokenizer, tokenizer,
-                                         loaded.model_config.max_position_embeddings, directory)
-    if os.path.isdir(output_dir):
-      old = tempfile.mkdtemp(prefix=f".{os.path.basename(output_dir)}.old-", dir=parent)
-      os.rename(output_dir, os.path.join(old, "replaced"))
-      os.rename(staging, output_dir)
-      shutil.rmtree(old)
-    else:
-      os.rename(staging, output_dir)
-  finally:
-    if os.path.isdir(staging):
-      shutil.rmtree(staging)
-  directories = {role: os.path.join(output_dir, role) for role in models}
-  labels = problem_type = None
-  if head_role:
-    config = models[head_role][1]
-    labels = [config["id2label"][str(i)] for i in range(config["num_labels"])]
-    problem_type = config.get("problem_type")
-  return ToHfResult(directories, counts, tokenizer_files, loaded.step, labels, problem_type)
+
+
+def _write_hf_model(directory: str, state: Mapping[str, np.ndarray], config: Mapping[str, Any],
+                    loaded: pretrained.Pretrained,
+                    tokenizer: tokenizer_lib.SubwordTokenizer | None,
+                    finetuned: Mapping[str, Any] | None) -> tuple[int, list[str]]:
+  """Writes one Hugging Face model directory: model.safetensors, config.json, the tokenizer
+  files and, for a fine-tuned classifier or tagger (`finetuned`), labels.json. Returns (the
+  parameters written, the tokenizer files' names)."""
+  os.makedirs(directory)
+  # transformers saves tied weights once; the generator's head is its word embeddings.
+  written = {k: v for k, v in state.items() if k != LM_HEAD_WEIGHT}
+  _write_safetensors(written, os.path.join(directory, SAFETENSORS_FILE))
+  _write_json(config, os.path.join(directory, CONFIG_FILE))
+  if finetuned is not None:  # The label set as the fine-tuning workdir's labels.json has it.
+    _write_json({"problem": finetuned.get("problem"), "labels": finetuned.get("labels", [])},
+                os.path.join(directory, LABELS_FILE))
+  tokenizer_files = _write_tokenizer(loaded.tokenizer, tokenizer,
+                                     loaded.model_config.max_position_embeddings, directory)
+  return count_params(written), tokenizer_files
 
 
 def to_hf(checkpoint: str, output_dir: str, overwrite: bool = False) -> dict[str, str]:
@@ -556,7 +582,7 @@ def to_hf(checkpoint: str, output_dir: str, overwrite: bool = False) -> dict[str
   (`ElectraForSequenceClassification`; a regression's target scaling folded into out_proj, so
   its output is on the label scale), and for a token tagger, OUTPUT/token_classification/
   (`ElectraForTokenClassification`), each config.json with the labels as id2label / label2id
-  and a classifier's problem_type (see `hf_mapping.classifier_params_to_hf`); a classifier with
+  and a classifier's problem_type (see `hf_heads.classifier_params_to_hf`); a classifier with
   the original ELECTRA head has no transformers class and is refused. Each gets
   config.json, model.safetensors and the tokenizer: vocab.txt + tokenizer_config.json for a WordPiece
   vocabulary (loadable with `ElectraTokenizer` / `AutoTokenizer`), or, for a sentencepiece

@@ -41,7 +41,7 @@ from absl import logging
 import numpy as np
 
 from electra_jax.convert import files
-from electra_jax.convert.hf_mapping import ARCHITECTURES, DISCRIMINATOR, GENERATOR, HF_DEFAULTS
+from electra_jax.convert.hf_configs import ARCHITECTURES, DISCRIMINATOR, GENERATOR, HF_DEFAULTS
 from electra_jax.errors import ElectraError
 
 CHECKPOINT_INDEX = "checkpoint"  # The file naming a directory's newest checkpoint.
@@ -309,6 +309,37 @@ def tf_to_hf(variables: Mapping[str, Any], num_heads: int | None = None,
     ElectraError: no electra/ variables, variables missing, unexpected or of inconsistent
       shapes, or head counts that do not fit.
   """
+  shapes, model = _model_variables(variables, where)
+  has_gen = any(name.startswith(GEN_SCOPE + "/") for name in model)
+  if not has_gen and any(name.startswith(GEN_HEAD + "/") for name in model):
+    logging.warning("%s has generator_predictions/ but no generator/ variables (a generator "
+                    "that is the discriminator, untied_generator=False), which electra-jax does "
+                    "not convert; converting the discriminator alone.", where)
+    model = {name for name in model if not name.startswith(GEN_HEAD + "/")}
+  disc_sizes = _sizes(shapes, DISC_SCOPE, DISC_SCOPE, where)
+  disc_config = _hf_config(DISCRIMINATOR, disc_sizes,
+                           _heads(disc_sizes["hidden_size"], num_heads, "--num_heads",
+                                  "discriminator"))
+  expected = _discriminator_shapes(disc_sizes)
+  gen_config = None
+  untied = f"{GEN_SCOPE}/embeddings/word_embeddings" in shapes
+  if has_gen:
+    gen_config, gen_expected = _generator(shapes, disc_sizes, untied, generator_num_heads,
+                                          where)
+    expected.update(gen_expected)
+  _check_variables(model, shapes, expected, where)
+  if gen_config is None:
+    return _hf_state(variables, expected, False)[DISCRIMINATOR], disc_config, None, None
+  _check_generator(disc_config, gen_config, untied, where)
+  states = _hf_state(variables, expected, not untied)
+  return states[DISCRIMINATOR], disc_config, states[GENERATOR], gen_config
+
+
+def _model_variables(variables: Mapping[str, Any], where: str
+                     ) -> tuple[dict[str, tuple[int, ...]], set[str]]:
+  """({name: shape} of the variables that are not bookkeeping or optimizer slots, the names of
+  those in ELECTRA's networks), after refusing a checkpoint without a discriminator and
+  warning about the variables skipped."""
   shapes = {name: tuple(int(d) for d in np.shape(v)) for name, v in variables.items()
             if name not in _BOOKKEEPING and name.rsplit("/", 1)[-1] not in _SLOTS}
   model = {name for name in shapes if name.split("/", 1)[0] in MODEL_SCOPES}
@@ -323,35 +354,41 @@ def tf_to_hf(variables: Mapping[str, Any], num_heads: int | None = None,
   if skipped:
     logging.warning("%s: skipping %d variable(s) that are not part of ELECTRA's discriminator or "
                     "generator, e.g. %s", where, len(skipped), ", ".join(skipped[:3]))
-  has_gen = any(name.startswith(GEN_SCOPE + "/") for name in model)
-  if not has_gen and any(name.startswith(GEN_HEAD + "/") for name in model):
-    logging.warning("%s has generator_predictions/ but no generator/ variables (a generator "
-                    "that is the discriminator, untied_generator=False), which electra-jax does "
-                    "not convert; converting the discriminator alone.", where)
-    model = {name for name in model if not name.startswith(GEN_HEAD + "/")}
-  disc_sizes = _sizes(shapes, DISC_SCOPE, DISC_SCOPE, where)
-  disc_config = _hf_config(DISCRIMINATOR, disc_sizes,
-                           _heads(disc_sizes["hidden_size"], num_heads, "--num_heads",
-                                  "discriminator"))
+  return shapes, model
+
+
+def _discriminator_shapes(disc_sizes: Mapping[str, int]) -> dict[str, tuple[int, ...]]:
+  """{variable: shape} of the discriminator and its head."""
   expected = _encoder_shapes(DISC_SCOPE, DISC_SCOPE, disc_sizes)
   hidden = disc_sizes["hidden_size"]
   expected.update(_dense(f"{DISC_HEAD}/dense", hidden, hidden))
   expected.update(_dense(f"{DISC_HEAD}/dense_1", hidden, 1))
-  gen_config = None
-  untied = f"{GEN_SCOPE}/embeddings/word_embeddings" in shapes
-  if has_gen:
-    gen_sizes = _sizes(shapes, GEN_SCOPE, GEN_SCOPE if untied else DISC_SCOPE, where)
-    gen_config = _hf_config(GENERATOR, gen_sizes,
-                            _heads(gen_sizes["hidden_size"], generator_num_heads,
-                                   "--generator_num_heads", "generator"))
-    width = gen_sizes["embedding_size"]
-    # The embedding rows are the discriminator's (one vocabulary), whoever owns the table.
-    gen_sizes = {**gen_sizes, **{k: disc_sizes[k] for k in (
-        "vocab_size", "max_position_embeddings", "type_vocab_size")}}
-    expected.update(_encoder_shapes(GEN_SCOPE, GEN_SCOPE if untied else None, gen_sizes))
-    expected.update(_dense(f"{GEN_HEAD}/dense", gen_sizes["hidden_size"], width))
-    expected.update(_layer_norm(f"{GEN_HEAD}/LayerNorm", width))
-    expected[f"{GEN_HEAD}/output_bias"] = (disc_sizes["vocab_size"],)
+  return expected
+
+
+def _generator(shapes: Mapping[str, tuple[int, ...]], disc_sizes: Mapping[str, int],
+               untied: bool, generator_num_heads: int | None, where: str
+               ) -> tuple[dict[str, Any], dict[str, tuple[int, ...]]]:
+  """(the generator's config.json dict, {variable: shape} of the generator and its head)."""
+  gen_sizes = _sizes(shapes, GEN_SCOPE, GEN_SCOPE if untied else DISC_SCOPE, where)
+  gen_config = _hf_config(GENERATOR, gen_sizes,
+                          _heads(gen_sizes["hidden_size"], generator_num_heads,
+                                 "--generator_num_heads", "generator"))
+  width = gen_sizes["embedding_size"]
+  # The embedding rows are the discriminator's (one vocabulary), whoever owns the table.
+  gen_sizes = {**gen_sizes, **{k: disc_sizes[k] for k in (
+      "vocab_size", "max_position_embeddings", "type_vocab_size")}}
+  expected = _encoder_shapes(GEN_SCOPE, GEN_SCOPE if untied else None, gen_sizes)
+  expected.update(_dense(f"{GEN_HEAD}/dense", gen_sizes["hidden_size"], width))
+  expected.update(_layer_norm(f"{GEN_HEAD}/LayerNorm", width))
+  expected[f"{GEN_HEAD}/output_bias"] = (disc_sizes["vocab_size"],)
+  return gen_config, expected
+
+
+def _check_variables(model: set[str], shapes: Mapping[str, tuple[int, ...]],
+                     expected: Mapping[str, tuple[int, ...]], where: str) -> None:
+  """Raises ElectraError for variables missing, unexpected or of other shapes than
+  `expected`."""
   missing = [name for name in expected if name not in model]
   if missing:
     hint = ""
@@ -374,18 +411,21 @@ def tf_to_hf(variables: Mapping[str, Any], num_heads: int | None = None,
     raise ElectraError(
         f"{where} has variables of inconsistent shapes: {'; '.join(wrong[:3])}; they do not "
         f"belong to one ELECTRA model: {_EXPECTED}")
-  if gen_config is not None:
-    _check_generator(disc_config, gen_config, untied, where)
+
+
+def _hf_state(variables: Mapping[str, Any], expected: Mapping[str, tuple[int, ...]],
+              copy_shared_embeddings: bool) -> dict[str, dict[str, Any]]:
+  """{role: Hugging Face state dict} of the `expected` variables; with
+  `copy_shared_embeddings`, the generator gets the discriminator's embeddings too (its copy of
+  the shared ones, as ElectraForMaskedLM holds them)."""
   states: dict[str, dict[str, Any]] = {DISCRIMINATOR: {}, GENERATOR: {}}
   for name in expected:
     role, key, transpose = hf_key(name)
     value = np.asarray(variables[name])
     states[role][key] = value.T if transpose else value
-    if has_gen and not untied and name.startswith(f"{DISC_SCOPE}/embeddings/"):
+    if copy_shared_embeddings and name.startswith(f"{DISC_SCOPE}/embeddings/"):
       states[GENERATOR][key] = value  # ElectraForMaskedLM's copy of the shared embeddings.
-  if gen_config is None:
-    return states[DISCRIMINATOR], disc_config, None, None
-  return states[DISCRIMINATOR], disc_config, states[GENERATOR], gen_config
+  return states
 
 
 # --------------------------------------------------------------------------------------------

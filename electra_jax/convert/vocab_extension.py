@@ -405,48 +405,93 @@ def extend_vocab(checkpoint: str, output_dir: str, tokens: str | None = None,
   output_dir = _check_output(output_dir, step_dir, overwrite)
   files = corpus_files(from_corpus) if from_corpus else []
   meta = pretrained.read_meta(step_dir)
+  loaded, tokenizer, old_rows = _load_checkpoint(step_dir)
+  first_id = tokenizer.vocab_size
+  view = WordView(tokenizer)
+  if tokens:
+    added, skipped, requested, pieces = _words_of_file(tokens, view, tokenizer)
+  else:
+    added, requested, pieces = _words_of_corpus(files, from_corpus, num_tokens, view, tokenizer)
+    skipped = []
+  piece_ids = [pieces[w] for w in added]
+  written, new_tokenizer, rows = _write_extended(
+      loaded, meta, tokenizer, added, piece_ids, first_id, old_rows, step_dir, output_dir,
+      overwrite)
+  # The word list repeats what the tokenizer holds (ids first_id...), so OUT is a complete
+  # checkpoint already; a failure to write it removes OUT all the same.
+  try:
+    fileio.write_atomic(fileio.join(output_dir, ADDED_TOKENS_FILE),
+                        "".join(w + "\n" for w in added))
+  except BaseException:
+    fileio.rmtree(output_dir)
+    raise
+  return ExtendVocabResult(written, output_dir, added, first_id, skipped,
+                           new_tokenizer.vocab_size, old_rows, rows, tokenizer.kind, requested,
+                           loaded.step)
+
+
+def _load_checkpoint(step_dir: str
+                     ) -> tuple[pretrained.Pretrained, tokenizer_lib.SubwordTokenizer, int]:
+  """(every part of the checkpoint, its tokenizer, its embedding rows), after refusing a
+  checkpoint without a tokenizer or with more tokens than rows."""
   loaded = pretrained.load_pretrained(step_dir, parts=None)
   if loaded.tokenizer is None:
     raise ElectraError(f"the checkpoint {step_dir} records no tokenizer that can be found; "
                        "extend-vocab needs the vocabulary the model was trained with (put it in "
                        "the workdir's tokenizer/ directory)")
   tokenizer = loaded.tokenizer.load()
-  view = WordView(tokenizer)
   old_rows = _table_rows(loaded.params, loaded.model_config)
-  first_id = tokenizer.vocab_size
-  if first_id > old_rows:
-    raise ElectraError(f"the tokenizer {loaded.tokenizer.file} has {first_id} tokens but the "
-                       f"model only {old_rows} embedding rows; the checkpoint's tokenizer is not "
-                       "the one it was trained with")
+  if tokenizer.vocab_size > old_rows:
+    raise ElectraError(f"the tokenizer {loaded.tokenizer.file} has {tokenizer.vocab_size} tokens "
+                       f"but the model only {old_rows} embedding rows; the checkpoint's "
+                       "tokenizer is not the one it was trained with")
+  return loaded, tokenizer, old_rows
 
-  skipped: list[str] = []
-  if tokens:
-    words = list(dict.fromkeys(view.normalize_word(w) for w in read_words_file(tokens)))
-    requested = len(words)
-    pieces = dict(zip(words, tokenizer.encode_batch(words), strict=True))
-    skipped = [w for w in words if (len(pieces[w]) == 1 and pieces[w][0] != tokenizer.unk_id)
-               or view.has_piece(w)]
-    added = [w for w in words if w not in skipped]
-    if not added:
-      raise ElectraError(f"every word of --tokens={tokens} is in the vocabulary already; "
-                         "nothing to add")
-  else:
-    counts = count_words(_lines(files), view.split)
-    if not counts:
-      raise ElectraError(f"the corpus --from_corpus={from_corpus} ({len(files)} file"
-                         f"{'s' if len(files) > 1 else ''}) holds no words; pass UTF-8 text")
-    distinct = sorted(counts)
-    pieces = dict(zip(distinct, tokenizer.encode_batch(distinct), strict=True))
-    # A word whose "▁word" piece exists but is not chosen cannot get a second one.
-    split = {w: 1 if len(ids) > 1 and view.has_piece(w) else len(ids)
-             for w, ids in pieces.items()}
-    requested = num_tokens
-    added = choose_words(counts, split, num_tokens)
-    if not added:
-      raise ElectraError(f"the tokenizer encodes every word of the corpus --from_corpus="
-                         f"{from_corpus} as one token already; nothing to add")
-  piece_ids = [pieces[w] for w in added]
 
+def _words_of_file(tokens: str, view: WordView, tokenizer: tokenizer_lib.SubwordTokenizer
+                   ) -> tuple[list[str], list[str], int, dict[str, list[int]]]:
+  """--tokens: (the words to add, those skipped as in the vocabulary already, how many the file
+  asked for, {word: its pieces' ids})."""
+  words = list(dict.fromkeys(view.normalize_word(w) for w in read_words_file(tokens)))
+  pieces = dict(zip(words, tokenizer.encode_batch(words), strict=True))
+  skipped = [w for w in words if (len(pieces[w]) == 1 and pieces[w][0] != tokenizer.unk_id)
+             or view.has_piece(w)]
+  added = [w for w in words if w not in skipped]
+  if not added:
+    raise ElectraError(f"every word of --tokens={tokens} is in the vocabulary already; "
+                       "nothing to add")
+  return added, skipped, len(words), pieces
+
+
+def _words_of_corpus(files: Sequence[str], from_corpus: str, num_tokens: int, view: WordView,
+                     tokenizer: tokenizer_lib.SubwordTokenizer
+                     ) -> tuple[list[str], int, dict[str, list[int]]]:
+  """--from_corpus: (the `num_tokens` most split words to add, `num_tokens`, {word: its
+  pieces' ids})."""
+  counts = count_words(_lines(files), view.split)
+  if not counts:
+    raise ElectraError(f"the corpus --from_corpus={from_corpus} ({len(files)} file"
+                       f"{'s' if len(files) > 1 else ''}) holds no words; pass UTF-8 text")
+  distinct = sorted(counts)
+  pieces = dict(zip(distinct, tokenizer.encode_batch(distinct), strict=True))
+  # A word whose "▁word" piece exists but is not chosen cannot get a second one.
+  split = {w: 1 if len(ids) > 1 and view.has_piece(w) else len(ids)
+           for w, ids in pieces.items()}
+  added = choose_words(counts, split, num_tokens)
+  if not added:
+    raise ElectraError(f"the tokenizer encodes every word of the corpus --from_corpus="
+                       f"{from_corpus} as one token already; nothing to add")
+  return added, num_tokens, pieces
+
+
+def _write_extended(loaded: pretrained.Pretrained, meta: dict[str, Any],
+                    tokenizer: tokenizer_lib.SubwordTokenizer, added: Sequence[str],
+                    piece_ids: Sequence[Sequence[int]], first_id: int, old_rows: int,
+                    step_dir: str, output_dir: str, overwrite: bool
+                    ) -> tuple[str, tokenizer_lib.SubwordTokenizer, int]:
+  """Writes the grown checkpoint: the extended tokenizer (checked to encode each new word as
+  its new id) and the grown parameters. Returns (the step directory written, the new
+  tokenizer, the new embedding rows)."""
   with tempfile.TemporaryDirectory(prefix="electra_jax_extend_vocab_") as tmp:
     name = os.path.basename(loaded.tokenizer.file)
     new_file = os.path.join(tmp, name)
@@ -471,17 +516,7 @@ def extend_vocab(checkpoint: str, output_dir: str, tokens: str | None = None,
     written = pretrained.save_pretrained(
         output_dir, params, model_config, info, step=loaded.step, overwrite=overwrite,
         source=f"extend-vocab:{step_dir}", extra_meta=extra_meta)
-  # The word list repeats what the tokenizer holds (ids first_id...), so OUT is a complete
-  # checkpoint already; a failure to write it removes OUT all the same.
-  try:
-    fileio.write_atomic(fileio.join(output_dir, ADDED_TOKENS_FILE),
-                        "".join(w + "\n" for w in added))
-  except BaseException:
-    fileio.rmtree(output_dir)
-    raise
-  return ExtendVocabResult(written, output_dir, added, first_id, skipped,
-                           new_tokenizer.vocab_size, old_rows, rows, tokenizer.kind, requested,
-                           loaded.step)
+  return written, new_tokenizer, rows
 
 
 def _check_encoding(tokenizer: tokenizer_lib.SubwordTokenizer, words: Sequence[str],

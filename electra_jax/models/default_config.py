@@ -4,7 +4,7 @@ values from the paper and original code.
 `electra_jax.pretrain.default_config` takes it as its `model` field (so every field here is
 `model.<name>` there, e.g. `--config.model.hidden_size=768`); loading a checkpoint
 (`electra_jax.training.pretrained`) and converting a Hugging Face config
-(`electra_jax.convert.hf_mapping`) start from it, so that a field a checkpoint predates keeps
+(`electra_jax.convert.hf_configs`) start from it, so that a field a checkpoint predates keeps
 its default. `electra_jax.models.electra.encoder_configs` turns it into the generator's and
 discriminator's `EncoderConfig`s. Each field's comment is its documentation (`--show_config`).
 """
