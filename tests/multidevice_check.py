@@ -33,7 +33,7 @@ def finetune_losses(pretrain_config):
   from electra_jax.finetune import setup as setup_lib  # pylint: disable=import-outside-toplevel
   from electra_jax.finetune.glue import task as finetune  # pylint: disable=import-outside-toplevel
   from electra_jax.training import pretrained  # pylint: disable=import-outside-toplevel
-  from electra_jax.finetune import glue  # pylint: disable=import-outside-toplevel
+  from electra_jax.finetune.glue import data as glue  # pylint: disable=import-outside-toplevel
   from electra_jax.models import electra  # pylint: disable=import-outside-toplevel
   model = electra.build_pretrainer(pretrain_config.model)
   seq = pretrain_config.data.max_seq_length

@@ -18,7 +18,7 @@ from electra_jax.finetune import seed as seed_lib
 from electra_jax.finetune import setup as setup_lib
 from electra_jax.training import optimizer as optim
 from electra_jax.training import pretrained
-from electra_jax.finetune import glue
+from electra_jax.finetune.glue import data as glue
 from electra_jax.data import tokenizer as tokenizer_lib
 from electra_jax.errors import ElectraError
 from tests import testing

@@ -13,8 +13,8 @@ Modules, lowest first:
               longer than a window split into windows with a stride, each word predicted once
               from the window where it has the most context; and back to one prediction per word
   default_config.py  every field of configs/tag.py, commented
-  runner.py   `python -m electra_jax.finetune --config=configs/tag.py`: fine-tuning on the
-              shared core (`electra_jax.finetune.runner`) with `heads.TokenClassifier`, the
+  task.py     `python -m electra_jax.finetune --config=configs/tag.py`: `TagTask`, fine-tuning on
+              the shared core (`finetune.seed`, `finetune.driver`) with `heads.TokenClassifier`, the
               loss on each word's first piece, dev scoring, CoNLL prediction files, saved
               models, and prediction with a fine-tuned model (train_file="")
 
