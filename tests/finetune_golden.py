@@ -1,0 +1,211 @@
+"""Golden outputs of every fine-tuning family (issue 42): each case fine-tunes the shared 8-step
+checkpoint (tests/conftest.py: `pretrained_fast`) on small data with fixed seeds, and the dev
+metrics and prediction files it writes are compared byte for byte with the ones recorded in
+tests/data/finetune_golden/<case>/ before fine-tuning was rebuilt on one core.
+
+A case is (data it writes, config overrides, files to keep). `outputs(workdir, case)` reads
+what a run wrote, with the fields that differ between runs taken out of dev_metrics.json and
+results.json: the wall-clock `train_seconds` and the checkpoint's absolute path. Everything
+else, every metric to the last digit and every prediction line, must be the recorded bytes.
+
+Record again (only when a change of numbers is intended, and say so in the commit):
+
+  python -m tests.finetune_golden --record   # from the repository root
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import sys
+from typing import Any, Callable
+
+import numpy as np
+
+from tests import squad_testing
+from tests import tagging_testing
+from tests import testing
+
+GOLDEN_DIR = os.path.join(testing.REPO, "tests", "data", "finetune_golden")
+GLUE_DIR = os.path.join(testing.REPO, "..", "shared", "data", "glue")
+# The fields of dev_metrics.json / results.json that differ between two runs of the same code.
+VOLATILE = ("train_seconds", "init_checkpoint")
+# The shapes the other fine-tuning tests use, so the compilation cache serves these runs.
+SMALL = {"max_seq_length": 32, "batch_size": 16, "eval_batch_size": 64, "log_every_steps": 1000}
+
+WORDS = ("the", "a", "house", "car", "was", "big", "small", "near", "river", "old", "new",
+         "road", "tree", "sky", "city")
+COLOURS = ("red", "green", "blue")
+
+
+def _write_classify_csv(root: str) -> dict[str, Any]:
+  """Sentiment-like rows as CSV (other column names and order, text labels, an id column):
+  the label is whether 'good' or 'bad' is in the text."""
+  rng = np.random.default_rng(0)
+  for split, n in (("train", 64), ("dev", 40), ("test", 12)):
+    with open(os.path.join(root, f"{split}.csv"), "w", encoding="utf-8", newline="") as f:
+      writer = csv.writer(f)
+      writer.writerow(["id", "mood", "text"] if split != "test" else ["id", "text"])
+      for i in range(n):
+        mood = "pos" if rng.random() < 0.5 else "neg"
+        words = list(rng.choice(WORDS, size=5)) + ["good" if mood == "pos" else "bad"]
+        rng.shuffle(words)
+        row = [f"{split}{i}", mood, " ".join(words)]
+        writer.writerow(row if split != "test" else [row[0], row[2]])
+  return {"train_file": os.path.join(root, "train.csv"), "dev_file": os.path.join(root, "dev.csv"),
+          "test_file": os.path.join(root, "test.csv"), "text_fields": "text",
+          "label_field": "mood", "id_field": "id", "problem": "classification"}
+
+
+def _write_multilabel_jsonl(root: str) -> dict[str, Any]:
+  """Colour tags as JSON Lines: every colour word in the text is a label."""
+  rng = np.random.default_rng(1)
+  for split, n in (("train", 64), ("dev", 32), ("test", 8)):
+    with open(os.path.join(root, f"{split}.jsonl"), "w", encoding="utf-8") as f:
+      for i in range(n):
+        chosen = [c for c in COLOURS if rng.random() < 0.4]
+        words = list(rng.choice(WORDS, size=5)) + chosen
+        rng.shuffle(words)
+        row = {"key": f"{split}{i}", "body": " ".join(words)}
+        if split != "test":
+          row["tags"] = chosen
+        f.write(json.dumps(row) + "\n")
+  return {"train_file": os.path.join(root, "train.jsonl"),
+          "dev_file": os.path.join(root, "dev.jsonl"),
+          "test_file": os.path.join(root, "test.jsonl"), "text_fields": "body",
+          "label_field": "tags", "id_field": "key", "problem": "multilabel"}
+
+
+def _write_squad2(root: str) -> dict[str, Any]:
+  squad_testing.write_category_task(root, squad2=True, num_train=48, num_dev=24)
+  return {"data_dir": root, "task": "squad2"}
+
+
+def _write_tagging(root: str) -> dict[str, Any]:
+  paths = tagging_testing.write_ner_task(root, num_train=96, num_dev=32, num_test=8)
+  return {"train_file": paths["train"], "dev_file": paths["dev"], "test_file": paths["test"]}
+
+
+def _glue(task: str) -> Callable[[str], dict[str, Any]]:
+  def write(root: str) -> dict[str, Any]:
+    del root  # The real GLUE files (../shared/data/glue).
+    return {"data_dir": GLUE_DIR, "task": task, "max_train_examples": 64,
+            "max_eval_examples": 48, "write_test_predictions": False}
+  return write
+
+
+# name -> (config file, data writer, fixed overrides, files kept: paths under the workdir).
+CASES: dict[str, tuple[str, Callable[[str], dict[str, Any]], dict[str, Any], tuple[str, ...]]] = {
+    "glue_sst2": ("glue", _glue("sst2"), {**SMALL, "num_seeds": 2},
+                  ("results.json", "sst2/seed_0/dev_metrics.json",
+                   "sst2/seed_1/dev_metrics.json")),
+    "glue_stsb": ("glue", _glue("stsb"), {**SMALL, "num_epochs": 1.0},
+                  ("results.json", "stsb/seed_0/dev_metrics.json")),
+    "squad2": ("squad", _write_squad2,
+               {"max_seq_length": 48, "max_query_length": 8, "doc_stride": 16,
+                "batch_size": 16, "eval_batch_size": 64, "log_every_steps": 1000,
+                "num_epochs": 1.0},
+               ("results.json", "squad2/seed_0/dev_metrics.json",
+                "squad2/seed_0/predictions.json", "squad2/seed_0/null_odds.json",
+                "squad2/seed_0/eval.json", "squad2/seed_0/nbest_predictions.json")),
+    "classify_csv": ("classify", _write_classify_csv, {**SMALL, "num_seeds": 2},
+                     ("results.json", "labels.json", "classify/seed_0/dev_metrics.json",
+                      "classify/seed_1/dev_metrics.json", "classify/dev_predictions.jsonl",
+                      "classify/predictions.jsonl", "classify/seed_0/dev_predictions.jsonl",
+                      "classify/seed_1/predictions.jsonl")),
+    "multilabel_jsonl": ("classify", _write_multilabel_jsonl,
+                         {**SMALL, "learning_rate": 3e-3, "num_epochs": 4.0},
+                         ("results.json", "labels.json", "classify/seed_0/dev_metrics.json",
+                          "classify/seed_0/dev_predictions.jsonl",
+                          "classify/seed_0/predictions.jsonl")),
+    "tagging": ("tag", _write_tagging,
+                {"max_seq_length": 16, "doc_stride": 8, "batch_size": 32,
+                 "eval_batch_size": 64, "log_every_steps": 1000, "num_epochs": 2.0},
+                ("results.json", "labels.json", "tag/seed_0/dev_metrics.json",
+                 "tag/seed_0/dev_predictions.conll", "tag/seed_0/test_predictions.conll")),
+}
+NEEDS_GLUE = ("glue_sst2", "glue_stsb")
+
+
+def case_config(name: str, checkpoint: str, data_root: str):
+  """The config of case NAME fine-tuning CHECKPOINT, its data written under DATA_ROOT."""
+  config_file, write, overrides, _ = CASES[name]
+  os.makedirs(data_root, exist_ok=True)
+  config = testing.load_config(config_file)
+  config.init_checkpoint = checkpoint
+  config.seed = 0
+  config.update(write(data_root))
+  config.update(overrides)
+  return config
+
+
+def _stable_json(data: bytes) -> bytes:
+  """dev_metrics.json / results.json without the fields that differ between runs, written as
+  the runner writes JSON."""
+  def drop(value):
+    if isinstance(value, dict):
+      return {k: drop(v) for k, v in value.items() if k not in VOLATILE}
+    if isinstance(value, list):
+      return [drop(v) for v in value]
+    return value
+  value = drop(json.loads(data.decode("utf-8")))
+  return (json.dumps(value, indent=2, sort_keys=True, ensure_ascii=False) + "\n").encode("utf-8")
+
+
+def outputs(workdir: str, name: str) -> dict[str, bytes]:
+  """{relative path: bytes} of the files case NAME keeps, as written in WORKDIR (JSON metrics
+  without their volatile fields)."""
+  files = {}
+  for relative in CASES[name][3]:
+    with open(os.path.join(workdir, relative), "rb") as f:
+      data = f.read()
+    if relative.endswith(("dev_metrics.json", "results.json")):
+      data = _stable_json(data)
+    files[relative] = data
+  return files
+
+
+def recorded(name: str) -> dict[str, bytes]:
+  """The golden files of case NAME."""
+  files = {}
+  for relative in CASES[name][3]:
+    with open(os.path.join(GOLDEN_DIR, name, relative), "rb") as f:
+      files[relative] = f.read()
+  return files
+
+
+def record(run: Callable[[Any, str], Any], checkpoint: str, root: str,
+           names=tuple(CASES)) -> None:
+  """Runs every case with `run(config, workdir)` and writes its files under GOLDEN_DIR."""
+  for name in names:
+    config = case_config(name, checkpoint, os.path.join(root, name, "data"))
+    workdir = os.path.join(root, name, "run")
+    run(config, workdir)
+    for relative, data in outputs(workdir, name).items():
+      path = os.path.join(GOLDEN_DIR, name, relative)
+      os.makedirs(os.path.dirname(path), exist_ok=True)
+      with open(path, "wb") as f:
+        f.write(data)
+    print(f"recorded {name}: {len(CASES[name][3])} files", flush=True)
+
+
+def _main(argv):
+  """--record: build the 8-step checkpoint as the test fixture does and record every case."""
+  if argv[1:] != ["--record"]:
+    raise SystemExit(__doc__)
+  import tempfile  # pylint: disable=import-outside-toplevel
+  from electra_jax.data import corpus, tokenizer  # pylint: disable=import-outside-toplevel
+  from electra_jax.pretrain import loop  # pylint: disable=import-outside-toplevel
+  from tests.test_finetune_golden import run_finetune  # pylint: disable=import-outside-toplevel
+  root = tempfile.mkdtemp(prefix="finetune_golden_")
+  paths = corpus.write_stdlib_corpus(os.path.join(root, "corpus", "text"))[:3]
+  model = tokenizer.train_sentencepiece(paths, os.path.join(root, "corpus", "spm"),
+                                        vocab_size=512)
+  checkpoint = os.path.join(root, "pretrained_fast", "run")
+  loop.train_and_evaluate(testing.fast_config(",".join(paths), model), checkpoint)
+  record(run_finetune, checkpoint, os.path.join(root, "cases"))
+
+
+if __name__ == "__main__":
+  _main(sys.argv)
