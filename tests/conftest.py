@@ -120,3 +120,15 @@ def trained_tiny(tmp_path_factory):
       result = loop.train_and_evaluate(config, workdir)
       result_file.write_text(json.dumps({k: float(v) for k, v in result.items()}))
     return workdir, json.loads(result_file.read_text())
+
+
+@pytest.fixture(scope="session")
+def forks():
+  """This worker's warm command server (tests/cli_forks.py): `forks.run(["electra_jax.X", ...])`
+  runs a command line in a child forked from a process that imported the package's libraries
+  once, with a fresh process's output and exit status, in a fraction of a second instead of the
+  seconds a new Python spends importing JAX. For commands that check and exit (flags, configs,
+  errors, --help); a test of what a cold start prints runs a real subprocess."""
+  from tests import cli_forks  # pylint: disable=import-outside-toplevel
+  with cli_forks.Forks() as server:
+    yield server

@@ -1,8 +1,6 @@
 """`python -m electra_jax.main`: a real run, and one clear error (exit 1) for each bad input."""
 
 import os
-import subprocess
-import sys
 
 import pytest
 
@@ -61,14 +59,14 @@ def test_run_then_corrupt_checkpoint_is_reported(tmp_path, corpus_and_tokenizer)
      "error: train.nonfinite_policy='ignore'; choose one of stop, skip"),
     (["--config.objective.name=bert"], "error: "),
 ])
-def test_bad_input_is_one_clear_error(tmp_path, overrides, message):
+def test_bad_input_is_one_clear_error(tmp_path, overrides, message, forks):
   workdir = tmp_path / "run"
   given = [o for o in overrides if o.startswith("--workdir=") or o.startswith("--config=")]
   overrides = [o for o in overrides if o not in given]
   config = next((g.split("=", 1)[1] for g in given if g.startswith("--config=")),
                 "configs/tiny.py")
   workdir = next((g.split("=", 1)[1] for g in given if g.startswith("--workdir=")), workdir)
-  proc = run_main(workdir, *FAST, *overrides, config=config)
+  proc = run_main(workdir, *FAST, *overrides, config=config, forks=forks)
   assert proc.returncode == 1
   lines = proc.stderr.strip().splitlines()
   assert lines[-1].startswith(message), lines[-1]
@@ -78,10 +76,10 @@ def test_bad_input_is_one_clear_error(tmp_path, overrides, message):
     assert not os.path.exists(os.path.join(workdir, "tokenizer"))
 
 
-def test_empty_corpus_is_one_clear_error(tmp_path):
+def test_empty_corpus_is_one_clear_error(tmp_path, forks):
   empty = tmp_path / "empty.txt"
   empty.write_text("\n\n   \n")
-  proc = run_main(tmp_path / "run", *FAST, f"--config.data.train_files={empty}")
+  proc = run_main(tmp_path / "run", *FAST, f"--config.data.train_files={empty}", forks=forks)
   assert proc.returncode == 1
   assert proc.stderr.strip().splitlines()[-1].startswith("error: ")
   assert "Traceback" not in proc.stderr
@@ -100,13 +98,11 @@ def test_batch_not_divisible_by_devices_is_one_clear_error(tmp_path):
                                     "electra_jax.benchmark.suite", "electra_jax.benchmark.tpu",
                                     "electra_jax.benchmark.tpu_table", "electra_jax.data.build",
                                     "electra_jax.data.tokenizer"])
-def test_help_shows_each_command_line_on_its_own_line(module):
+def test_help_shows_each_command_line_on_its_own_line(module, forks):
   """--help exits 0 (absl's own exits 1), opens with the usage (its first line within the first
   five), lists --show_config where there is a --config, and a `\\` at the end of a usage line
   stays a line break (raw docstrings)."""
-  proc = subprocess.run([sys.executable, "-m", module, "--help"], cwd=testing.REPO,
-                        env=testing.main_env(), capture_output=True, text=True, timeout=300,
-                        check=False)
+  proc = forks.run([module, "--help"])
   assert proc.returncode == 0, proc.stderr[-2000:]
   assert any("python -m" in line for line in proc.stdout.splitlines()[:5]), proc.stdout[:1000]
   if "--config:" in proc.stdout:
@@ -118,14 +114,13 @@ def test_help_shows_each_command_line_on_its_own_line(module):
   assert any(line.rstrip().endswith("\\") for line in usage.splitlines()), usage
 
 
-def test_data_build_names_its_own_tokenizer_flag(tmp_path):
+def test_data_build_names_its_own_tokenizer_flag(tmp_path, forks):
   text = tmp_path / "a.txt"
   text.write_text("one sentence.\n")
-  proc = subprocess.run(
-      [sys.executable, "-m", "electra_jax.data.build", f"--input={text}",
+  proc = forks.run(
+      ["electra_jax.data.build", f"--input={text}",
        f"--tokenizer_model={tmp_path / 'missing.model'}", f"--output={tmp_path / 'out'}",
-       "--num_shards=1"], cwd=testing.REPO, env=testing.main_env(), capture_output=True,
-      text=True, timeout=300, check=False)
+       "--num_shards=1"])
   last = proc.stderr.strip().splitlines()[-1]
   assert proc.returncode == 1 and "--tokenizer_model" in last, last
   assert "--config.data" not in last
@@ -152,10 +147,9 @@ def test_data_build_names_its_own_tokenizer_flag(tmp_path):
     (["electra_jax.benchmark.tpu_table", "--presets=nope", "--out={tmp}/t"],
      "error: --presets names 'nope', but configs/nope.py does not exist"),
 ])
-def test_other_commands_give_one_line_errors(tmp_path, argv, message):
+def test_other_commands_give_one_line_errors(tmp_path, argv, message, forks):
   argv = [a.format(tmp=tmp_path) for a in argv]
-  proc = subprocess.run([sys.executable, "-m", *argv], cwd=testing.REPO, env=testing.main_env(),
-                        capture_output=True, text=True, timeout=300, check=False)
+  proc = forks.run(argv)
   assert proc.returncode == 1
   assert proc.stderr.strip().splitlines()[-1].startswith(message.format(tmp=tmp_path))
   assert "Traceback" not in proc.stderr

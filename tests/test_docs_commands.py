@@ -16,7 +16,6 @@ and shell variables stand for themselves (`$BUCKET` is read as `BUCKET`; an arra
 
 from __future__ import annotations
 
-import concurrent.futures
 import dataclasses
 import functools
 import glob
@@ -28,6 +27,7 @@ import sys
 
 import pytest
 
+from tests import cli_forks
 from tests import testing
 
 DOC_FILES = sorted([os.path.join(testing.REPO, "README.md"),
@@ -154,9 +154,26 @@ def documented_commands() -> list[DocCommand]:
 COMMANDS = documented_commands()
 
 
+_FORKS: list[cli_forks.Forks] = []  # The module's command server (see `forks`).
+
+
+@pytest.fixture(scope="module", autouse=True)
+def forks():
+  """One warm command server for the module's commands: each runs in a child forked from it
+  (tests/cli_forks.py), as a fresh `python -m` would, without importing JAX sixty times."""
+  with cli_forks.Forks() as server:
+    _FORKS.append(server)
+    yield server
+    _FORKS.remove(server)
+
+
 def _run(argv: list[str]) -> subprocess.CompletedProcess:
-  return subprocess.run([sys.executable, "-m", *argv], cwd=testing.REPO, env=testing.main_env(),
-                        capture_output=True, text=True, timeout=300, check=False)
+  """`python -m argv...` from the repository root, in a child of the module's server."""
+  if not _FORKS:  # Outside a test of this module (the reader's own cases): a real process.
+    return subprocess.run([sys.executable, "-m", *argv], cwd=testing.REPO,
+                          env=testing.main_env(), capture_output=True, text=True, timeout=300,
+                          check=False)
+  return _FORKS[0].run(argv)
 
 
 @functools.lru_cache(maxsize=None)
@@ -211,8 +228,7 @@ def test_the_docs_have_commands_of_every_cli():
 
 
 def test_every_documented_command_matches_the_code():
-  with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
-    problems = [p for p in pool.map(check, COMMANDS) if p]
+  problems = [p for p in map(check, COMMANDS) if p]
   assert not problems, (f"{len(problems)} of {len(COMMANDS)} documented commands do not match "
                         "the code:\n" + "\n".join(problems))
 

@@ -68,8 +68,13 @@ def main_env(devices: int = 1) -> dict[str, str]:
               XLA_FLAGS=f"--xla_force_host_platform_device_count={devices}")
 
 
-def run_main(workdir, *overrides, config="configs/tiny.py", devices=1, timeout=600):
-  """Runs `python -m electra_jax.main` to completion; the CompletedProcess (text output)."""
+def run_main(workdir, *overrides, config="configs/tiny.py", devices=1, timeout=600,
+             forks=None):
+  """Runs `python -m electra_jax.main` to completion; the CompletedProcess (text output). With
+  `forks` (the `forks` fixture: tests/cli_forks.py) and one device, in a child of that warm
+  server instead of a new Python (for a run that checks its input and exits)."""
+  if forks is not None and devices == 1:
+    return forks.run(main_command(workdir, *overrides, config=config)[2:])
   return subprocess.run(main_command(workdir, *overrides, config=config), cwd=REPO,
                         env=main_env(devices), capture_output=True, text=True,
                         timeout=timeout, check=False)

@@ -1,0 +1,123 @@
+"""Command lines run in children forked from one warm process, for the tests that start many.
+
+A fresh `python -m electra_jax.X ...` spends seconds importing JAX, Flax, orbax and TensorFlow
+before it parses a flag; a test that checks sixty documented commands (`--show_config`,
+`--help`) spends most of its time there. `Forks` starts one server process that imports the
+package's libraries once (never a command's `__main__` module, whose flags a child defines),
+then runs each command in a child forked from it: the child points its standard output and
+error at files, runs the module as `__main__` with the command's argv (as `python -m` does),
+and exits with the command's status. What a command prints, its exit status and its files are
+those of a fresh process; only the imports are shared.
+
+Use it for commands that check their flags and configs and exit; a command that trains, or
+that must start cold (a test of what a fresh process prints at start-up), runs as a real
+subprocess.
+
+    with cli_forks.Forks() as forks:
+      proc = forks.run(["electra_jax.finetune", "--config=configs/glue.py", "--show_config"])
+      proc.returncode, proc.stdout, proc.stderr
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import runpy
+import subprocess
+import sys
+import tempfile
+import threading
+
+# Imported once by the server: the libraries every command needs (not a `__main__` module).
+PRELOAD = ("jax", "flax.linen", "optax", "orbax.checkpoint", "ml_collections", "absl.app",
+           "electra_jax.cli", "electra_jax.pretrain.loop", "electra_jax.finetune.driver",
+           "electra_jax.finetune.families", "electra_jax.convert.files",
+           "electra_jax.score.loader", "electra_jax.experiments.runner",
+           "electra_jax.benchmark.step", "electra_jax.data.build")
+
+
+class Forks:
+  """A warm server process that runs `python -m MODULE ARGS` commands in forked children, one
+  at a time per server (`run` is thread-safe: callers queue)."""
+
+  def __init__(self, env: dict[str, str] | None = None, cwd: str | None = None):
+    from tests import testing  # pylint: disable=import-outside-toplevel
+    self._lock = threading.Lock()
+    self._proc = subprocess.Popen(
+        [sys.executable, "-u", "-m", "tests.cli_forks"], stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE, text=True,
+        env=env or testing.main_env(), cwd=cwd or testing.REPO)
+    ready = self._proc.stdout.readline()
+    if ready.strip() != "ready":
+      raise RuntimeError(f"the command server did not start: {ready!r}")
+
+  def run(self, argv: list[str], timeout: float = 300) -> subprocess.CompletedProcess:
+    """`python -m argv[0] argv[1:]` in a child of the server: its status and output."""
+    del timeout  # The child runs a command that exits; the server waits for it.
+    with self._lock:
+      self._proc.stdin.write(json.dumps(argv) + "\n")
+      self._proc.stdin.flush()
+      reply = json.loads(self._proc.stdout.readline())
+    return subprocess.CompletedProcess([sys.executable, "-m", *argv], reply["returncode"],
+                                       reply["stdout"], reply["stderr"])
+
+  def close(self) -> None:
+    if self._proc.poll() is None:
+      self._proc.stdin.close()
+      self._proc.wait(timeout=60)
+
+  def __enter__(self) -> "Forks":
+    return self
+
+  def __exit__(self, *exc) -> None:
+    self.close()
+
+
+def _child(argv: list[str], out_path: str, err_path: str) -> None:
+  """In the forked child: output to the files, run the module as `python -m` would, exit."""
+  code = 0
+  try:
+    with open(out_path, "wb") as out, open(err_path, "wb") as err, \
+        open(os.devnull, "rb") as null:
+      os.dup2(null.fileno(), 0)
+      os.dup2(out.fileno(), 1)
+      os.dup2(err.fileno(), 2)
+    sys.argv = [argv[0], *argv[1:]]
+    runpy.run_module(argv[0], run_name="__main__", alter_sys=True)
+  except SystemExit as e:
+    code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+    if e.code is not None and not isinstance(e.code, int):
+      print(e.code, file=sys.stderr)
+  except BaseException:  # pylint: disable=broad-except
+    import traceback  # pylint: disable=import-outside-toplevel
+    traceback.print_exc()
+    code = 1
+  finally:
+    sys.stdout.flush()
+    sys.stderr.flush()
+  os._exit(code)  # pylint: disable=protected-access
+
+
+def _serve() -> None:
+  """The server: preload, say "ready", then one forked child per request line."""
+  import importlib  # pylint: disable=import-outside-toplevel
+  for name in PRELOAD:
+    importlib.import_module(name)
+  protocol = sys.stdout
+  print("ready", file=protocol, flush=True)
+  for line in sys.stdin:
+    argv = json.loads(line)
+    with tempfile.TemporaryDirectory() as scratch:
+      out_path, err_path = os.path.join(scratch, "out"), os.path.join(scratch, "err")
+      pid = os.fork()
+      if pid == 0:
+        _child(argv, out_path, err_path)
+      _, status = os.waitpid(pid, 0)
+      code = os.waitstatus_to_exitcode(status)
+      read = lambda path: open(path, encoding="utf-8", errors="replace").read()  # pylint: disable=unspecified-encoding
+      reply = {"returncode": code, "stdout": read(out_path), "stderr": read(err_path)}
+    print(json.dumps(reply), file=protocol, flush=True)
+
+
+if __name__ == "__main__":
+  _serve()
