@@ -103,6 +103,10 @@ def _serve() -> None:
   import importlib  # pylint: disable=import-outside-toplevel
   for name in PRELOAD:
     importlib.import_module(name)
+  from jax._src import xla_bridge  # pylint: disable=import-outside-toplevel
+  if xla_bridge._backends:  # pylint: disable=protected-access
+    # A child would inherit a device client whose threads did not survive the fork.
+    raise RuntimeError("importing the libraries started a JAX backend; the server must not")
   protocol = sys.stdout
   print("ready", file=protocol, flush=True)
   for line in sys.stdin:

@@ -5,8 +5,6 @@ predict again, continued heads, and the errors a user can hit."""
 import csv
 import json
 import os
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -269,14 +267,13 @@ def test_config_errors_name_the_field(pretrained_fast, tmp_path):
       classify.validate(config)
 
 
-def _run_cli(*args):
-  env = dict(os.environ, JAX_PLATFORMS="cpu", TF_CPP_MIN_LOG_LEVEL="3")
-  return subprocess.run([sys.executable, "-m", "electra_jax.finetune",
-                         "--config=configs/classify.py", *args], cwd=testing.REPO, env=env,
-                        capture_output=True, text=True, timeout=300, check=False)
+def _run_cli(forks, *args):
+  """`python -m electra_jax.finetune --config=configs/classify.py ARGS` (forked:
+  tests/cli_forks.py)."""
+  return forks.run(["electra_jax.finetune", "--config=configs/classify.py", *args])
 
 
-def test_bad_files_exit_with_one_line(pretrained_fast, tmp_path):
+def test_bad_files_exit_with_one_line(pretrained_fast, tmp_path, forks):
   train = tmp_path / "train.csv"
   train.write_text("review,stars\ngood film,5\nbad film,1\n", encoding="utf-8")
   empty = tmp_path / "empty.csv"
@@ -291,7 +288,7 @@ def test_bad_files_exit_with_one_line(pretrained_fast, tmp_path):
       "does not exist": [f"--config.dev_file={tmp_path / 'missing.csv'}"],
   }
   for i, (message, args) in enumerate(cases.items()):
-    proc = _run_cli(f"--workdir={tmp_path / f'w{i}'}", *common, *args)
+    proc = _run_cli(forks, f"--workdir={tmp_path / f'w{i}'}", *common, *args)
     errors = [line for line in proc.stderr.splitlines() if line.startswith("error:")]
     assert proc.returncode == 1 and len(errors) == 1 and message in errors[0], (
         message, proc.stderr[-2000:])

@@ -3,8 +3,6 @@
 import glob
 import importlib.util
 import os
-import subprocess
-import sys
 
 import pytest
 
@@ -64,21 +62,17 @@ def _family_documented(lines, index):
              for j, line in enumerate(lines[:index]))
 
 
-def test_show_config_prints_the_overridden_values_and_exits_0_without_a_workdir():
-  proc = subprocess.run(
-      [sys.executable, "-m", "electra_jax.main", "--config=configs/base.py", "--show_config",
-       "--config.train.batch_size=7"], cwd=testing.REPO, env=testing.main_env(),
-      capture_output=True, text=True, timeout=300, check=False)
+def test_show_config_prints_the_overridden_values_and_exits_0_without_a_workdir(forks):
+  proc = forks.run(["electra_jax.main", "--config=configs/base.py", "--show_config",
+                    "--config.train.batch_size=7"])
   assert proc.returncode == 0, proc.stderr[-2000:]
   lines = proc.stdout.splitlines()
   at = lines.index("train.batch_size = 7")
   assert lines[at + 1] == "    base.py: Global batch."
   assert lines[at + 2].startswith("    Global batch (sequences per step")
   assert "model.hidden_size = 768" in lines
-  proc = subprocess.run(
-      [sys.executable, "-m", "electra_jax.main", "--config=configs/base.py", "--show_config",
-       "--config.train.batchsize=7"], cwd=testing.REPO, env=testing.main_env(),
-      capture_output=True, text=True, timeout=300, check=False)
+  proc = forks.run(["electra_jax.main", "--config=configs/base.py", "--show_config",
+                    "--config.train.batchsize=7"])
   assert proc.returncode == 1
   assert proc.stderr.strip().splitlines()[-1].endswith("(or run with --show_config)")
 
@@ -103,12 +97,10 @@ def test_show_config_prints_the_overridden_values_and_exits_0_without_a_workdir(
     (["electra_jax.experiments", "--config=configs/experiments/table1.py",
       "--config.variants.electra=model.hiden_size=64"], "hiden_size"),
 ])
-def test_show_config_runs_the_commands_own_checks(argv, message):
+def test_show_config_runs_the_commands_own_checks(argv, message, forks):
   """--show_config passes only for a config the command would start with: a value that parses
   but cannot work is the command's own one-line error, exit status 1, and nothing printed."""
-  proc = subprocess.run([sys.executable, "-m", *argv, "--show_config"], cwd=testing.REPO,
-                        env=testing.main_env(), capture_output=True, text=True, timeout=300,
-                        check=False)
+  proc = forks.run([*argv, "--show_config"])
   assert proc.returncode == 1, proc.stdout[-500:] + proc.stderr[-2000:]
   last = proc.stderr.strip().splitlines()[-1]
   assert last.startswith("error: ") and message in last, last

@@ -3,8 +3,6 @@ GLUE slices (../shared/data/glue), outputs, seeds, resuming and the errors a use
 
 import json
 import os
-import subprocess
-import sys
 
 import jax
 import ml_collections
@@ -479,20 +477,18 @@ def test_checkpoint_every_steps_lets_a_crashed_seed_resume(pretrain_dir, tmp_pat
   assert not os.path.exists(workdir / "rte" / "seed_0" / "checkpoints")
 
 
-def _run_cli(*args):
-  env = dict(os.environ, JAX_PLATFORMS="cpu", TF_CPP_MIN_LOG_LEVEL="3")
-  return subprocess.run([sys.executable, "-m", "electra_jax.finetune", "--config=configs/glue.py",
-                         *args], cwd=testing.REPO, env=env, capture_output=True, text=True,
-                        timeout=300, check=False)
+def _run_cli(forks, *args):
+  """`python -m electra_jax.finetune --config=configs/glue.py ARGS` (forked: tests/cli_forks.py)."""
+  return forks.run(["electra_jax.finetune", "--config=configs/glue.py", *args])
 
 
 @needs_glue
-def test_cli_runs_and_reports_errors(pretrain_dir, tmp_path):
+def test_cli_runs_and_reports_errors(pretrain_dir, tmp_path, forks):
   common = [f"--workdir={tmp_path / 'cli'}", f"--config.init_checkpoint={pretrain_dir}",
             "--config.max_seq_length=32", "--config.max_train_examples=32",
             "--config.max_eval_examples=32", "--config.num_epochs=1",
             "--config.write_test_predictions=False"]
-  proc = _run_cli(*common, f"--config.data_dir={GLUE_DIR}", "--config.task=rte")
+  proc = _run_cli(forks, *common, f"--config.data_dir={GLUE_DIR}", "--config.task=rte")
   assert proc.returncode == 0, proc.stderr[-3000:]
   assert "| rte | accuracy |" in proc.stdout
   # Each bad input: exit 1 and one error line naming the problem.
@@ -506,7 +502,7 @@ def test_cli_runs_and_reports_errors(pretrain_dir, tmp_path):
                                           f"--config.init_checkpoint={tmp_path}"],
   }
   for message, args in bad.items():
-    proc = _run_cli(*common, *args)
+    proc = _run_cli(forks, *common, *args)
     errors = [line for line in proc.stderr.splitlines() if line.startswith("error:")]
     assert proc.returncode == 1 and len(errors) == 1 and message in errors[0], (
         message, proc.stderr[-2000:])
