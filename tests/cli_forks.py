@@ -13,13 +13,13 @@ Use it for commands that check their flags and configs and exit; a command that 
 that must start cold (a test of what a fresh process prints at start-up), runs as a real
 subprocess.
 
-    with cli_forks.Forks() as forks:
-      proc = forks.run(["electra_jax.finetune", "--config=configs/glue.py", "--show_config"])
-      proc.returncode, proc.stdout, proc.stderr
+    proc = cli_forks.run(["electra_jax.finetune", "--config=configs/glue.py", "--show_config"])
+    proc.returncode, proc.stdout, proc.stderr
 """
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import runpy
@@ -51,11 +51,11 @@ class Forks:
     if ready.strip() != "ready":
       raise RuntimeError(f"the command server did not start: {ready!r}")
 
-  def run(self, argv: list[str], timeout: float = 300) -> subprocess.CompletedProcess:
-    """`python -m argv[0] argv[1:]` in a child of the server: its status and output."""
-    del timeout  # The child runs a command that exits; the server waits for it.
+  def run(self, argv: list[str], stdin: str | None = None) -> subprocess.CompletedProcess:
+    """`python -m argv[0] argv[1:]` in a child of the server, reading `stdin` (text) as its
+    standard input (none: an empty one): its status and output."""
     with self._lock:
-      self._proc.stdin.write(json.dumps(argv) + "\n")
+      self._proc.stdin.write(json.dumps({"argv": argv, "stdin": stdin or ""}) + "\n")
       self._proc.stdin.flush()
       reply = json.loads(self._proc.stdout.readline())
     return subprocess.CompletedProcess([sys.executable, "-m", *argv], reply["returncode"],
@@ -73,13 +73,31 @@ class Forks:
     self.close()
 
 
-def _child(argv: list[str], out_path: str, err_path: str) -> None:
-  """In the forked child: output to the files, run the module as `python -m` would, exit."""
+_SHARED: list[Forks] = []  # This process's server (`shared`).
+
+
+def shared() -> Forks:
+  """This process's command server, started on first use and closed when the process exits
+  (the `forks` fixture, and the tests' command helpers, use it)."""
+  if not _SHARED:
+    _SHARED.append(Forks())
+    atexit.register(_SHARED[0].close)
+  return _SHARED[0]
+
+
+def run(argv: list[str], stdin: str | None = None) -> subprocess.CompletedProcess:
+  """`python -m argv...` in a child of this process's server (`shared`)."""
+  return shared().run(argv, stdin=stdin)
+
+
+def _child(argv: list[str], in_path: str, out_path: str, err_path: str) -> None:
+  """In the forked child: input and output from and to the files, run the module as
+  `python -m` would, exit with its status."""
   code = 0
   try:
     with open(out_path, "wb") as out, open(err_path, "wb") as err, \
-        open(os.devnull, "rb") as null:
-      os.dup2(null.fileno(), 0)
+        open(in_path, "rb") as given:
+      os.dup2(given.fileno(), 0)
       os.dup2(out.fileno(), 1)
       os.dup2(err.fileno(), 2)
     sys.argv = [argv[0], *argv[1:]]
@@ -110,12 +128,14 @@ def _serve() -> None:
   protocol = sys.stdout
   print("ready", file=protocol, flush=True)
   for line in sys.stdin:
-    argv = json.loads(line)
+    request = json.loads(line)
     with tempfile.TemporaryDirectory() as scratch:
-      out_path, err_path = os.path.join(scratch, "out"), os.path.join(scratch, "err")
+      in_path, out_path, err_path = (os.path.join(scratch, n) for n in ("in", "out", "err"))
+      with open(in_path, "w", encoding="utf-8") as f:
+        f.write(request["stdin"])
       pid = os.fork()
       if pid == 0:
-        _child(argv, out_path, err_path)
+        _child(request["argv"], in_path, out_path, err_path)
       _, status = os.waitpid(pid, 0)
       code = os.waitstatus_to_exitcode(status)
       read = lambda path: open(path, encoding="utf-8", errors="replace").read()  # pylint: disable=unspecified-encoding

@@ -130,5 +130,4 @@ def forks():
   seconds a new Python spends importing JAX. For commands that check and exit (flags, configs,
   errors, --help); a test of what a cold start prints runs a real subprocess."""
   from tests import cli_forks  # pylint: disable=import-outside-toplevel
-  with cli_forks.Forks() as server:
-    yield server
+  return cli_forks.shared()

@@ -7,8 +7,6 @@ is downloaded.
 
 import json
 import os
-import subprocess
-import sys
 
 import jax
 import jax.numpy as jnp
@@ -21,6 +19,7 @@ from electra_jax.training import pretrained
 from electra_jax.data import tokenizer as tokenizer_lib
 from electra_jax.errors import ElectraError
 from electra_jax.models import electra
+from tests import cli_forks
 from tests.testing import REPO
 
 torch = pytest.importorskip("torch")
@@ -474,9 +473,8 @@ def test_generator_embeddings_that_differ():
 
 
 def run_cli(*args):
-  env = {**os.environ, "JAX_PLATFORMS": "cpu", "TF_CPP_MIN_LOG_LEVEL": "3"}
-  return subprocess.run([sys.executable, "-m", "electra_jax.convert", *args], cwd=REPO,
-                        env=env, capture_output=True, text=True, timeout=300, check=False)
+  """`python -m electra_jax.convert ARGS`, forked from a warm process (tests/cli_forks.py)."""
+  return cli_forks.run(["electra_jax.convert", *args])
 
 
 def test_cli_end_to_end(hf_dirs, tmp_path):

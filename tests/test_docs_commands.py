@@ -23,7 +23,6 @@ import os
 import re
 import shlex
 import subprocess
-import sys
 
 import pytest
 
@@ -154,26 +153,10 @@ def documented_commands() -> list[DocCommand]:
 COMMANDS = documented_commands()
 
 
-_FORKS: list[cli_forks.Forks] = []  # The module's command server (see `forks`).
-
-
-@pytest.fixture(scope="module", autouse=True)
-def forks():
-  """One warm command server for the module's commands: each runs in a child forked from it
-  (tests/cli_forks.py), as a fresh `python -m` would, without importing JAX sixty times."""
-  with cli_forks.Forks() as server:
-    _FORKS.append(server)
-    yield server
-    _FORKS.remove(server)
-
-
 def _run(argv: list[str]) -> subprocess.CompletedProcess:
-  """`python -m argv...` from the repository root, in a child of the module's server."""
-  if not _FORKS:  # Outside a test of this module (the reader's own cases): a real process.
-    return subprocess.run([sys.executable, "-m", *argv], cwd=testing.REPO,
-                          env=testing.main_env(), capture_output=True, text=True, timeout=300,
-                          check=False)
-  return _FORKS[0].run(argv)
+  """`python -m argv...` from the repository root, in a child forked from a warm process
+  (tests/cli_forks.py), as a fresh `python -m` would run it, without importing JAX 113 times."""
+  return cli_forks.run(argv)
 
 
 @functools.lru_cache(maxsize=None)

@@ -4,8 +4,6 @@ ranks originals above their corrupted variants."""
 
 import json
 import os
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -18,6 +16,7 @@ from electra_jax.score import edits
 from electra_jax.score import evaluate
 from electra_jax.score import load_scorer
 from electra_jax.score import windows
+from tests import cli_forks
 from tests import testing
 from tests.test_wordpiece import bert_layout_vocab
 
@@ -324,9 +323,9 @@ def test_a_shuffle_that_cannot_change_the_text_is_none():
 
 
 def _cli(*args, stdin=None):
-  env = {**os.environ, "JAX_PLATFORMS": "cpu", "TF_CPP_MIN_LOG_LEVEL": "3"}
-  return subprocess.run([sys.executable, "-m", "electra_jax.score", *args], input=stdin,
-                        capture_output=True, text=True, cwd=testing.REPO, env=env, check=False)
+  """`python -m electra_jax.score ARGS < STDIN`, forked from a warm process
+  (tests/cli_forks.py)."""
+  return cli_forks.run(["electra_jax.score", *args], stdin=stdin)
 
 
 def test_cli_keeps_input_order_and_reports_what_it_cannot_score(pretrained_fast):

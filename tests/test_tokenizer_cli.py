@@ -2,13 +2,12 @@
 and one-line errors."""
 
 import os
-import subprocess
-import sys
 
 import pytest
 
 from electra_jax.data import corpus
 from electra_jax.data import tokenizer as tokenizer_lib
+from tests import cli_forks
 from tests import testing
 
 VOCAB_SIZE = 400
@@ -16,10 +15,9 @@ CASED_SENTENCE = "The Python Module returns None."
 
 
 def run_tokenizer(*args):
-  env = dict(os.environ, JAX_PLATFORMS="cpu", TF_CPP_MIN_LOG_LEVEL="3")
-  return subprocess.run([sys.executable, "-m", "electra_jax.data.tokenizer", *args],
-                        cwd=testing.REPO, env=env, capture_output=True, text=True, timeout=300,
-                        check=False)
+  """`python -m electra_jax.data.tokenizer ARGS`, forked from a warm process
+  (tests/cli_forks.py)."""
+  return cli_forks.run(["electra_jax.data.tokenizer", *args])
 
 
 def last_line(proc):
