@@ -6,6 +6,11 @@ parameter groups, the loss and metrics, the progress-line fields, the evaluation
 FLOPs per step; the core gives the sharded state, the jitted steps, the optimizer, the step loop,
 the metrics log and checkpoints. `build_setup` and `evaluate` are separate so that tests and
 the benchmark use exactly the code that training runs.
+
+A run checks its config once (`validation.validate`), at `train_and_evaluate`'s entry, after an
+initial checkpoint's shape has been taken into it; every step after that trusts the config
+(`setup_of_validated` builds the setup without checking again). `build_setup` and
+`flops_per_step` are entries of their own (tests, the benchmark, experiments) and check theirs.
 """
 
 from __future__ import annotations
@@ -111,12 +116,24 @@ def flops_per_step(config: ml_collections.ConfigDict) -> float:
 def build_setup(config: ml_collections.ConfigDict, special_ids: objectives.SpecialIds,
                 devices=None, unigram_counts: np.ndarray | None = None,
                 starts_word: np.ndarray | None = None) -> Setup:
-  """The objective, optimizer, mesh, shardings and jitted steps for `config`.
+  """The objective, optimizer, mesh, shardings and jitted steps for `config`, which is checked
+  first (`validation.validate`): the entry for tests and the benchmark.
 
   `unigram_counts`: the training data's token counts (objective.generator="unigram");
   `starts_word`: the tokenizer's word-start table (objective.masking=whole_word or span).
+
+  Raises:
+    ElectraError: a config that cannot train (or whose batch or mesh do not fit the devices).
   """
   validation.validate(config)
+  return setup_of_validated(config, special_ids, devices, unigram_counts, starts_word)
+
+
+def setup_of_validated(config: ml_collections.ConfigDict, special_ids: objectives.SpecialIds,
+                       devices=None, unigram_counts: np.ndarray | None = None,
+                       starts_word: np.ndarray | None = None) -> Setup:
+  """`build_setup` for a config that `validation.validate` has passed already (training checks
+  its config once, at `train_and_evaluate`'s entry): the same setup, without checking again."""
   objective = objectives.build_objective(config, special_ids, unigram_counts, starts_word)
   t = config.train
   settings = optimizer_settings(t)
@@ -174,8 +191,10 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str,
     NonFiniteLoss: a step's loss was not finite (train.nonfinite_policy="stop").
     ElectraError: any other problem with the config, the data or the workdir.
   """
-  config, tokenizer_copy = _resolve_init(config, workdir, explicit_fields)
+  config, source = _resolve_init(config, workdir, explicit_fields)
+  # The run's one check of its config: everything below trusts it (`setup_of_validated`).
   validation.validate(config)
+  config, tokenizer_copy = _adopt_initial_checkpoint(config, source, workdir)
   objectives.objective_class(config.objective.name)  # An unknown name fails before the data.
   _check_shared_setup(config, workdir)
   # Check the mesh and batch before the (slower) data preparation.
@@ -221,18 +240,76 @@ _STOPPED_IN_STARTUP = ("during start-up, {stage}; no checkpoint was written by t
                        "command again to go on")
 
 
+@dataclasses.dataclass
+class _Start:
+  """Where a run starts: its setup and state (restored, or new), the config it runs with (a
+  resumed checkpoint's parameter layout kept), the data position (batches already read) and
+  what it started from (`continued.Provenance` as JSON; None from scratch)."""
+  setup: Setup
+  state: TrainState
+  config: ml_collections.ConfigDict
+  data_position: int
+  provenance: dict[str, Any] | None
+  step: int  # The state's step.
+
+
 def _train_with(ckpt: checkpoints.Checkpointer, config: ml_collections.ConfigDict,
                 workdir: str, peak: float, allow_config_change: bool) -> dict[str, float]:
-  """`train_and_evaluate` with the workdir's open checkpoints."""
-  from electra_jax.data import pipeline  # pylint: disable=import-outside-toplevel
-  is_chief = jax.process_index() == 0
+  """`train_and_evaluate` with the workdir's open checkpoints (`config` validated): prepare
+  the data, restore or start, then run the step loop."""
   # A config that cannot resume this workdir fails before the (slower) data preparation.
   _check_resume_config(ckpt, config, allow_config_change)
   # After the checks that fail at once, so that a refused config prints nothing before its error.
   compilation_cache.enable(config.train.compilation_cache_dir, workdir)
+  data = _prepare_data(config, workdir)
+  start = _restore_or_start_with_data(ckpt, config, workdir, data, allow_config_change)
+  config = start.config
+  _write_run_files(workdir, config, start.provenance)
+  start_step = start.step
+  log = metrics_lib.MetricsLog(fileio.join(workdir, "tensorboard"),
+                               fileio.join(workdir, "metrics.jsonl"), jax.process_index() == 0,
+                               start_step=start_step)
+  total = config.train.num_train_steps
+  stop_at = min(total, config.train.stop_at_step) if config.train.stop_at_step > 0 else total
+  if start_step == 0:
+    log.write_hparams(_flat_hparams(config))
+  hosts = {"process_index": jax.process_index(), "process_count": jax.process_count()}
+  train_iter = data.train_iterator(config.train.batch_size, config.seed,
+                                   position=start.data_position, **hosts)
+  eval_batches = data.eval_batches(config.train.batch_size, config.train.eval_batches, **hosts)
+  _warn_about_settings(config, eval_batches)
+  save = _checkpoint_saver(ckpt, start, data)
+  _log_training_plan(start, total)
+  if start_step >= stop_at:
+    logging.info("Nothing to do: the newest checkpoint is at step %d and the run stops at %d",
+                 start_step, stop_at)
+  interrupt.check(_STOPPED_IN_STARTUP.format(stage="before the first step"))
+  progress = loop.Progress(fields=start.setup.objective.progress_fields)
+  _evaluate_at_start(start, eval_batches, log, progress)
+  try:
+    result = _run_steps(start, train_iter, eval_batches, log, progress, save, stop_at, peak)
+  finally:
+    # Even when training fails, let checkpoints already started finish writing.
+    ckpt.wait()
+    log.close()
+  return _finish(result, workdir, total)
+
+
+def _prepare_data(config: ml_collections.ConfigDict, workdir: str):
+  """The run's source, tokenizer and examples (`pipeline.build_pretraining_data`); a signal
+  that arrived meanwhile stops the run here."""
+  from electra_jax.data import pipeline  # pylint: disable=import-outside-toplevel
   data = pipeline.build_pretraining_data(config.data, workdir, config.model.vocab_size,
                                          config.seed)
   interrupt.check(_STOPPED_IN_STARTUP.format(stage="after preparing the data"))
+  return data
+
+
+def _restore_or_start_with_data(ckpt: checkpoints.Checkpointer,
+                                config: ml_collections.ConfigDict, workdir: str, data,
+                                allow_config_change: bool) -> _Start:
+  """`_restore_or_start` with the tables the data gives (special ids, unigram counts, word
+  starts), and the train step loaded rather than compiled with `train.compiled_step`."""
   counts = None
   if objectives.needs_unigram_counts(config):
     counts = _unigram_counts(data, workdir, config.model.vocab_size)
@@ -249,25 +326,26 @@ def _train_with(ckpt: checkpoints.Checkpointer, config: ml_collections.ConfigDic
     setup = dataclasses.replace(setup, trainer=dataclasses.replace(setup.trainer,
                                                                    train_jit=loaded))
     logging.info("Train step loaded from %s (not compiled)", config.train.compiled_step)
-  trainer = setup.trainer
-  if is_chief:
-    fileio.write_atomic(fileio.join(workdir, "config.json"), config.to_json_best_effort(indent=2))
-    if provenance is not None:
-      fileio.write_atomic(fileio.join(workdir, continued.PROVENANCE_FILE),
-                          json.dumps(provenance, indent=2))
+  return _Start(setup=setup, state=state, config=config, data_position=data_position,
+                provenance=provenance, step=int(jax.device_get(state.step)))
 
-  start_step = int(jax.device_get(state.step))
-  log = metrics_lib.MetricsLog(fileio.join(workdir, "tensorboard"),
-                               fileio.join(workdir, "metrics.jsonl"), is_chief,
-                               start_step=start_step)
-  total = config.train.num_train_steps
-  stop_at = min(total, config.train.stop_at_step) if config.train.stop_at_step > 0 else total
-  if start_step == 0:
-    log.write_hparams(_flat_hparams(config))
-  hosts = {"process_index": jax.process_index(), "process_count": jax.process_count()}
-  train_iter = data.train_iterator(config.train.batch_size, config.seed, position=data_position,
-                                   **hosts)
-  eval_batches = data.eval_batches(config.train.batch_size, config.train.eval_batches, **hosts)
+
+def _write_run_files(workdir: str, config: ml_collections.ConfigDict,
+                     provenance: dict[str, Any] | None) -> None:
+  """WORKDIR/config.json (the config the run trains with) and, for a continued run, its
+  provenance file; written by the first process."""
+  if jax.process_index() != 0:
+    return
+  fileio.write_atomic(fileio.join(workdir, "config.json"), config.to_json_best_effort(indent=2))
+  if provenance is not None:
+    fileio.write_atomic(fileio.join(workdir, continued.PROVENANCE_FILE),
+                        json.dumps(provenance, indent=2))
+
+
+def _warn_about_settings(config: ml_collections.ConfigDict,
+                         eval_batches: list[dict[str, np.ndarray]]) -> None:
+  """Warnings for settings that run but are probably not meant (`validation.advice`), too few
+  held-out examples, or none (evaluation then is off)."""
   for warning in validation.advice(config):
     logging.warning("%s", warning)
   # Distinct sequences: a held-out set smaller than a batch is repeated to fill it.
@@ -278,22 +356,20 @@ def _train_with(ckpt: checkpoints.Checkpointer, config: ml_collections.ConfigDic
   if config.train.eval_every_steps and not eval_batches:
     logging.warning("No held-out examples (data.eval_fraction=0 and no data.eval_files, or "
                     "shards built without --eval_fraction): evaluation is off")
+
+
+def _checkpoint_saver(ckpt: checkpoints.Checkpointer, start: _Start, data):
+  """The loop's `save(step, state)`: a checkpoint with the metadata that resuming, fine-tuning,
+  conversion and scoring read (data position, config, tokenizer, encoder, provenance)."""
+  config, setup = start.config, start.setup
   # Recorded in every checkpoint, so fine-tuning, conversion and scoring find the vocabulary
   # and the encoder.
   tokenizer_info = pretrained.TokenizerInfo.of(data.tokenizer).to_json()
-  flops_per_step = setup.flops_per_step
-  num_params = sum(int(np.prod(x.shape)) for x in jax.tree.leaves(state.params))
-  accum_steps = config.train.get("grad_accum_steps", 1)
-  accumulation = (f" (gradients accumulated over {accum_steps} microbatches of "
-                  f"{config.train.batch_size // accum_steps})" if accum_steps > 1 else "")
-  logging.info("Training steps %d..%d, %d devices, mesh %s, objective %s, %.2fM parameters, "
-               "batch %d%s, %.3g FLOPs per step", start_step, total, len(jax.devices()),
-               dict(trainer.mesh.shape), setup.objective.name, num_params / 1e6,
-               config.train.batch_size, accumulation, flops_per_step)
+  start_step = start.step
 
   def save(step, state):
     # One batch per step: the data position follows the step (the prefetcher reads ahead).
-    position = data_position + step - start_step
+    position = start.data_position + step - start_step
     ckpt.save(step, state, {"step": step, "data_position": position,
                             "data_examples": position * config.train.batch_size,
                             "config": json.loads(config.to_json_best_effort()),
@@ -302,39 +378,67 @@ def _train_with(ckpt: checkpoints.Checkpointer, config: ml_collections.ConfigDic
                             # Where this start's text came from (the corpus's hash, if any).
                             "data_source": data.provenance(),
                             # What a continued run started from (None from scratch).
-                            "init_checkpoint": provenance})
+                            "init_checkpoint": start.provenance})
+  return save
 
-  if start_step >= stop_at:
-    logging.info("Nothing to do: the newest checkpoint is at step %d and the run stops at %d",
-                 start_step, stop_at)
-  interrupt.check(_STOPPED_IN_STARTUP.format(stage="before the first step"))
-  progress = loop.Progress(fields=setup.objective.progress_fields)
-  if (start_step == 0 and eval_batches and config.train.eval_every_steps
-      and (provenance is not None or config.train.get("eval_at_start", False))):
-    # Where the imported (or new) model starts, before any update.
-    first = evaluate(setup, state, eval_batches, config.seed)
-    log.write_scalars(0, {f"eval/{k}": v for k, v in first.items()})
-    logging.info("%seval at step 0 (before training%s): %s", progress.prefix,
-                 ", the initial checkpoint's weights" if provenance is not None else "",
-                 " | ".join(f"{k} {v:.4f}" for k, v in sorted(first.items())))
-  try:
-    result = loop.run(
-        trainer=trainer, state=state, batches=train_iter, global_batch=config.train.batch_size,
-        start_step=start_step,
-        schedule=loop.Schedule(total_steps=total, stop_at=stop_at,
-                               log_every=config.train.log_every_steps,
-                               eval_every=config.train.eval_every_steps if eval_batches else 0,
-                               checkpoint_every=config.train.checkpoint_every_steps),
-        log=log, progress=progress,
-        tokens_per_step=config.train.batch_size * config.data.max_seq_length,
-        flops_per_step=flops_per_step, peak_flops_per_device=peak,
-        evaluate=lambda step, state: evaluate(setup, state, eval_batches, config.seed),
-        save=save, preemption=checkpoints.reached_preemption,
-        prefetch=config.train.prefetch_batches, nonfinite_policy=config.train.nonfinite_policy)
-  finally:
-    # Even when training fails, let checkpoints already started finish writing.
-    ckpt.wait()
-    log.close()
+
+def _log_training_plan(start: _Start, total: int) -> None:
+  """The line that opens training: steps, devices, mesh, objective, parameters (millions),
+  batch (and its microbatches), FLOPs per step."""
+  config, setup = start.config, start.setup
+  num_params = sum(int(np.prod(x.shape)) for x in jax.tree.leaves(start.state.params))
+  accum_steps = config.train.get("grad_accum_steps", 1)
+  accumulation = (f" (gradients accumulated over {accum_steps} microbatches of "
+                  f"{config.train.batch_size // accum_steps})" if accum_steps > 1 else "")
+  logging.info("Training steps %d..%d, %d devices, mesh %s, objective %s, %.2fM parameters, "
+               "batch %d%s, %.3g FLOPs per step", start.step, total, len(jax.devices()),
+               dict(setup.trainer.mesh.shape), setup.objective.name, num_params / 1e6,
+               config.train.batch_size, accumulation, setup.flops_per_step)
+
+
+def _evaluate_at_start(start: _Start, eval_batches: list[dict[str, np.ndarray]],
+                       log: metrics_lib.MetricsLog, progress: loop.Progress) -> None:
+  """A new run evaluates before its first update when it starts from an initial checkpoint
+  (where the imported model starts) or with train.eval_at_start."""
+  config = start.config
+  if not (start.step == 0 and eval_batches and config.train.eval_every_steps
+          and (start.provenance is not None or config.train.get("eval_at_start", False))):
+    return
+  first = evaluate(start.setup, start.state, eval_batches, config.seed)
+  log.write_scalars(0, {f"eval/{k}": v for k, v in first.items()})
+  logging.info("%seval at step 0 (before training%s): %s", progress.prefix,
+               ", the initial checkpoint's weights" if start.provenance is not None else "",
+               " | ".join(f"{k} {v:.4f}" for k, v in sorted(first.items())))
+
+
+def _run_steps(start: _Start, train_iter, eval_batches: list[dict[str, np.ndarray]],
+               log: metrics_lib.MetricsLog, progress: loop.Progress, save, stop_at: int,
+               peak: float) -> loop.Result:
+  """The shared step loop (`training.loop.run`) from the start's step to `stop_at`, with the
+  objective's evaluation and the checkpoint `save`; `peak`: peak FLOP/s per device (MFU)."""
+  config, setup = start.config, start.setup
+  t = config.train
+  return loop.run(
+      trainer=setup.trainer, state=start.state, batches=train_iter, global_batch=t.batch_size,
+      start_step=start.step,
+      schedule=loop.Schedule(total_steps=t.num_train_steps, stop_at=stop_at,
+                             log_every=t.log_every_steps,
+                             eval_every=t.eval_every_steps if eval_batches else 0,
+                             checkpoint_every=t.checkpoint_every_steps),
+      log=log, progress=progress,
+      tokens_per_step=t.batch_size * config.data.max_seq_length,
+      flops_per_step=setup.flops_per_step, peak_flops_per_device=peak,
+      evaluate=lambda step, state: evaluate(setup, state, eval_batches, config.seed),
+      save=save, preemption=checkpoints.reached_preemption,
+      prefetch=t.prefetch_batches, nonfinite_policy=t.nonfinite_policy)
+
+
+def _finish(result: loop.Result, workdir: str, total: int) -> dict[str, float]:
+  """The run's last evaluation, after its closing line; a preempted or signalled run raises.
+
+  Raises:
+    Interrupted: the run stopped before its last step (preemption, SIGTERM/SIGINT) and saved.
+  """
   if result.preempted:
     saved = fileio.join(workdir, "checkpoints", str(result.step))
     why = f"stopped by {result.signal}" if result.signal else "preempted"
@@ -343,7 +447,7 @@ def _train_with(ckpt: checkpoints.Checkpointer, config: ml_collections.ConfigDic
                       "same command again to resume from it")
   if result.signal:
     logging.warning("%s arrived at the last step; the run is complete", result.signal)
-  if is_chief:
+  if jax.process_index() == 0:
     logging.info("%s", closing_line(workdir, result.step, total))
   return result.last_eval
 
@@ -413,6 +517,9 @@ def _restore_or_start(ckpt: checkpoints.Checkpointer, config: ml_collections.Con
   Newer checkpoints that cannot be restored are moved aside (`Checkpointer.set_aside`) once an
   older one has restored; if none restores, nothing is moved and the run stops.
 
+  `config` has been validated; a checkpoint's config differs from it only in
+  `model.scan_layers` (the kept layout), which validation does not read.
+
   Raises:
     ElectraError: checkpoints exist but none restores, or the config cannot resume them.
   """
@@ -425,8 +532,8 @@ def _restore_or_start(ckpt: checkpoints.Checkpointer, config: ml_collections.Con
       continue
     try:
       if setup is None or setup.config.model.scan_layers != step_config.model.scan_layers:
-        setup = build_setup(step_config, special_ids, unigram_counts=counts,
-                            starts_word=starts_word)
+        setup = setup_of_validated(step_config, special_ids, unigram_counts=counts,
+                                   starts_word=starts_word)
       state, meta = ckpt.restore(step, setup.trainer.abstract_state())
     except checkpoints.CheckpointUnreadable as e:
       failures.append((step, str(e)))
@@ -441,7 +548,8 @@ def _restore_or_start(ckpt: checkpoints.Checkpointer, config: ml_collections.Con
     raise ElectraError(
         f"none of the {len(failures)} checkpoint(s) in {ckpt.directory} can be restored; the "
         f"newest: {failures[0][1]}")
-  setup = build_setup(config, special_ids, unigram_counts=counts, starts_word=starts_word)
+  setup = setup_of_validated(config, special_ids, unigram_counts=counts,
+                             starts_word=starts_word)
   state = setup.trainer.new_state(config.seed)
   if not config.get("init_checkpoint", ""):
     logging.info("Starting from scratch")
@@ -547,19 +655,21 @@ def _unigram_counts(data, workdir: str, vocab_size: int) -> np.ndarray:
 
 def _resolve_init(config: ml_collections.ConfigDict, workdir: str,
                   explicit_fields: Sequence[str]
-                  ) -> tuple[ml_collections.ConfigDict, tuple[str, str] | None]:
+                  ) -> tuple[ml_collections.ConfigDict, continued.Source | None]:
   """(`config` with the model's shape and tokenizer of `config.init_checkpoint` (unchanged
-  without one), (the checkpoint's tokenizer, its copy in the workdir) to copy at the first
-  start, or None). A workdir with checkpoints of its own resolves them from its newest
-  readable checkpoint's config instead (the initial checkpoint may be gone; the resume check
-  then compares the rest).
+  without one), the initial checkpoint read (None without one, or when resuming)). A workdir
+  with checkpoints of its own resolves them from its newest readable checkpoint's config
+  instead (the initial checkpoint may be gone; the resume check then compares the rest).
+
+  The config returned is not validated yet: `train_and_evaluate` does that next, then
+  `_adopt_initial_checkpoint`.
 
   Raises:
     ElectraError: see `continued.resolve_config` and `continued.check_tokenizer_size`.
   """
-  continued.check_choices(config)
   if not config.get("init_checkpoint", ""):
     return config, None
+  continued.check_choices(config)  # Before reading the checkpoint they describe.
   recorded = _recorded_config(workdir)
   if recorded is not None:
     data = recorded.get("data") or {}
@@ -574,34 +684,58 @@ def _resolve_init(config: ml_collections.ConfigDict, workdir: str,
   source = continued.read_source(config.init_checkpoint)
   resolved = continued.resolve_config(config, source.model_config, source.tokenizer,
                                       explicit_fields)
+  _check_tokenizer_fits(resolved, source, config.init_checkpoint)
+  return resolved, source
+
+
+def _check_tokenizer_fits(resolved: ml_collections.ConfigDict, source: continued.Source,
+                          init_checkpoint: str) -> None:
+  """The run's own tokenizer (the shards' or data.tokenizer_model, when it is not the
+  checkpoint's) has as many pieces as the checkpoint's vocabulary.
+
+  Raises:
+    ElectraError: see `continued.check_tokenizer_size`.
+  """
   from electra_jax.data import tokenizer as tokenizer_lib  # pylint: disable=import-outside-toplevel
   d = resolved.data
   if d.source == "shards":
     from electra_jax.data import shards  # pylint: disable=import-outside-toplevel
     manifest = shards.read_manifest(d.shards_dir)
     continued.check_tokenizer_size(manifest.vocab_size, source.model_config,
-                                   f"the shards' tokenizer ({d.shards_dir})",
-                                   config.init_checkpoint)
+                                   f"the shards' tokenizer ({d.shards_dir})", init_checkpoint)
   elif source.tokenizer is None or d.tokenizer_model != source.tokenizer.file:
     tokenizer = tokenizer_lib.load_tokenizer(d.tokenizer_model, d.tokenizer_type, d.lowercase)
     continued.check_tokenizer_size(tokenizer.vocab_size, source.model_config,
                                    f"--config.data.tokenizer_model={d.tokenizer_model!r}",
-                                   config.init_checkpoint)
-  validation.validate(resolved)
-  continued.check_fits(resolved, source)  # A missing generator fails before the data.
-  copy = None
+                                   init_checkpoint)
+
+
+def _adopt_initial_checkpoint(config: ml_collections.ConfigDict,
+                              source: continued.Source | None, workdir: str
+                              ) -> tuple[ml_collections.ConfigDict, tuple[str, str] | None]:
+  """(`config` (validated, resolved by `_resolve_init`) reading the initial checkpoint's
+  tokenizer from its copy in the workdir, (the checkpoint's tokenizer, that copy) to copy at
+  the first start, or None). Nothing to do without a `source` (no initial checkpoint, or a
+  resumed workdir).
+
+  Raises:
+    ElectraError: the checkpoint lacks what the run needs (`continued.check_fits`).
+  """
+  if source is None:
+    return config, None
+  continued.check_fits(config, source)  # A missing generator fails before the data.
+  d = config.data
   if d.source != "shards" and source.tokenizer and d.tokenizer_model == source.tokenizer.file:
     target = fileio.join(fileio.absolute(workdir), pretrained.TOKENIZER_DIR,
                          fileio.basename(source.tokenizer.file))
-    copy = (source.tokenizer.file, target)
-    with resolved.unlocked():
-      resolved.data.tokenizer_model = target
+    with config.unlocked():
+      config.data.tokenizer_model = target
     logging.info("Tokenizer: the initial checkpoint's %s (%s, %d pieces), copied to %s",
                  source.tokenizer.file, source.tokenizer.kind,
                  source.model_config.vocab_size, target)
-  else:
-    logging.info("Tokenizer: %s", d.shards_dir if d.source == "shards" else d.tokenizer_model)
-  return resolved, copy
+    return config, (source.tokenizer.file, target)
+  logging.info("Tokenizer: %s", d.shards_dir if d.source == "shards" else d.tokenizer_model)
+  return config, None
 
 
 def _recorded_config(workdir: str) -> dict[str, Any] | None:
