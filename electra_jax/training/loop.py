@@ -130,26 +130,102 @@ def run(*, trainer: Trainer, state: TrainState, batches: Iterator[Mapping[str, A
   """
   if nonfinite_policy not in NONFINITE_POLICIES:
     raise ValueError(f"nonfinite_policy={nonfinite_policy!r}; one of {NONFINITE_POLICIES}")
-  pending: list = []
   in_flight: collections.deque = collections.deque()  # Metrics of steps not known to be done.
   last_eval: dict[str, float] = {}
-  devices = jax.device_count()
+  throughput = _Throughput(tokens_per_step, flops_per_step, peak_flops_per_device,
+                           jax.device_count())
   step = start_step
   preempted = False
-  last_saved = start_step if start_step > 0 else None
-  skipped = 0
+  saver = _Saver(save, last_saved=start_step if start_step > 0 else None)
+  nonfinite = _NonfiniteSteps(nonfinite_policy, progress.prefix)
   device_batches = prefetch_lib.Prefetcher(
       batches, lambda b: trainer.put_batch(b, global_batch),
       depth=prefetch if step < schedule.stop_at else 0)
-  window_start, window_steps = time.perf_counter(), 0
+  window = _Window()
+  stop = interrupt.GracefulStop(enabled=stop_on_signals and jax.process_count() == 1)
+  with stop, device_batches:
+    while step < schedule.stop_at:
+      state, step_metrics = trainer.train_step(state, next(device_batches))
+      window.add(step_metrics)
+      _bound_steps_ahead(in_flight, step_metrics)
+      step += 1
+      if step == start_step + 1 and step < schedule.stop_at and step % schedule.log_every:
+        # The first step of a process includes compiling it: time the window from its end, so
+        # that the first speed and ETA are the steps' own (minutes of compilation otherwise
+        # inflate the ETA of the first line).
+        jax.block_until_ready(step_metrics)
+        window.restart()
+      if step % schedule.log_every == 0 or step == schedule.stop_at:
+        _log_window(window, nonfinite, step, saver.last_saved, throughput, log, progress,
+                    schedule.total_steps)
+      elif window.pending and nonfinite_policy == "stop" and (
+          stop.requested or saver.due(schedule, step)):
+        # About to save between log steps: never save past a non-finite step.
+        nonfinite.check(jax.device_get([{NONFINITE: m[NONFINITE]} for m in window.pending]),
+                        step, saver.last_saved)
+      if evaluate is not None and schedule.eval_due(step):
+        last_eval = _evaluate(evaluate, step, state, log, progress)
+        window.restart()
+      if _save_and_stop(saver, schedule, step, state, stop, preemption):
+        preempted = True
+        break
+  return Result(state=state, step=step, last_eval=last_eval, preempted=preempted,
+                signal=stop.requested, nonfinite_steps=nonfinite.skipped)
 
-  def check_finite(window: list, last_step: int) -> int:
-    """The number of non-finite steps among the `window` metrics (steps ..last_step)."""
+
+class _Window:
+  """The train steps since the last log line: their metrics (still on the devices until the
+  log step pulls them) and when their timing started (`time.perf_counter`, seconds)."""
+
+  def __init__(self):
+    self.pending: list = []
+    self.restart()
+
+  def restart(self) -> None:
+    """Times the window from now (its metrics stay)."""
+    self.start, self.steps = time.perf_counter(), 0
+
+  def add(self, step_metrics) -> None:
+    self.pending.append(step_metrics)
+    self.steps += 1
+
+  def take(self) -> list:
+    """The window's metrics on the host; the window is empty after."""
+    window = jax.device_get(self.pending)
+    self.pending.clear()
+    return window
+
+  def steps_per_s(self) -> float:
+    return self.steps / (time.perf_counter() - self.start)
+
+
+def _bound_steps_ahead(in_flight: collections.deque, step_metrics) -> None:
+  """Queues the step's metrics; waits for the oldest step when more than `MAX_STEPS_AHEAD`
+  are queued (the host dispatches at most that many steps ahead of the devices)."""
+  in_flight.append(step_metrics)
+  if len(in_flight) > MAX_STEPS_AHEAD:
+    jax.block_until_ready(in_flight.popleft())
+
+
+@dataclasses.dataclass
+class _NonfiniteSteps:
+  """Counts the steps with a non-finite loss (`policy`="skip", with a warning), or stops the
+  run at the first (`policy`="stop")."""
+  policy: str
+  prefix: str  # The progress line's prefix, for the warning.
+  skipped: int = 0
+
+  def check(self, window: list, last_step: int, last_saved: int | None) -> None:
+    """`window`: the host metrics of steps ..last_step (their NONFINITE flags).
+
+    Raises:
+      NonFiniteLoss: policy "stop" and a step of the window was not finite.
+    """
     flags = [float(m[NONFINITE][0]) for m in window]
     if not any(flags):
-      return 0
+      return
     first = last_step - len(window) + 1 + next(i for i, f in enumerate(flags) if f)
-    if nonfinite_policy == "stop":
+    if self.policy == "stop":
       raise NonFiniteLoss(
           f"the loss was not finite at step {first} (the parameters were not updated by that "
           "step or any later one)"
@@ -159,71 +235,91 @@ def run(*, trainer: Trainer, state: TrainState, batches: Iterator[Mapping[str, A
           "train.nonfinite_policy=skip to skip such steps")
     count = int(sum(flags))
     logging.warning("%s%d step(s) with a non-finite loss skipped between steps %d and %d "
-                    "(train.nonfinite_policy=skip)", progress.prefix, count, first, last_step)
-    return count
+                    "(train.nonfinite_policy=skip)", self.prefix, count, first, last_step)
+    self.skipped += count
 
-  stop = interrupt.GracefulStop(enabled=stop_on_signals and jax.process_count() == 1)
-  with stop, device_batches:
-    while step < schedule.stop_at:
-      state, step_metrics = trainer.train_step(state, next(device_batches))
-      pending.append(step_metrics)
-      in_flight.append(step_metrics)
-      if len(in_flight) > MAX_STEPS_AHEAD:
-        jax.block_until_ready(in_flight.popleft())
-      step += 1
-      window_steps += 1
-      if step == start_step + 1 and step < schedule.stop_at and step % schedule.log_every:
-        # The first step of a process includes compiling it: time the window from its end, so
-        # that the first speed and ETA are the steps' own (minutes of compilation otherwise
-        # inflate the ETA of the first line).
-        jax.block_until_ready(step_metrics)
-        window_start, window_steps = time.perf_counter(), 0
-      if step % schedule.log_every == 0 or step == schedule.stop_at:
-        window = jax.device_get(pending)
-        pending.clear()
-        skipped += check_finite(window, step)
-        accumulator = metrics_lib.RatioAccumulator()
-        for m in window:
-          accumulator.add({k: v for k, v in m.items() if k != NONFINITE})
-        values = accumulator.result(skip_empty=True)
-        if skipped:
-          values[NONFINITE] = float(skipped)
-        steps_per_s = window_steps / (time.perf_counter() - window_start)
-        values["steps_per_s"] = steps_per_s
-        if tokens_per_step:
-          values["tokens_per_s"] = steps_per_s * tokens_per_step
-        if flops_per_step:
-          values["total_flops"] = step * flops_per_step
-          values["model_tflops_per_s"] = flops_per_step * steps_per_s / 1e12
-          if peak_flops_per_device:
-            values["mfu"] = flops_per_step * steps_per_s / (peak_flops_per_device * devices)
-        log.write_scalars(step, {f"train/{k}": v for k, v in values.items()})
-        logging.info("%s", progress.line(step, schedule.total_steps, values))
-        window_start, window_steps = time.perf_counter(), 0
-      elif pending and nonfinite_policy == "stop" and (
-          stop.requested or (save is not None and schedule.checkpoint_due(step))):
-        # About to save between log steps: never save past a non-finite step.
-        check_finite(jax.device_get([{NONFINITE: m[NONFINITE]} for m in pending]), step)
-      if evaluate is not None and schedule.eval_due(step):
-        last_eval = evaluate(step, state)
-        log.write_scalars(step, {f"eval/{k}": v for k, v in last_eval.items()})
-        logging.info("%seval at step %d: %s", progress.prefix, step,
-                     " | ".join(f"{k} {v:.4f}" for k, v in sorted(last_eval.items())))
-        window_start, window_steps = time.perf_counter(), 0
-      if save is not None and schedule.checkpoint_due(step):
-        save(step, state)
-        last_saved = step
-      if stop.requested and step < schedule.stop_at:
-        if save is not None and last_saved != step:
-          save(step, state)
-          last_saved = step
-        preempted = True
-        break
-      if save is not None and preemption is not None and preemption(step):
-        logging.warning("Preemption announced at step %d: saving and stopping", step)
-        if last_saved != step:
-          save(step, state)
-        preempted = True
-        break
-  return Result(state=state, step=step, last_eval=last_eval, preempted=preempted,
-                signal=stop.requested, nonfinite_steps=skipped)
+
+@dataclasses.dataclass(frozen=True)
+class _Throughput:
+  """What the speed fields of a log line derive from: tokens and FLOPs per step (0: unknown),
+  peak FLOP/s per device (0: unknown, no MFU) and the device count."""
+  tokens_per_step: int
+  flops_per_step: float
+  peak_flops_per_device: float
+  devices: int
+
+  def values(self, step: int, steps_per_s: float) -> dict[str, float]:
+    """steps/s, tokens/s, cumulative FLOPs, model TFLOP/s and MFU (those it can know)."""
+    values = {"steps_per_s": steps_per_s}
+    if self.tokens_per_step:
+      values["tokens_per_s"] = steps_per_s * self.tokens_per_step
+    if self.flops_per_step:
+      values["total_flops"] = step * self.flops_per_step
+      values["model_tflops_per_s"] = self.flops_per_step * steps_per_s / 1e12
+      if self.peak_flops_per_device:
+        values["mfu"] = (self.flops_per_step * steps_per_s
+                         / (self.peak_flops_per_device * self.devices))
+    return values
+
+
+def _log_window(window: _Window, nonfinite: _NonfiniteSteps, step: int, last_saved: int | None,
+                throughput: _Throughput, log: metrics_lib.MetricsLog, progress: Progress,
+                total_steps: int) -> None:
+  """A log step: the window's metrics averaged exactly, checked for non-finite steps, with its
+  speed, written as train/<name> and shown as the progress line; the next window starts."""
+  metrics = window.take()
+  nonfinite.check(metrics, step, last_saved)
+  accumulator = metrics_lib.RatioAccumulator()
+  for m in metrics:
+    accumulator.add({k: v for k, v in m.items() if k != NONFINITE})
+  values = accumulator.result(skip_empty=True)
+  if nonfinite.skipped:
+    values[NONFINITE] = float(nonfinite.skipped)
+  values.update(throughput.values(step, window.steps_per_s()))
+  log.write_scalars(step, {f"train/{k}": v for k, v in values.items()})
+  logging.info("%s", progress.line(step, total_steps, values))
+  window.restart()
+
+
+def _evaluate(evaluate: Callable[[int, TrainState], dict[str, float]], step: int,
+              state: TrainState, log: metrics_lib.MetricsLog, progress: Progress
+              ) -> dict[str, float]:
+  """The job's evaluation at `step`, written as eval/<name> and logged."""
+  metrics = evaluate(step, state)
+  log.write_scalars(step, {f"eval/{k}": v for k, v in metrics.items()})
+  logging.info("%seval at step %d: %s", progress.prefix, step,
+               " | ".join(f"{k} {v:.4f}" for k, v in sorted(metrics.items())))
+  return metrics
+
+
+@dataclasses.dataclass
+class _Saver:
+  """The job's `save` callback (None: it saves nothing) and the last step it saved."""
+  save: Callable[[int, TrainState], None] | None
+  last_saved: int | None
+
+  def due(self, schedule: Schedule, step: int) -> bool:
+    return self.save is not None and schedule.checkpoint_due(step)
+
+  def __call__(self, step: int, state: TrainState) -> None:
+    self.save(step, state)
+    self.last_saved = step
+
+
+def _save_and_stop(saver: _Saver, schedule: Schedule, step: int, state: TrainState,
+                   stop: interrupt.GracefulStop, preemption: Callable[[int], bool] | None
+                   ) -> bool:
+  """Saves when the schedule says so; True (after saving `step`, unless saved already) when a
+  signal or an announced preemption stops the run here."""
+  if saver.due(schedule, step):
+    saver(step, state)
+  if stop.requested and step < schedule.stop_at:
+    if saver.save is not None and saver.last_saved != step:
+      saver(step, state)
+    return True
+  if saver.save is not None and preemption is not None and preemption(step):
+    logging.warning("Preemption announced at step %d: saving and stopping", step)
+    if saver.last_saved != step:
+      saver(step, state)
+    return True
+  return False
