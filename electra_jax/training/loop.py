@@ -5,6 +5,10 @@ checkpoints and the preemption path.
 iterator, what to show on the progress line (`Progress`), and callbacks for evaluation and
 saving. Metrics are averaged exactly over each logging window and written as `train/<name>`
 (plus steps/s, tokens/s, cumulative FLOPs and MFU when the job knows its FLOPs per step).
+
+`run` itself is the loop; each thing it does at a step is a named piece below it: the metric
+window (`_Window`), the non-finite check (`_NonfiniteSteps`), the log line (`_log_window`,
+`_Throughput`), evaluation (`_evaluate`) and saving or stopping (`_Saver`, `_save_and_stop`).
 """
 
 from __future__ import annotations
