@@ -370,6 +370,42 @@ def build(*, output: str, num_shards: int, tokenizer_model: str, input_patterns:
   """
   start = time.perf_counter()
   text = text or text_files.TextOptions()
+  _check_arguments(num_shards=num_shards, input_patterns=input_patterns, tfds=tfds,
+                   tokenizer_model=tokenizer_model, processes=processes,
+                   max_seq_length=max_seq_length, single_segment_prob=single_segment_prob,
+                   short_seq_prob=short_seq_prob, eval_fraction=eval_fraction, text=text)
+  tokenizer = _load_build_tokenizer(tokenizer_model, tokenizer_type, lowercase)
+  units_per_shard, source = _plan_input(input_patterns, tfds, text, num_shards)
+  _clear_output(output, overwrite)
+  spec = BuildSpec(
+      output=output, num_shards=num_shards,
+      tokenizer_file=_copy_tokenizer_into(output, tokenizer_model),
+      tokenizer_type=tokenizer.kind, lowercase=lowercase, max_seq_length=max_seq_length,
+      single_segment_prob=single_segment_prob, short_seq_prob=short_seq_prob, seed=seed,
+      eval_fraction=eval_fraction, text=text, units_per_shard=units_per_shard, tfds=tfds,
+      token_dtype=shards_lib.token_dtype(tokenizer.vocab_size))
+  results = _build_shards(spec, processes, progress, start)
+  manifest = _manifest_of(spec, results, tokenizer, tokenizer_model, source)
+  if manifest.examples("train") == 0:
+    raise ElectraError("the input produced no training examples (no text after cleanup and "
+                       "tokenization); check --input and --text_cleanup")
+  if eval_fraction:
+    _log_held_out_share(manifest, eval_fraction)
+  unigram.save_counts(fileio.join(output, unigram.FILE),
+                      np.sum([r["counts"] for r in results], axis=0))
+  fileio.write_atomic(fileio.join(output, shards_lib.MANIFEST), manifest.to_json())
+  return manifest
+
+
+def _check_arguments(*, num_shards: int, input_patterns: str, tfds: dict[str, Any] | None,
+                     tokenizer_model: str, processes: int, max_seq_length: int,
+                     single_segment_prob: float, short_seq_prob: float, eval_fraction: float,
+                     text: text_files.TextOptions) -> None:
+  """`build`'s arguments, checked before any work (named as the command's flags).
+
+  Raises:
+    ElectraError: the first argument that cannot work.
+  """
   text.validate(prefix="--")
   examples_lib.check_recipe(max_seq_length, single_segment_prob, short_seq_prob, prefix="--")
   if num_shards < 1:
@@ -383,37 +419,54 @@ def build(*, output: str, num_shards: int, tokenizer_model: str, input_patterns:
   if not tokenizer_model:
     raise ElectraError("--tokenizer_model is required: a sentencepiece .model or a WordPiece "
                        "vocab.txt (train one with python -m electra_jax.data.tokenizer train)")
+
+
+def _load_build_tokenizer(tokenizer_model: str, tokenizer_type: str, lowercase: bool):
+  """The tokenizer, its errors naming this command's flags rather than training's."""
   try:
-    tokenizer = tokenizer_lib.load_tokenizer(tokenizer_model, tokenizer_type, lowercase)
+    return tokenizer_lib.load_tokenizer(tokenizer_model, tokenizer_type, lowercase)
   except ElectraError as e:  # Its messages name the training flag; this command has its own.
     raise ElectraError(str(e).replace("--config.data.tokenizer_model", "--tokenizer_model")
                        .replace("--config.data.tokenizer_type", "--tokenizer_type")) from e
 
-  units_per_shard = None
+
+def _plan_input(input_patterns: str, tfds: dict[str, Any] | None,
+                text: text_files.TextOptions, num_shards: int
+                ) -> tuple[list | None, str]:
+  """(each shard's text units (`assign_files`; None for tfds, which each shard splits
+  evenly), the source as the manifest describes it). A tfds input is checked to exist."""
   if input_patterns:
     files = text_files.expand_patterns(input_patterns, "--input")
     splittable = text.cleanup == "none" and text.document_boundary == "blank_line"
     units_per_shard = assign_files(files, [fileio.size(f) for f in files], num_shards,
                                    splittable)
-    source = f"text files: {input_patterns}"
-  else:
-    from electra_jax.data import tfds_source  # pylint: disable=import-outside-toplevel
-    tfds_source.check_tfds_source(tfds["name"], tfds["split"], tfds.get("text_feature", "text"),
-                                  tfds.get("data_dir"))
-    source = f"tfds: {tfds['name']} split {tfds['split']}"
+    return units_per_shard, f"text files: {input_patterns}"
+  from electra_jax.data import tfds_source  # pylint: disable=import-outside-toplevel
+  tfds_source.check_tfds_source(tfds["name"], tfds["split"], tfds.get("text_feature", "text"),
+                                tfds.get("data_dir"))
+  return None, f"tfds: {tfds['name']} split {tfds['split']}"
 
-  _clear_output(output, overwrite)
+
+def _copy_tokenizer_into(output: str, tokenizer_model: str) -> str:
+  """Copies the tokenizer file to OUTPUT/tokenizer/ (the shards carry their vocabulary);
+  returns the copy's path."""
   tokenizer_dir = fileio.join(output, "tokenizer")
   fileio.makedirs(tokenizer_dir)
   tokenizer_file = fileio.join(tokenizer_dir, os.path.basename(tokenizer_model))
   fileio.write_atomic(tokenizer_file, fileio.read_bytes(tokenizer_model))
+  return tokenizer_file
 
-  spec = BuildSpec(
-      output=output, num_shards=num_shards, tokenizer_file=tokenizer_file,
-      tokenizer_type=tokenizer.kind, lowercase=lowercase, max_seq_length=max_seq_length,
-      single_segment_prob=single_segment_prob, short_seq_prob=short_seq_prob, seed=seed,
-      eval_fraction=eval_fraction, text=text, units_per_shard=units_per_shard, tfds=tfds,
-      token_dtype=shards_lib.token_dtype(tokenizer.vocab_size))
+
+def _build_shards(spec: BuildSpec, processes: int, progress: bool, start: float
+                  ) -> list[dict[str, Any]]:
+  """Every shard's job (`_build_shard_job`) in `processes` workers (0: every core; at most one
+  per shard), with a line per finished shard when `progress` (`start`: the build's
+  `time.perf_counter()`, for the seconds shown). Returns the jobs' results by shard index.
+
+  Raises:
+    Interrupted: SIGTERM/SIGINT; the directory is left without a manifest.
+  """
+  num_shards, output = spec.num_shards, spec.output
   processes = min(processes or os.cpu_count() or 1, num_shards)
   results = []
   jobs = [(spec, s) for s in range(num_shards)]
@@ -443,32 +496,29 @@ def build(*, output: str, num_shards: int, tokenizer_model: str, input_patterns:
       pool.terminate()
       pool.join()
     _remove_temporaries(output)
-
   results.sort(key=lambda r: r["shard"])
+  return results
+
+
+def _manifest_of(spec: BuildSpec, results: list[dict[str, Any]], tokenizer,
+                 tokenizer_model: str, source: str) -> shards_lib.Manifest:
+  """The directory's manifest from the shards' results (their text statistics merged and
+  logged)."""
   stats = text_files.TextStats()
   for result in results:
     stats.merge(result["stats"])
   stats.log("build input")
   splits = {split: [r["infos"][split] for r in results]
             for split in ("train", "eval") if split in results[0]["infos"]}
-  manifest = shards_lib.Manifest(
-      max_seq_length=max_seq_length, vocab_size=tokenizer.vocab_size,
+  return shards_lib.Manifest(
+      max_seq_length=spec.max_seq_length, vocab_size=tokenizer.vocab_size,
       token_dtype=spec.token_dtype,
       tokenizer={"kind": tokenizer.kind, "file": f"tokenizer/{os.path.basename(tokenizer_model)}",
-                 "lowercase": lowercase},
-      recipe={"seed": seed, "single_segment_prob": single_segment_prob,
-              "short_seq_prob": short_seq_prob, "eval_fraction": eval_fraction,
-              **dataclasses.asdict(text)},
+                 "lowercase": spec.lowercase},
+      recipe={"seed": spec.seed, "single_segment_prob": spec.single_segment_prob,
+              "short_seq_prob": spec.short_seq_prob, "eval_fraction": spec.eval_fraction,
+              **dataclasses.asdict(spec.text)},
       source=source, splits=splits, text_stats=dataclasses.asdict(stats))
-  if manifest.examples("train") == 0:
-    raise ElectraError("the input produced no training examples (no text after cleanup and "
-                       "tokenization); check --input and --text_cleanup")
-  if eval_fraction:
-    _log_held_out_share(manifest, eval_fraction)
-  unigram.save_counts(fileio.join(output, unigram.FILE),
-                      np.sum([r["counts"] for r in results], axis=0))
-  fileio.write_atomic(fileio.join(output, shards_lib.MANIFEST), manifest.to_json())
-  return manifest
 
 
 # --------------------------------------------------------------------------------------------
