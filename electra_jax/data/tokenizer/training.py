@@ -124,37 +124,11 @@ def train_sentencepiece(input_files: Sequence[str], model_prefix: str, vocab_siz
     with open(os.path.join(tmp_dir, "train.log"), "w", encoding="utf-8") as log:
       try:
         spm.SentencePieceTrainer.train(
-            **text,
-            model_prefix=tmp_prefix,
-            model_type="unigram",
-            vocab_size=vocab_size,
-            character_coverage=0.9999,
-            normalization_rule_name="nmt_nfkc_cf" if lowercase else "nmt_nfkc",
-            pad_id=0, pad_piece=PAD,
-            unk_id=1, unk_piece=UNK,
-            bos_id=-1, eos_id=-1,
-            control_symbols=[CLS, SEP, MASK],
-            byte_fallback=False,
-            input_sentence_size=input_sentence_size,
-            shuffle_input_sentence=True,
-            max_sentence_length=long_lines.max_bytes,
-            num_threads=os.cpu_count() or 1,
-            logstream=log,
-        )
+            **text, model_prefix=tmp_prefix, logstream=log,
+            **_sentencepiece_settings(vocab_size, lowercase, input_sentence_size,
+                                      long_lines.max_bytes))
       except (RuntimeError, OSError) as e:
-        message = str(e).strip()
-        if "too high" in message.lower():
-          raise ElectraError(
-              f"the corpus is too small for a {vocab_size}-piece vocabulary ({message}); "
-              f"set a smaller {vocab_size_flag} or train on more text") from e
-        if "smaller than required" in message.lower():
-          raise ElectraError(
-              f"a {vocab_size}-piece vocabulary cannot hold the corpus's characters ({message}); "
-              f"set a larger {vocab_size_flag}") from e
-        alternative = f", or pass a trained model with {model_flag}" if model_flag else ""
-        raise ElectraError(
-            f"training the sentencepiece tokenizer failed: {message}; check the training "
-            f"text files{alternative}") from e
+        raise _training_error(e, vocab_size, vocab_size_flag, model_flag) from e
     os.replace(tmp_prefix + ".vocab", model_prefix + ".vocab")
     os.replace(tmp_prefix + ".model", model_prefix + ".model")
   finally:
@@ -162,6 +136,48 @@ def train_sentencepiece(input_files: Sequence[str], model_prefix: str, vocab_siz
       os.remove(os.path.join(tmp_dir, name))
     os.rmdir(tmp_dir)
   return model_prefix + ".model"
+
+
+def _sentencepiece_settings(vocab_size: int, lowercase: bool, input_sentence_size: int,
+                            max_sentence_bytes: int) -> dict:
+  """`SentencePieceTrainer.train`'s settings of the project's unigram model: the special ids
+  (pad 0, unk 1, [CLS] [SEP] [MASK] as control symbols, no bos/eos), the normalisation
+  (case-folded with `lowercase`), a sample of `input_sentence_size` sentences, lines of at most
+  `max_sentence_bytes` UTF-8 bytes."""
+  return dict(
+      model_type="unigram",
+      vocab_size=vocab_size,
+      character_coverage=0.9999,
+      normalization_rule_name="nmt_nfkc_cf" if lowercase else "nmt_nfkc",
+      pad_id=0, pad_piece=PAD,
+      unk_id=1, unk_piece=UNK,
+      bos_id=-1, eos_id=-1,
+      control_symbols=[CLS, SEP, MASK],
+      byte_fallback=False,
+      input_sentence_size=input_sentence_size,
+      shuffle_input_sentence=True,
+      max_sentence_length=max_sentence_bytes,
+      num_threads=os.cpu_count() or 1,
+  )
+
+
+def _training_error(e: Exception, vocab_size: int, vocab_size_flag: str,
+                    model_flag: str | None) -> ElectraError:
+  """Sentencepiece's failure as the ElectraError that says what to change: a smaller or larger
+  vocabulary, more text, or (`model_flag`) a trained model."""
+  message = str(e).strip()
+  if "too high" in message.lower():
+    return ElectraError(
+        f"the corpus is too small for a {vocab_size}-piece vocabulary ({message}); "
+        f"set a smaller {vocab_size_flag} or train on more text")
+  if "smaller than required" in message.lower():
+    return ElectraError(
+        f"a {vocab_size}-piece vocabulary cannot hold the corpus's characters ({message}); "
+        f"set a larger {vocab_size_flag}")
+  alternative = f", or pass a trained model with {model_flag}" if model_flag else ""
+  return ElectraError(
+      f"training the sentencepiece tokenizer failed: {message}; check the training "
+      f"text files{alternative}")
 
 
 def _text_batches(files: Sequence[str], batch_lines: int = 10_000) -> Iterator[list[str]]:
