@@ -171,7 +171,37 @@ def mask_tokens(rng: jax.Array, input_ids: jax.Array, input_mask: jax.Array, *,
   Returns:
     MaskedInputs with P = max_predictions.
   """
-  batch, seq_len = input_ids.shape
+  _check_masking(input_ids.shape[1], max_predictions, sampler, mode, starts_word)
+  position_rng, keep_rng = jax.random.split(rng)
+  candidates, count = _candidates_and_count(input_ids, input_mask, special_ids, mask_prob,
+                                            max_predictions)
+  slots = jnp.arange(max_predictions)[None, :] < count[:, None]  # [B, P]: the slots to fill.
+  if mode != "token":
+    unit_rng, span_rng = jax.random.split(position_rng)
+    starts = word_starts(input_ids, candidates, jnp.asarray(starts_word))
+    units = (starts if mode == "whole_word"
+             else span_starts(span_rng, starts, candidates, span_p, span_max_words))
+    positions, used = choose_units(unit_rng, units, starts, candidates, count,
+                                   max_predictions)
+  else:
+    positions, used = _choose_tokens(position_rng, candidates, slots, sampler)
+  positions = jnp.where(used, positions, 0).astype(jnp.int32)
+  target_ids = jnp.where(used, jnp.take_along_axis(input_ids, positions, axis=1), 0)
+  masked_ids = _show_chosen(keep_rng, input_ids, positions, used, mask_id=mask_id,
+                            mask_token_prob=mask_token_prob,
+                            random_token_prob=random_token_prob, vocab_size=vocab_size,
+                            special_ids=special_ids)
+  return MaskedInputs(masked_ids.astype(jnp.int32), positions, target_ids.astype(jnp.int32),
+                      used.astype(jnp.float32))
+
+
+def _check_masking(seq_len: int, max_predictions: int, sampler: str, mode: str,
+                   starts_word: jax.Array | None) -> None:
+  """`mask_tokens`'s settings can work for sequences of `seq_len` tokens.
+
+  Raises:
+    ValueError: naming the setting.
+  """
   if max_predictions > seq_len:
     raise ValueError(f"max_predictions={max_predictions} exceeds the sequence length {seq_len}")
   if sampler not in MASKING_SAMPLERS:
@@ -181,48 +211,65 @@ def mask_tokens(rng: jax.Array, input_ids: jax.Array, input_mask: jax.Array, *,
   if mode != "token" and (starts_word is None or sampler != "without_replacement"):
     raise ValueError(f"masking mode {mode!r} needs `starts_word` and the without_replacement "
                      "sampler")
-  position_rng, keep_rng = jax.random.split(rng)
+
+
+def _candidates_and_count(input_ids: jax.Array, input_mask: jax.Array,
+                          special_ids: tuple[int, ...], mask_prob: float,
+                          max_predictions: int) -> tuple[jax.Array, jax.Array]:
+  """(candidates bool [B, T]: the real tokens that are not special, count int32 [B]: the
+  tokens to choose per sequence, round(real tokens * mask_prob) clipped to
+  [1, max_predictions])."""
   candidates = input_mask.astype(bool)
   for special in special_ids:
     candidates &= input_ids != special
   num_real = jnp.sum(input_mask, axis=-1).astype(jnp.float32)
   count = jnp.clip(jnp.round(num_real * mask_prob).astype(jnp.int32), 1, max_predictions)
-  slots = jnp.arange(max_predictions)[None, :] < count[:, None]  # [B, P]
-  if mode != "token":
-    unit_rng, span_rng = jax.random.split(position_rng)
-    starts = word_starts(input_ids, candidates, jnp.asarray(starts_word))
-    units = (starts if mode == "whole_word"
-             else span_starts(span_rng, starts, candidates, span_p, span_max_words))
-    positions, used = choose_units(unit_rng, units, starts, candidates, count,
-                                   max_predictions)
-  elif sampler == "without_replacement":
+  return candidates, count
+
+
+def _choose_tokens(rng: jax.Array, candidates: jax.Array, slots: jax.Array,
+                   sampler: str) -> tuple[jax.Array, jax.Array]:
+  """Masking by token: (positions int [B, P], used bool [B, P]), the `slots` (bool [B, P], the
+  first `count` of P = max_predictions) drawn uniformly among `candidates` [B, T] by `sampler`
+  (see `mask_tokens`). Unused slots' positions are arbitrary."""
+  batch, seq_len = candidates.shape
+  max_predictions = slots.shape[1]
+  if sampler == "without_replacement":
     # Uniform sampling without replacement = top-k of i.i.d. Gumbel scores over the candidates.
-    scores = jax.random.gumbel(position_rng, (batch, seq_len))
+    scores = jax.random.gumbel(rng, (batch, seq_len))
     scores = jnp.where(candidates, scores, -jnp.inf)
     top_scores, positions = jax.lax.top_k(scores, max_predictions)  # [B, P]
-    used = slots & jnp.isfinite(top_scores)
-  else:
-    logits = jnp.where(candidates, 0.0, -jnp.inf)
-    positions = jax.random.categorical(position_rng, logits[:, None, :], axis=-1,
-                                       shape=(batch, max_predictions))  # [B, P]
-    earlier = jnp.tril(jnp.ones((max_predictions, max_predictions), bool), k=-1)  # q < p
-    repeat = jnp.any((positions[:, :, None] == positions[:, None, :]) & earlier[None]
-                     & slots[:, None, :], axis=-1)  # A used earlier slot has the position.
-    used = slots & ~repeat & jnp.any(candidates, axis=-1, keepdims=True)
-  positions = jnp.where(used, positions, 0).astype(jnp.int32)
-  target_ids = jnp.where(used, jnp.take_along_axis(input_ids, positions, axis=1), 0)
+    return positions, slots & jnp.isfinite(top_scores)
+  logits = jnp.where(candidates, 0.0, -jnp.inf)
+  positions = jax.random.categorical(rng, logits[:, None, :], axis=-1,
+                                     shape=(batch, max_predictions))  # [B, P]
+  earlier = jnp.tril(jnp.ones((max_predictions, max_predictions), bool), k=-1)  # q < p
+  repeat = jnp.any((positions[:, :, None] == positions[:, None, :]) & earlier[None]
+                   & slots[:, None, :], axis=-1)  # A used earlier slot has the position.
+  return positions, slots & ~repeat & jnp.any(candidates, axis=-1, keepdims=True)
+
+
+def _show_chosen(rng: jax.Array, input_ids: jax.Array, positions: jax.Array, used: jax.Array,
+                 *, mask_id: int, mask_token_prob: float, random_token_prob: float,
+                 vocab_size: int, special_ids: tuple[int, ...]) -> jax.Array:
+  """`input_ids` [B, T] with each used position (`positions`, `used` [B, P]) shown as
+  `mask_id` with probability `mask_token_prob`, a uniform non-special token with probability
+  `random_token_prob`, and as itself otherwise.
+
+  Raises:
+    ValueError: random_token_prob > 0 without a vocab_size.
+  """
   if random_token_prob > 0 and vocab_size <= 0:
     raise ValueError("random_token_prob > 0 needs vocab_size")
-  draw = jax.random.uniform(keep_rng, (batch, max_predictions))
+  draw = jax.random.uniform(rng, used.shape)
   to_mask = used & (draw < mask_token_prob)
   to_random = used & (draw >= mask_token_prob) & (draw < mask_token_prob + random_token_prob)
   masked_ids = scatter_where(input_ids, positions, jnp.full_like(positions, mask_id), to_mask)
   if random_token_prob > 0:
-    random_ids = uniform_sample(jax.random.fold_in(keep_rng, 1), positions.shape, vocab_size,
+    random_ids = uniform_sample(jax.random.fold_in(rng, 1), positions.shape, vocab_size,
                                 special_ids)
     masked_ids = scatter_where(masked_ids, positions, random_ids, to_random)
-  return MaskedInputs(masked_ids.astype(jnp.int32), positions, target_ids.astype(jnp.int32),
-                      used.astype(jnp.float32))
+  return masked_ids
 
 
 def scatter_where(ids: jax.Array, positions: jax.Array, updates: jax.Array,
