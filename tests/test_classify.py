@@ -149,7 +149,9 @@ def multilabel_run(pretrained_fast, tmp_path_factory):
           row["tags"] = ["purple"] + row["tags"]  # A label seen once in training.
         f.write(json.dumps(row) + "\n")
   with open(root / "test.tsv", "w", encoding="utf-8") as f:
-    f.write("body\nthe red car\nthe house was big\n")  # No labels, no ids: line numbers.
+    # No labels, no ids (line numbers); rows like the training rows (six of WORDS and the
+    # colours), one with red and one with none.
+    f.write("body\nthe big house was painted red with a door\nthe house was big and a car\n")
   config = classify_config(pretrained_fast, train_file=str(root / "train.jsonl"),
                            dev_file=str(root / "dev.jsonl"), test_file=str(root / "test.tsv"),
                            text_fields="body", label_field="tags", id_field="",

@@ -249,8 +249,8 @@ def test_task_head_initialiser(pretrain_dir, head_init):
 
 def test_train_batches_cover_every_example_each_epoch():
   data = {"labels": np.arange(10)}
-  batches = list(batches.train_batches(data, batch_size=4, num_steps=5, seed=3))
-  rows = np.concatenate([b["labels"] for b in batches])
+  drawn = list(batches.train_batches(data, batch_size=4, num_steps=5, seed=3))
+  rows = np.concatenate([b["labels"] for b in drawn])
   assert sorted(rows[:10]) == list(range(10))  # The first epoch is a permutation.
   assert len(rows) == 20 and sorted(rows[10:20]) == list(range(10))
 
