@@ -8,7 +8,15 @@ what a run wrote, with the fields that differ between runs taken out of dev_metr
 results.json: the wall-clock `train_seconds` and the checkpoint's absolute path. Everything
 else, every metric to the last digit and every prediction line, must be the recorded bytes.
 
-Record again (only when a change of numbers is intended, and say so in the commit):
+The recorded bytes are this code's on the recording host's CPU: XLA's floating-point results
+may differ on another processor (other vector units, other rounding of sums). So the golden
+files come with the fingerprint of the 8-step checkpoint they were made from
+(`checkpoint.json`); where the test's checkpoint has another fingerprint, the host computes
+other floats and the comparison is skipped with that reason (pretraining's own numbers are
+checked by tests/test_training_core.py against a stored checkpoint).
+
+Record again (only when a change of numbers is intended, or on a new host; say so in the
+commit):
 
   python -m tests.finetune_golden --record   # from the repository root
 """
@@ -140,6 +148,27 @@ def case_config(name: str, checkpoint: str, data_root: str):
   return config
 
 
+def checkpoint_fingerprint(checkpoint: str) -> str:
+  """sha256 of the parameters of CHECKPOINT (a pretraining workdir): float32 bytes of every
+  array, in the order of their sorted paths."""
+  import hashlib  # pylint: disable=import-outside-toplevel
+  import jax  # pylint: disable=import-outside-toplevel
+  from electra_jax.training import pretrained  # pylint: disable=import-outside-toplevel
+  params = pretrained.load_pretrained(checkpoint).params
+  digest = hashlib.sha256()
+  leaves = jax.tree_util.tree_flatten_with_path(params)[0]
+  for path, leaf in sorted(leaves, key=lambda item: jax.tree_util.keystr(item[0])):
+    digest.update(jax.tree_util.keystr(path).encode())
+    digest.update(np.ascontiguousarray(np.asarray(leaf, np.float32)).tobytes())
+  return digest.hexdigest()
+
+
+def recorded_fingerprint() -> str:
+  """The fingerprint of the checkpoint the golden files were made from."""
+  with open(os.path.join(GOLDEN_DIR, "checkpoint.json"), encoding="utf-8") as f:
+    return json.load(f)["params_sha256"]
+
+
 def _stable_json(data: bytes) -> bytes:
   """dev_metrics.json / results.json without the fields that differ between runs, written as
   the runner writes JSON."""
@@ -177,7 +206,14 @@ def recorded(name: str) -> dict[str, bytes]:
 
 def record(run: Callable[[Any, str], Any], checkpoint: str, root: str,
            names=tuple(CASES)) -> None:
-  """Runs every case with `run(config, workdir)` and writes its files under GOLDEN_DIR."""
+  """Runs every case with `run(config, workdir)` and writes its files under GOLDEN_DIR, with
+the fingerprint of CHECKPOINT."""
+  os.makedirs(GOLDEN_DIR, exist_ok=True)
+  with open(os.path.join(GOLDEN_DIR, "checkpoint.json"), "w", encoding="utf-8") as f:
+    json.dump({"params_sha256": checkpoint_fingerprint(checkpoint),
+               "note": "the 8-step checkpoint (tests/conftest.py: pretrained_fast) these "
+                       "files were made from; see tests/finetune_golden.py"}, f, indent=2)
+    f.write("\n")
   for name in names:
     config = case_config(name, checkpoint, os.path.join(root, name, "data"))
     workdir = os.path.join(root, name, "run")
