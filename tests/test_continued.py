@@ -23,6 +23,7 @@ from electra_jax.errors import ElectraError
 from electra_jax.pretrain import continued
 from electra_jax.pretrain import loop
 from electra_jax.training import pretrained
+from tests import cli_forks
 from tests import test_convert
 from tests import testing
 from tests.testing import REPO
@@ -237,13 +238,11 @@ def test_command_line_refusal(hf_source, tmp_path):
   """The command line: a size given that differs is `error: ...`, one line, exit 1, no
   traceback, no workdir."""
   workdir = tmp_path / "run"
-  result = subprocess.run(
-      [sys.executable, "-m", "electra_jax.main", "--config=configs/base.py",
+  result = cli_forks.run(
+      ["electra_jax.main", "--config=configs/base.py",
        f"--workdir={workdir}", f"--config.init_checkpoint={hf_source['full']}",
        "--config.model.hidden_size=768", "--config.model.num_layers=2",
-       f"--config.data.train_files={hf_source['files']}"],
-      cwd=REPO, capture_output=True, text=True, timeout=300,
-      env=dict(os.environ, JAX_PLATFORMS="cpu"))
+       f"--config.data.train_files={hf_source['files']}"])
   lines = [line for line in result.stderr.splitlines() if line.strip()]
   assert result.returncode == 1, result.stderr
   assert "Traceback" not in result.stderr

@@ -4,8 +4,6 @@ configs that change under a running experiment, and configs/experiments/smoke.py
 
 import json
 import os
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -15,6 +13,7 @@ from electra_jax.experiments import report
 from electra_jax.experiments import runner
 from electra_jax.experiments import spec
 from electra_jax.pretrain import loop as pretrain_loop
+from tests import cli_forks
 from tests import testing
 
 GLUE_DIR = os.path.join(testing.REPO, "..", "shared", "data", "glue")
@@ -227,13 +226,10 @@ def test_smoke_experiment_end_to_end_and_resume(tmp_path, corpus_and_tokenizer):
 
 
 def test_cli_help_and_one_line_errors(tmp_path):
-  env = {**os.environ, "JAX_PLATFORMS": "cpu", "TF_CPP_MIN_LOG_LEVEL": "3"}
-  run = subprocess.run([sys.executable, "-m", "electra_jax.experiments", "--help"],
-                       capture_output=True, text=True, cwd=testing.REPO, env=env, check=False)
+  run = cli_forks.run(["electra_jax.experiments", "--help"])
   assert run.returncode == 0 and "results.json" in run.stdout and "--workdir" in run.stdout
-  run = subprocess.run([sys.executable, "-m", "electra_jax.experiments",
-                        "--config=configs/experiments/smoke.py", f"--workdir={tmp_path}"],
-                       capture_output=True, text=True, cwd=testing.REPO, env=env, check=False)
+  run = cli_forks.run(["electra_jax.experiments", "--config=configs/experiments/smoke.py",
+                       f"--workdir={tmp_path}"])
   assert run.returncode == 1
   assert run.stderr.strip().splitlines()[-1].startswith(
       "error: fine-tuning: --config.finetune.data_dir is required")

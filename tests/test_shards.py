@@ -4,8 +4,6 @@ guarantees (determinism, atomic output, clear errors) and the host-sharded, resu
 import collections
 import json
 import os
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -16,6 +14,7 @@ from electra_jax.data import shards
 from electra_jax.data import text_files
 from electra_jax.data import tokenizer as tokenizer_lib
 from electra_jax.errors import ElectraError
+from tests import cli_forks
 from tests import testing
 
 GUTENBERG = os.path.join(testing.REPO, "..", "shared", "data", "corpus", "gutenberg", "books")
@@ -315,20 +314,15 @@ def test_records_round_trip_and_reject_long_examples():
 
 
 def test_build_command_line(books, book_tokenizer, tmp_path):
-  env = dict(os.environ, JAX_PLATFORMS="cpu", TF_CPP_MIN_LOG_LEVEL="3")
   output = tmp_path / "cli"
-  proc = subprocess.run(
-      [sys.executable, "-m", "electra_jax.data.build", f"--input={books[0]},{books[1]}",
+  proc = cli_forks.run(
+      ["electra_jax.data.build", f"--input={books[0]},{books[1]}",
        f"--tokenizer_model={book_tokenizer.model_file}", f"--output={output}",
-       "--num_shards=2", "--processes=1", "--max_seq_length=64"],
-      cwd=testing.REPO, env=env, capture_output=True, text=True, timeout=300, check=False)
+       "--num_shards=2", "--processes=1", "--max_seq_length=64"])
   assert proc.returncode == 0, proc.stderr[-2000:]
   assert "[2/2]" in proc.stdout and "--config.data.source=shards" in proc.stdout
   assert shards.read_manifest(str(output)).max_seq_length == 64
-  proc = subprocess.run(
-      [sys.executable, "-m", "electra_jax.data.build", f"--input={books[0]}",
-       f"--output={output}"],
-      cwd=testing.REPO, env=env, capture_output=True, text=True, timeout=300, check=False)
+  proc = cli_forks.run(["electra_jax.data.build", f"--input={books[0]}", f"--output={output}"])
   assert proc.returncode == 1
   assert proc.stderr.strip().splitlines()[-1].startswith(
       "error: missing --num_shards, --tokenizer_model")

@@ -21,6 +21,7 @@ from electra_jax.finetune.qa import metrics as qa_metrics
 from electra_jax.finetune import setup as setup_lib
 from electra_jax.finetune.qa import task as runner
 from electra_jax.training import pretrained
+from tests import cli_forks
 from tests import squad_testing
 from tests import testing
 
@@ -298,23 +299,19 @@ def test_config_errors_name_the_field(overrides, message):
 
 def test_cli_errors_are_one_line(tmp_path, checkpoint):
   """A SQuAD task with the GLUE config, and a data directory without the SQuAD files."""
-  glue = subprocess.run(
+  glue = cli_forks.run(
       testing.main_command(str(tmp_path / "a"), "--config.task=squad1",
                            f"--config.init_checkpoint={checkpoint}", "--config.data_dir=/x",
-                           config="configs/glue.py", module="electra_jax.finetune"),
-      cwd=testing.REPO, env=testing.main_env(), capture_output=True, text=True, timeout=300,
-      check=False)
+                           config="configs/glue.py", module="electra_jax.finetune")[2:])
   assert glue.returncode == 1
   assert glue.stderr.strip().splitlines()[-1].endswith(
       "task=squad1 is SQuAD, which has its own config: pass --config=configs/squad.py")
-  missing = subprocess.run(
+  missing = cli_forks.run(
       testing.main_command(str(tmp_path / "b"), f"--config.init_checkpoint={checkpoint}",
                            f"--config.data_dir={tmp_path}", "--config.max_seq_length=48",
                            "--config.max_query_length=8",
                            config="configs/squad.py",
-                           module="electra_jax.finetune"),
-      cwd=testing.REPO, env=testing.main_env(), capture_output=True, text=True, timeout=300,
-      check=False)
+                           module="electra_jax.finetune")[2:])
   assert missing.returncode == 1
   last = missing.stderr.strip().splitlines()[-1]
   assert "train-v1.1.json does not exist; put the official SQuAD files" in last
