@@ -176,13 +176,14 @@ def compiled_flops(compiled) -> float:
 def xla_flops(config, compiled, state, batch) -> float:
   """XLA's FLOP count of `config`'s train step. XLA counts a loop's body once, so with scanned
   layers or accumulated microbatches the count comes from the same step with unrolled layers
-  and one batch (the same products per global step), lowered but not compiled."""
+  and one batch (the same products per global step), lowered but not compiled. `config` has
+  built a setup (so it is valid, and so is its unrolled variant, which is not checked again)."""
   if not config.model.scan_layers and config.train.get("grad_accum_steps", 1) == 1:
     return compiled_flops(compiled)
   unrolled = config.copy_and_resolve_references()
   unrolled.model.scan_layers = False
   unrolled.train.grad_accum_steps = 1
-  trainer = pretrain_loop.build_setup(unrolled, SPECIAL).trainer
+  trainer = pretrain_loop.setup_of_validated(unrolled, SPECIAL).trainer
   with parallel.activate(trainer.mesh, trainer.rules):
     lowered = trainer.train_jit.lower(trainer.abstract_state(), batch)
   del state
