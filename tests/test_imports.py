@@ -247,13 +247,12 @@ def test_imports_go_to_the_same_part_or_a_lower_layer():
 # --------------------------------------------------------------------------------------------
 # Fine-tuning families (issue 42): the subpackages of finetune that implement its `Task` import
 # the core (finetune's own modules) and finetune.shared, never each other; the core imports no
-# family, except the registry and the modules below.
+# family, except the registry.
 
 FINETUNE = f"{PACKAGE}.finetune"
 FAMILY_REGISTRY = f"{FINETUNE}.families"
-# Core modules that may import a family besides the registry: the compatibility names that
-# benchmark.tpu.topology and experiments still import (finetune.runner: GLUE's functions).
-FAMILY_IMPORTERS = (FAMILY_REGISTRY, f"{FINETUNE}.runner")
+# The core modules that may import a family: the registry alone.
+FAMILY_IMPORTERS = (FAMILY_REGISTRY,)
 
 
 def _implements_task(path: str) -> bool:

@@ -251,10 +251,11 @@ def _string_literals(path):
     "electra_jax/training/loop.py", "electra_jax/training/trainer.py",
     "electra_jax/training/optimizer.py", "electra_jax/training/checkpoints.py",
     "electra_jax/training/metrics.py", "electra_jax/pretrain/loop.py",
-    "electra_jax/benchmark/step.py", "electra_jax/finetune/runner.py"])
+    "electra_jax/benchmark/step.py", "electra_jax/finetune/seed.py",
+    "electra_jax/finetune/driver.py", "electra_jax/finetune/setup.py"])
 def test_the_core_names_no_objective_metric_or_parameter(module):
   """The loop, trainer, optimizer, checkpoints, metrics log, pretraining job, benchmark and
-  fine-tuning runner take metric names and parameter paths from the objective (or the
+  fine-tuning core take metric names and parameter paths from the objective (or the
   checkpoint's record of it), never from a literal of their own."""
   import os  # pylint: disable=import-outside-toplevel
   specific = ("disc_", "masked_lm", "discriminator", "generator", "mlm_acc")

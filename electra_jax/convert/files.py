@@ -23,16 +23,11 @@ from electra_jax.convert import hf_heads
 from electra_jax.convert import hf_tokenizer
 from electra_jax.models import electra
 from electra_jax.models.masked_lm import ENCODER as MASKED_LM_ENCODER
-# The in-memory mapping lives in hf_configs, hf_encoder and hf_heads; these of its names are
-# part of this module's API.
-from electra_jax.convert.hf_configs import (  # pylint: disable=unused-import
-    ARCHITECTURES, DISCRIMINATOR, GENERATOR, HEAD_ROLES, QUESTION_ANSWERING,
-    SEQUENCE_CLASSIFICATION, TOKEN_CLASSIFICATION, hf_config_to_model_config,
-    model_config_to_hf_configs)
-from electra_jax.convert.hf_encoder import (  # pylint: disable=unused-import
-    GENERATOR_EMBEDDINGS, LM_HEAD_WEIGHT, abstract_params, count_params, hf_name, params_from_hf,
-    params_to_hf)
-from electra_jax.convert.hf_heads import TASK_HEAD  # pylint: disable=unused-import
+from electra_jax.convert.hf_configs import (
+    ARCHITECTURES, DISCRIMINATOR, GENERATOR, QUESTION_ANSWERING, SEQUENCE_CLASSIFICATION,
+    TOKEN_CLASSIFICATION, hf_config_to_model_config)
+from electra_jax.convert.hf_encoder import LM_HEAD_WEIGHT, count_params, params_from_hf, params_to_hf
+from electra_jax.convert.hf_heads import TASK_HEAD
 
 CONFIG_FILE, SAFETENSORS_FILE, BIN_FILE = "config.json", "model.safetensors", "pytorch_model.bin"
 VOCAB_FILE, TOKENIZER_CONFIG_FILE = "vocab.txt", "tokenizer_config.json"
@@ -277,7 +272,7 @@ def save_hf_head_state(output_dir: str, state: Mapping[str, Any], config: Mappin
                        overwrite: bool = False, inputs: Sequence[str] = ()) -> FromHfResult:
   """Writes a Hugging Face `ElectraForSequenceClassification` (role SEQUENCE_CLASSIFICATION)
   or `ElectraForTokenClassification` (TOKEN_CLASSIFICATION) as a fine-tuned electra-jax
-  checkpoint, the layout `finetune.runner.save_model` writes: parameters `embeddings`,
+  checkpoint, the layout `finetune.seed.save_model` writes: parameters `embeddings`,
   `discriminator` and `task_head` (`hf_heads.classifier_params_from_hf`), meta `encoder`
   {objective electra, network discriminator, head task_head} and `finetuned`
   (`hf_heads.finetuned_from_hf_config`: task, labels, problem, max_seq_length, ...).

@@ -21,7 +21,7 @@ import ml_collections
 from electra_jax import fileio
 from electra_jax.experiments import spec
 from electra_jax.finetune import glue
-from electra_jax.finetune import runner as finetune
+from electra_jax.finetune.glue import task as glue_finetune
 from electra_jax.training import metrics as metrics_lib
 
 # Panels of pretraining_curves.png: (metrics.jsonl key, title). Each variant draws the ones it
@@ -54,7 +54,7 @@ def _point(variant: spec.Variant, variant_dir: str, step: int, tasks: Sequence[s
     if name not in summary:
       continue
     task = glue.get_task(name)
-    seeds = [100 * finetune.primary_score(task, m) for m in summary[name]["seeds"].values()]
+    seeds = [100 * glue_finetune.primary_score(task, m) for m in summary[name]["seeds"].values()]
     scores[name] = {"metric": task.primary_metric, "median": 100 * summary[name]["median_score"],
                     "seeds": seeds}
   point = {"step": step, "pretrain_flops": step * variant.flops_per_step, "tasks": scores}
@@ -78,7 +78,7 @@ def _last_eval(pretrain_dir: str) -> dict[str, float]:
 def collect(config: ml_collections.ConfigDict, variants: Sequence[spec.Variant], workdir: str
             ) -> dict[str, Any]:
   """The results.json content from what is on disk."""
-  tasks = [t.name for t in finetune.task_names(config.finetune)]
+  tasks = [t.name for t in glue_finetune.task_names(config.finetune)]
   out = {"experiment": {"budget": config.budget, "reference_variant": config.reference_variant,
                         "reference_steps": config.reference_steps,
                         "pretrain_config": config.pretrain_config,

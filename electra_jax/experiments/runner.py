@@ -41,7 +41,7 @@ from electra_jax.data import pipeline
 from electra_jax.errors import ElectraError
 from electra_jax.experiments import report
 from electra_jax.experiments import spec
-from electra_jax.finetune import runner as finetune
+from electra_jax.finetune.glue import task as glue_finetune
 from electra_jax.pretrain import loop as pretrain_loop
 from electra_jax.training import compilation_cache
 from electra_jax.training import pretrained
@@ -87,8 +87,8 @@ def check_finetune_settings(config: ml_collections.ConfigDict
   """
   glue = finetune_config(config, "(set per checkpoint)")
   try:
-    finetune.validate(glue)
-    return glue, finetune.task_names(glue)
+    glue_finetune.validate(glue)
+    return glue, glue_finetune.task_names(glue)
   except ElectraError as e:
     raise ElectraError("fine-tuning: " + str(e).replace("--config.", "--config.finetune.")) from e
 
@@ -142,11 +142,11 @@ def _pretrain_to(variant: spec.Variant, workdir: str, step: int, timer: Timer) -
 
 def _finetune_at(config: ml_collections.ConfigDict, variant: spec.Variant, variant_dir: str,
                  step: int, timer: Timer) -> dict[str, Any]:
-  """Fine-tunes the variant's step-`step` checkpoint; returns finetune.run's summary."""
+  """Fine-tunes the variant's step-`step` checkpoint; returns glue_finetune.run's summary."""
   checkpoint = fileio.join(variant_dir, "pretrain", "checkpoints", str(step))
   workdir = fileio.join(variant_dir, "glue", f"step_{step}")
   done = fileio.join(workdir, "results.json")
-  tasks = [t.name for t in finetune.task_names(config.finetune)]
+  tasks = [t.name for t in glue_finetune.task_names(config.finetune)]
   if fileio.exists(done):
     summary = _read_json(done)
     if all(t in summary and len(summary[t]["seeds"]) >= config.finetune.num_seeds
@@ -161,7 +161,7 @@ def _finetune_at(config: ml_collections.ConfigDict, variant: spec.Variant, varia
                ", ".join(tasks))
   start = time.time()
   try:
-    return finetune.run(finetune_config(config, checkpoint), workdir)
+    return glue_finetune.run(finetune_config(config, checkpoint), workdir)
   finally:
     timer.add("finetune_seconds", time.time() - start)
 

@@ -178,10 +178,10 @@ def _is_hf_directory(path: str) -> bool:
 
 def _from_hf_directory(path: str) -> pretrained.Pretrained:
   """An ElectraForPreTraining directory as `Pretrained` weights (converted in memory)."""
-  from electra_jax.convert import files  # pylint: disable=import-outside-toplevel
+  from electra_jax.convert import files, hf_configs, hf_encoder  # pylint: disable=import-outside-toplevel
   config, state, weights_file = files.read_hf_model(path)
-  params = files.params_from_hf(state, config)
-  model_config = files.hf_config_to_model_config(config)
+  params = hf_encoder.params_from_hf(state, config)
+  model_config = hf_configs.hf_config_to_model_config(config)
   tokenizer = None
   vocab = fileio.join(path, files.VOCAB_FILE)
   models = [n for n in fileio.listdir(path) if n.endswith(".model")]

@@ -106,7 +106,7 @@ def _newest_step_dir(directory: str) -> str | None:
   return fileio.join(directory, str(max(steps))) if steps else None
 
 
-FINETUNE_RESULTS = "results.json"  # A fine-tuning workdir's summary (finetune.runner).
+FINETUNE_RESULTS = "results.json"  # A fine-tuning workdir's summary (finetune.driver).
 
 
 def _finetuned_model_dir(path: str) -> str | None:

@@ -6,7 +6,7 @@ r"""Compiles the real training step for a Cloud TPU slice on any host, and sizes
 With the TPU runtime installed (`pip install -e '.[tpu]'`), libtpu's compiler runs on a CPU
 host: `slices.compile_devices` gives the slice's devices as compile-only devices, the step
 is built by the same code that training uses (`pretrain.loop.build_setup`, or
-`finetune.runner.build_setup` for `--step=finetune`, GLUE, and `finetune.qa.runner.build_setup`
+`finetune.glue.task.build_setup` for `--step=finetune`, GLUE, and `finetune.qa.task.build_setup`
 for `--step=squad`) with the config's mesh, batch, precision,
 attention and remat, from abstract shapes only (nothing is allocated), and lowered and compiled
 for them. The report (`compile_report`) gives per-chip memory from XLA's memory analysis of the
@@ -96,8 +96,7 @@ def finetune_config_for(config: ml_collections.ConfigDict,
   """The fine-tuning settings (`default_finetune_config(step)` unless given) with the
   pretraining config's mesh, compute dtype and attention, so one set of overrides sizes both
   steps."""
-  from electra_jax.finetune.qa import runner as qa_runner  # pylint: disable=import-outside-toplevel
-  if finetune_config is not None and qa_runner.is_qa_config(finetune_config) != (step == "squad"):
+  if finetune_config is not None and _is_squad_config(finetune_config) != (step == "squad"):
     given = "a SQuAD" if step != "squad" else "a GLUE"
     raise ElectraError(f"--step={step} with {given} --finetune_config: pass "
                        f"--finetune_config={FINETUNE_CONFIGS[step]} (or its overrides), or "
@@ -109,6 +108,11 @@ def finetune_config_for(config: ml_collections.ConfigDict,
   if ft.attention != "xla" and config.model.attention_dropout_prob == 0:
     ft.attention_dropout_prob = 0.0  # The fused kernels have no attention dropout.
   return ft
+
+
+def _is_squad_config(config: ml_collections.ConfigDict) -> bool:
+  """A SQuAD fine-tuning config (configs/squad.py): its task_family says so."""
+  return config.get("task_family", "") == "squad"
 
 
 def _validate_without_inputs(ft: ml_collections.ConfigDict, validate: Callable) -> None:
@@ -123,16 +127,18 @@ def _validate_without_inputs(ft: ml_collections.ConfigDict, validate: Callable) 
 def build_finetune(config: ml_collections.ConfigDict, devices,
                    finetune_config: ml_collections.ConfigDict | None = None) -> BuiltStep:
   """GLUE fine-tuning's step (a two-label task) of `config`'s discriminator on `devices`."""
-  from electra_jax.finetune import glue  # pylint: disable=import-outside-toplevel
-  from electra_jax.finetune import runner  # pylint: disable=import-outside-toplevel
+  from electra_jax.finetune import batches  # pylint: disable=import-outside-toplevel
+  from electra_jax.finetune import setup as setup_lib  # pylint: disable=import-outside-toplevel
+  from electra_jax.finetune.glue import data as glue  # pylint: disable=import-outside-toplevel
+  from electra_jax.finetune.glue import task as glue_task  # pylint: disable=import-outside-toplevel
   ft = finetune_config_for(config, finetune_config)
-  _validate_without_inputs(ft, runner.validate)
+  _validate_without_inputs(ft, glue_task.validate)
   task = glue.get_task(FINETUNE_TASK)
-  encoder = runner.encoder_config(ft, config.model)
-  hyper = runner.resolve_hyperparameters(ft, task, encoder.hidden_size)
-  setup = runner.build_setup(ft, task, encoder, hyper, num_train_steps=1000, devices=devices)
+  encoder = setup_lib.encoder_config(ft, config.model)
+  hyper = glue_task.resolve_hyperparameters(ft, task, encoder.hidden_size)
+  setup = glue_task.build_setup(ft, task, encoder, hyper, num_train_steps=1000, devices=devices)
   b, t = ft.batch_size, ft.max_seq_length
-  shapes = {k: (b, t) for k in runner.INPUT_KEYS}
+  shapes = {k: (b, t) for k in batches.INPUT_KEYS}
   shapes["labels"] = (b,)
   trainer = setup.trainer
   forward = (flops_lib.encoder_forward(encoder, b, t)
@@ -146,20 +152,20 @@ def build_squad(config: ml_collections.ConfigDict, devices,
                 finetune_config: ml_collections.ConfigDict | None = None) -> BuiltStep:
   """SQuAD fine-tuning's step (configs/squad.py's heads: the joint end head, and the
   answerability classifier for squad2) of `config`'s discriminator on `devices`."""
-  from electra_jax.finetune import runner  # pylint: disable=import-outside-toplevel
+  from electra_jax.finetune import setup as setup_lib  # pylint: disable=import-outside-toplevel
   from electra_jax.finetune.qa import heads  # pylint: disable=import-outside-toplevel
-  from electra_jax.finetune.qa import runner as qa_runner  # pylint: disable=import-outside-toplevel
+  from electra_jax.finetune.qa import task as squad_task  # pylint: disable=import-outside-toplevel
   ft = finetune_config_for(config, finetune_config, "squad")
-  _validate_without_inputs(ft, qa_runner.validate)
-  encoder = runner.encoder_config(ft, config.model)
-  recipe = qa_runner.resolve_recipe(ft, encoder.hidden_size)
-  setup = qa_runner.build_setup(ft, encoder, recipe, num_train_steps=1000, devices=devices)
+  _validate_without_inputs(ft, squad_task.validate)
+  encoder = setup_lib.encoder_config(ft, config.model)
+  recipe = squad_task.resolve_recipe(ft, encoder.hidden_size)
+  setup = squad_task.build_setup(ft, encoder, recipe, num_train_steps=1000, devices=devices)
   b, t = ft.batch_size, ft.max_seq_length
-  shapes = {k: (b, t) if rank == 2 else (b,) for k, rank in qa_runner.BATCH_RANKS.items()}
+  shapes = {k: (b, t) if rank == 2 else (b,) for k, rank in squad_task.BATCH_RANKS.items()}
   trainer = setup.trainer
   forward = flops_lib.encoder_forward(encoder, b, t) + heads.training_head_flops(
       encoder.hidden_size, b, t, joint_prediction=ft.joint_prediction,
-      answerable_classifier=qa_runner.uses_answerable(ft),
+      answerable_classifier=squad_task.uses_answerable(ft),
       answerable_uses_start_logits=ft.answerable_uses_start_logits)
   return BuiltStep(trainer, trainer.abstract_state(),
                    _abstract_batch(trainer, shapes, {"is_impossible": np.float32}), b, t,
