@@ -23,10 +23,12 @@ import atexit
 import json
 import os
 import runpy
+import signal
 import subprocess
 import sys
 import tempfile
 import threading
+import time
 
 # Imported once by the server: the libraries every command needs (not a `__main__` module).
 PRELOAD = ("jax", "flax.linen", "optax", "orbax.checkpoint", "ml_collections", "absl.app",
@@ -51,13 +53,22 @@ class Forks:
     if ready.strip() != "ready":
       raise RuntimeError(f"the command server did not start: {ready!r}")
 
-  def run(self, argv: list[str], stdin: str | None = None) -> subprocess.CompletedProcess:
+  def run(self, argv: list[str], stdin: str | None = None,
+          timeout: float = 600) -> subprocess.CompletedProcess:
     """`python -m argv[0] argv[1:]` in a child of the server, reading `stdin` (text) as its
-    standard input (none: an empty one): its status and output."""
+    standard input (none: an empty one): its status and output.
+
+    Raises:
+      subprocess.TimeoutExpired: the command ran over `timeout` seconds (it was killed).
+    """
     with self._lock:
-      self._proc.stdin.write(json.dumps({"argv": argv, "stdin": stdin or ""}) + "\n")
+      self._proc.stdin.write(json.dumps({"argv": argv, "stdin": stdin or "",
+                                         "timeout": timeout}) + "\n")
       self._proc.stdin.flush()
       reply = json.loads(self._proc.stdout.readline())
+    if reply.get("timed_out"):
+      raise subprocess.TimeoutExpired([sys.executable, "-m", *argv], timeout, reply["stdout"],
+                                      reply["stderr"])
     return subprocess.CompletedProcess([sys.executable, "-m", *argv], reply["returncode"],
                                        reply["stdout"], reply["stderr"])
 
@@ -85,9 +96,10 @@ def shared() -> Forks:
   return _SHARED[0]
 
 
-def run(argv: list[str], stdin: str | None = None) -> subprocess.CompletedProcess:
+def run(argv: list[str], stdin: str | None = None,
+        timeout: float = 600) -> subprocess.CompletedProcess:
   """`python -m argv...` in a child of this process's server (`shared`)."""
-  return shared().run(argv, stdin=stdin)
+  return shared().run(argv, stdin=stdin, timeout=timeout)
 
 
 def _child(argv: list[str], in_path: str, out_path: str, err_path: str) -> None:
@@ -116,6 +128,20 @@ def _child(argv: list[str], in_path: str, out_path: str, err_path: str) -> None:
   os._exit(code)  # pylint: disable=protected-access
 
 
+def _wait(pid: int, timeout: float) -> tuple[int, bool]:
+  """(exit status, whether it was killed for running over `timeout` seconds) of child PID."""
+  deadline = time.monotonic() + timeout
+  while True:
+    done, status = os.waitpid(pid, os.WNOHANG)
+    if done:
+      return os.waitstatus_to_exitcode(status), False
+    if time.monotonic() > deadline:
+      os.kill(pid, signal.SIGKILL)
+      _, status = os.waitpid(pid, 0)
+      return os.waitstatus_to_exitcode(status), True
+    time.sleep(0.01)
+
+
 def _serve() -> None:
   """The server: preload, say "ready", then one forked child per request line."""
   import importlib  # pylint: disable=import-outside-toplevel
@@ -136,10 +162,10 @@ def _serve() -> None:
       pid = os.fork()
       if pid == 0:
         _child(request["argv"], in_path, out_path, err_path)
-      _, status = os.waitpid(pid, 0)
-      code = os.waitstatus_to_exitcode(status)
+      code, timed_out = _wait(pid, request["timeout"])
       read = lambda path: open(path, encoding="utf-8", errors="replace").read()  # pylint: disable=unspecified-encoding
-      reply = {"returncode": code, "stdout": read(out_path), "stderr": read(err_path)}
+      reply = {"returncode": code, "stdout": read(out_path), "stderr": read(err_path),
+               "timed_out": timed_out}
     print(json.dumps(reply), file=protocol, flush=True)
 
 

@@ -59,14 +59,14 @@ def test_run_then_corrupt_checkpoint_is_reported(tmp_path, corpus_and_tokenizer)
      "error: train.nonfinite_policy='ignore'; choose one of stop, skip"),
     (["--config.objective.name=bert"], "error: "),
 ])
-def test_bad_input_is_one_clear_error(tmp_path, overrides, message, forks):
+def test_bad_input_is_one_clear_error(tmp_path, overrides, message):
   workdir = tmp_path / "run"
   given = [o for o in overrides if o.startswith("--workdir=") or o.startswith("--config=")]
   overrides = [o for o in overrides if o not in given]
   config = next((g.split("=", 1)[1] for g in given if g.startswith("--config=")),
                 "configs/tiny.py")
   workdir = next((g.split("=", 1)[1] for g in given if g.startswith("--workdir=")), workdir)
-  proc = run_main(workdir, *FAST, *overrides, config=config, forks=forks)
+  proc = run_main(workdir, *FAST, *overrides, config=config)
   assert proc.returncode == 1
   lines = proc.stderr.strip().splitlines()
   assert lines[-1].startswith(message), lines[-1]
@@ -76,10 +76,10 @@ def test_bad_input_is_one_clear_error(tmp_path, overrides, message, forks):
     assert not os.path.exists(os.path.join(workdir, "tokenizer"))
 
 
-def test_empty_corpus_is_one_clear_error(tmp_path, forks):
+def test_empty_corpus_is_one_clear_error(tmp_path):
   empty = tmp_path / "empty.txt"
   empty.write_text("\n\n   \n")
-  proc = run_main(tmp_path / "run", *FAST, f"--config.data.train_files={empty}", forks=forks)
+  proc = run_main(tmp_path / "run", *FAST, f"--config.data.train_files={empty}")
   assert proc.returncode == 1
   assert proc.stderr.strip().splitlines()[-1].startswith("error: ")
   assert "Traceback" not in proc.stderr

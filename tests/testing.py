@@ -68,13 +68,14 @@ def main_env(devices: int = 1) -> dict[str, str]:
               XLA_FLAGS=f"--xla_force_host_platform_device_count={devices}")
 
 
-def run_main(workdir, *overrides, config="configs/tiny.py", devices=1, timeout=600,
-             forks=None):
-  """Runs `python -m electra_jax.main` to completion; the CompletedProcess (text output). With
-  `forks` (the `forks` fixture: tests/cli_forks.py) and one device, in a child of that warm
-  server instead of a new Python (for a run that checks its input and exits)."""
-  if forks is not None and devices == 1:
-    return forks.run(main_command(workdir, *overrides, config=config)[2:])
+def run_main(workdir, *overrides, config="configs/tiny.py", devices=1, timeout=600):
+  """Runs `python -m electra_jax.main` to completion; the CompletedProcess (text output). On
+  one device, in a child forked from this process's warm command server (tests/cli_forks.py:
+  a fresh process's output and status, without a new Python's imports); on several, in a new
+  process with that many simulated devices."""
+  if devices == 1:
+    from tests import cli_forks  # pylint: disable=import-outside-toplevel
+    return cli_forks.run(main_command(workdir, *overrides, config=config)[2:], timeout=timeout)
   return subprocess.run(main_command(workdir, *overrides, config=config), cwd=REPO,
                         env=main_env(devices), capture_output=True, text=True,
                         timeout=timeout, check=False)
