@@ -159,6 +159,8 @@ def _serve() -> None:
       in_path, out_path, err_path = (os.path.join(scratch, n) for n in ("in", "out", "err"))
       with open(in_path, "w", encoding="utf-8") as f:
         f.write(request["stdin"])
+      for path in (out_path, err_path):  # There even when the child is killed before it opens them.
+        open(path, "wb").close()  # pylint: disable=consider-using-with
       pid = os.fork()
       if pid == 0:
         _child(request["argv"], in_path, out_path, err_path)
