@@ -5,8 +5,6 @@ import jax
 import numpy as np
 import pytest
 
-from electra_jax.benchmark.tpu import slices as tpu_slices
-from electra_jax.benchmark.tpu import topology
 from electra_jax.errors import ElectraError
 from electra_jax.pretrain import loop as train
 from electra_jax.pretrain import objectives
@@ -93,20 +91,6 @@ def test_missing_and_corrupt_files_are_one_line_errors(tmp_path):
   unigram.train.compiled_step = str(corrupt)
   with pytest.raises(ElectraError, match="unigram"):
     compiled_step.check_usable(unigram)
-
-
-@pytest.mark.skipif(not tpu_slices.runtime_available(), reason="the TPU runtime (libtpu) is not "
-                    "installed: pip install -e '.[tpu]'")
-def test_a_tpu_step_saved_on_this_host_is_refused_on_other_devices(tmp_path):
-  # compile_report compiles outside the cache (compilation_cache.uncached).
-  config = testing.load_config("tiny")
-  path = tmp_path / "v5e.compiled"
-  report, _ = topology.compile_report(config, tpu_slices.parse("v5e:2x2"), with_xla_flops=False,
-                                      save_compiled=str(path))
-  assert report["compiled_step"]["bytes"] == path.stat().st_size > 0
-  cpu_mesh = parallel.make_mesh(config.mesh)
-  with pytest.raises(ElectraError, match=r"platform 'tpu' \(file\) vs 'cpu' \(this run\)"):
-    compiled_step.load(str(path), config, cpu_mesh, SPECIAL)
 
 
 def test_a_step_compiled_after_the_cache_has_it_still_saves_whole(tmp_path):

@@ -15,6 +15,7 @@ import sys
 import jax
 import pytest
 
+from electra_jax.benchmark import synthetic
 from electra_jax.benchmark.tpu import collectives
 from electra_jax.benchmark.tpu import slices as tpu_slices
 from electra_jax.benchmark.tpu import table as tpu_table
@@ -24,6 +25,8 @@ from electra_jax.finetune import setup as setup_lib
 from electra_jax.finetune.qa import default_config as qa_config
 from electra_jax.finetune.qa import heads
 from electra_jax.pretrain import flops
+from electra_jax.training import compiled_step
+from electra_jax.training import parallel
 from tests import testing
 
 needs_libtpu = pytest.mark.skipif(not tpu_slices.runtime_available(),
@@ -170,9 +173,10 @@ def test_collectives_count_loop_bodies_by_their_trip_count():
 # ---- compiles -------------------------------------------------------------------------------
 
 @needs_libtpu
-def test_tiny_pretrain_and_finetune_steps_compile_for_v5e_2x2():
+def test_tiny_pretrain_and_finetune_steps_compile_for_v5e_2x2(tmp_path):
   s = tpu_slices.parse("v5e:2x2")
-  report, compiled = topology.compile_report(tiny(), s)
+  saved = tmp_path / "v5e.compiled"  # --save_compiled (train.compiled_step).
+  report, compiled = topology.compile_report(tiny(), s, save_compiled=str(saved))
   assert report["chips"] == report["devices"] == 4
   assert report["device_kind"] == "TPU v5 lite"
   assert report["mesh"] == {"data": 4, "fsdp": 1, "tensor": 1}
@@ -196,6 +200,10 @@ def test_tiny_pretrain_and_finetune_steps_compile_for_v5e_2x2():
   assert est["ici_seconds"] == pytest.approx(
       report["collectives"]["min_send_bytes"] / (400e9 / 2))
   assert "tpu" in compiled.as_text().lower() or report["device_kind"].startswith("TPU")
+  # The saved TPU step is whole, and a run on this CPU host refuses it, naming both platforms.
+  assert report["compiled_step"]["bytes"] == saved.stat().st_size > 0
+  with pytest.raises(ElectraError, match=r"platform 'tpu' \(file\) vs 'cpu' \(this run\)"):
+    compiled_step.load(str(saved), tiny(), parallel.make_mesh(tiny().mesh), synthetic.SPECIAL)
 
   ft, _ = topology.compile_report(tiny(), s, step="finetune")
   assert ft["step"] == "finetune" and (ft["global_batch"], ft["seq_len"]) == (32, 128)
