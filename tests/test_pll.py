@@ -44,15 +44,19 @@ def _checkpoint(tmp_path, name, sharing="embeddings", objective="electra"):
 
 
 def _one_position_at_a_time(scorer, ids):
-  """sum_t log P(x_t | [CLS] x with t masked [SEP]), each position its own unpadded call."""
+  """sum_t log P(x_t | [CLS] x with t masked [SEP]), each position its own unpadded call.
+
+  The model's own apply, compiled once per text length (jax.jit) instead of run op by op: the
+  same calls, without the scorer's buckets, padding or batching."""
   tok = scorer.tokenizer
   full = np.asarray([tok.cls_id, *ids, tok.sep_id], np.int32)
+  apply = jax.jit(scorer.model.apply)
   total = []
   for t in range(1, len(full) - 1):
     row = full.copy()
     row[t] = tok.mask_id
-    logits = scorer.model.apply({"params": scorer.params}, row[None], np.ones_like(row)[None],
-                                np.zeros_like(row)[None], np.array([[t]], np.int32))[0, 0]
+    logits = apply({"params": scorer.params}, row[None], np.ones_like(row)[None],
+                   np.zeros_like(row)[None], np.array([[t]], np.int32))[0, 0]
     total.append(float(jax.nn.log_softmax(logits)[full[t]]))
   return np.asarray(total)
 
@@ -105,13 +109,11 @@ def test_errors(tmp_path):
   assert isinstance(scorer.tokenizer, tokenizer_lib.WordPieceTokenizer)
 
 
-def test_score_command_with_pll(tmp_path):
-  """sentences / rerank / tokens --scorer=pll from the command line: the library's numbers, a
+def test_score_command_with_pll(tmp_path, forks):
+  """sentences / rerank / tokens --scorer=pll from the command line (each command a fresh
+  process's output and status, forked from the warm command server): the library's numbers, a
   text longer than one window as a line error, evaluate refused."""
   import json  # pylint: disable=import-outside-toplevel
-  import subprocess  # pylint: disable=import-outside-toplevel
-  import sys  # pylint: disable=import-outside-toplevel
-  from tests import testing  # pylint: disable=import-outside-toplevel
   path = _checkpoint(tmp_path, "cli")
   scorer = pll.load_pll_scorer(path)
   texts = ["which city ? t3 u4", "w1 w2 w3", " ".join(["w5"] * 40)]
@@ -119,10 +121,8 @@ def test_score_command_with_pll(tmp_path):
   (tmp_path / "lists.txt").write_text("w1 w2\tt3 u4 w9\n")
 
   def run(*args):
-    return subprocess.run([sys.executable, "-m", "electra_jax.score", *args,
-                           f"--checkpoint={path}", "--scorer=pll"], cwd=testing.REPO,
-                          env=testing.main_env(), capture_output=True, text=True, timeout=300,
-                          check=False)
+    return forks.run(["electra_jax.score", *args, f"--checkpoint={path}", "--scorer=pll"],
+                     timeout=300)
 
   result = run("sentences", f"--input={tmp_path / 'in.txt'}")
   assert result.returncode == 0, result.stderr[-2000:]
