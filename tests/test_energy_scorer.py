@@ -5,9 +5,9 @@ scorer is one clear error, the command line, and `score evaluate --electric`."""
 
 import json
 import os
-import subprocess
-import sys
 
+import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
 
@@ -18,6 +18,7 @@ from electra_jax.score import load_scorer
 from electra_jax.score import loader
 from electra_jax.score import scorers
 from electra_jax.score import windows
+from tests import cli_forks
 from tests import squad_testing
 from tests import testing
 from tests.test_pll import _checkpoint as pll_checkpoint
@@ -56,16 +57,22 @@ def checkpoints(tmp_path_factory):
           "electra": _checkpoint(root, "electra", objective="electra")}
 
 
-def _by_hand(scorer, ids, max_length=None):
-  """The head's outputs for token ids, each window [CLS] ids[a:b] [SEP] its own unpadded call,
-  every token taken from the window that scores it."""
+def _head(scorer):
+  """(params, [1, T] ids) -> the head's outputs: the network's own apply on an unpadded row,
+  compiled once per row length (jax.jit) instead of run op by op."""
+  model = scorer.network.model
+  return jax.jit(lambda params, row: model.apply({"params": params}, row, jnp.ones_like(row),
+                                                 jnp.zeros_like(row), deterministic=True))
+
+
+def _by_hand(scorer, head, ids, max_length=None):
+  """The head's outputs for token ids, each window [CLS] ids[a:b] [SEP] its own unpadded call
+  of `head` (`_head`), every token taken from the window that scores it."""
   tok, network = scorer.tokenizer, scorer.network
   out = np.zeros(len(ids), np.float64)
   for seg in windows.segments(len(ids), 0, max_length or scorer.max_length):
     row = np.asarray([tok.cls_id, *ids[seg.start:seg.end], tok.sep_id], np.int32)[None]
-    energies = np.asarray(network.model.apply({"params": network.params}, row,
-                                              np.ones_like(row), np.zeros_like(row),
-                                              deterministic=True))[0]
+    energies = np.asarray(head(network.params, row))[0]
     first = 1 + seg.core_start - seg.start
     out[seg.core_start:seg.core_end] = energies[first:first + seg.core_end - seg.core_start]
   return out
@@ -78,9 +85,10 @@ def test_energies_equal_the_head_on_cls_text_sep(checkpoints):
   texts = _sentences(6, seed=0) + [long_text, ""]
   scores = scorer.score_sentences(texts, batch_size=3)
   tokens = scorer.score_tokens(texts, batch_size=5)
+  head = _head(scorer)
   for text, score, toks in zip(texts[:-1], scores, tokens):
     ids = scorer.tokenizer.encode(text)
-    want = _by_hand(scorer, ids)
+    want = _by_hand(scorer, head, ids)
     got = np.array([t.energy for t in toks])
     np.testing.assert_allclose(got, want, atol=2e-5, rtol=1e-5)
     assert [t.text for t in toks] == text.split()  # One vocabulary word per token here.
@@ -93,7 +101,7 @@ def test_energies_equal_the_head_on_cls_text_sep(checkpoints):
   assert tokens[-1] == []
   # Windows of 8 positions: every token of a short text scored once, in windows too.
   narrow, = scorer.score_tokens(texts[:1], max_length=8)
-  want = _by_hand(scorer, scorer.tokenizer.encode(texts[0]), max_length=8)
+  want = _by_hand(scorer, head, scorer.tokenizer.encode(texts[0]), max_length=8)
   assert len(texts[0].split()) > 6
   np.testing.assert_allclose([t.energy for t in narrow], want, atol=2e-5, rtol=1e-5)
 
@@ -134,9 +142,9 @@ def test_a_mismatched_scorer_is_one_clear_error(checkpoints, tmp_path):
 
 
 def _cli(*args, stdin=None):
-  return subprocess.run([sys.executable, "-m", "electra_jax.score", *args], input=stdin,
-                        capture_output=True, text=True, cwd=testing.REPO, env=testing.main_env(),
-                        timeout=300, check=False)
+  """`python -m electra_jax.score ARGS`'s status and output, a fresh process's, in a child forked
+  from the warm command server (tests/cli_forks.py) instead of a new Python."""
+  return cli_forks.run(["electra_jax.score", *args], stdin=stdin, timeout=300)
 
 
 def test_score_command_with_energies(checkpoints, tmp_path):
