@@ -110,17 +110,29 @@ def test_learning_rate_zero_exports_the_original_weights(hf_source, tmp_path):
 
 
 def test_a_real_learning_rate_moves_the_weights_from_step_zero(pretrained_fast,
-                                                              corpus_and_tokenizer, tmp_path):
-  """From an 8-step workdir: the step counter, the warmup and the optimizer start again at 0."""
+                                                              corpus_and_tokenizer, tmp_path,
+                                                              monkeypatch):
+  """From an 8-step workdir: the step counter, the warmup and the optimizer start again at 0.
+  The run validates its config once, after the checkpoint's shape is resolved into it.
+
+  The run's schedule is the source's own (tests.testing.fast_config's peak rate, warmup 2, 8
+  steps), stopped after 3: its steps are the ones `pretrained_fast` compiled, read back from
+  the test run's compilation cache."""
+  validate_calls = testing.count_validations(monkeypatch)
   files, _ = corpus_and_tokenizer
   workdir = str(tmp_path / "run")
-  config = continued_config(files, pretrained_fast, steps=3, learning_rate=1e-3)
-  config.train.warmup_steps = 2
+  config = continued_config(files, pretrained_fast, steps=3)
+  config.train.update(num_train_steps=8, warmup_steps=2, stop_at_step=3)
+  peak = config.train.learning_rate
+  assert peak > 0 and peak == testing.fast_config().train.learning_rate
+  config.model.hidden_size = 32  # Not the checkpoint's: the run takes the checkpoint's shape.
   loop.train_and_evaluate(config, workdir)
+  assert len(validate_calls) == 1
+  assert validate_calls[0].model.hidden_size == 64  # The checkpoint's shape, resolved first.
   assert steps_saved(workdir) == [3]
   rates = [r["train/learning_rate"] for r in metrics(workdir) if "train/learning_rate" in r]
   # The schedule (warmup times linear decay) from step 0 again, not from the source's step 8.
-  expected = [1e-3 * min(1.0, s / 2) * (1 - s / 3) for s in range(3)]
+  expected = [peak * min(1.0, s / 2) * (1 - s / 8) for s in range(3)]
   np.testing.assert_allclose(rates, expected, rtol=1e-5)
   before = pretrained.load_pretrained(pretrained_fast, parts=None).params
   after = pretrained.load_pretrained(workdir, parts=None).params

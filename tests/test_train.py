@@ -1,4 +1,7 @@
-"""The whole pretraining loop on CPU: sharding, resumption, learning, the benchmark."""
+"""The whole pretraining loop on CPU: sharding, resumption, learning, the benchmark; a start and
+a resume each check their config once, at `train_and_evaluate`'s entry (`validation.validate`),
+and the setup's own entry (`build_setup`, for tests and the benchmark) still refuses a bad
+config."""
 
 import os
 
@@ -6,6 +9,7 @@ import numpy as np
 import pytest
 
 from electra_jax import benchmark
+from electra_jax.errors import ElectraError
 from electra_jax.pretrain import loop as train
 from electra_jax.training import metrics as metrics_lib
 from tests import testing
@@ -15,20 +19,25 @@ def _train_losses(workdir):
   return {r["step"]: r["train/loss"] for r in metrics_lib.read_metrics(workdir) if "train/loss" in r}
 
 
-def test_resume_equals_uninterrupted(tmp_path, corpus_and_tokenizer):
-  """8 straight steps == 4 steps, a restart from the checkpoint, 4 more steps (exactly)."""
+def test_resume_equals_uninterrupted(tmp_path, corpus_and_tokenizer, monkeypatch):
+  """8 straight steps == 4 steps, a restart from the checkpoint, 4 more steps (exactly); each of
+  the three runs (a start, a start, a resume) validates its config once."""
+  validate_calls = testing.count_validations(monkeypatch)
   files, model = corpus_and_tokenizer
   config = testing.fast_config(files, model)
   straight = str(tmp_path / "straight")
   eval_straight = train.train_and_evaluate(config, straight)
+  assert len(validate_calls) == 1
 
   resumed = str(tmp_path / "resumed")
   first_half = testing.fast_config(files, model)
   first_half.train.stop_at_step = 4
   train.train_and_evaluate(first_half, resumed)
+  assert len(validate_calls) == 2
   assert sorted(_train_losses(resumed)) == [1, 2, 3, 4]
   assert os.path.isdir(os.path.join(resumed, "checkpoints", "4"))
-  eval_resumed = train.train_and_evaluate(config, resumed)
+  eval_resumed = train.train_and_evaluate(config, resumed)  # Resumes at step 4.
+  assert len(validate_calls) == 3
 
   expected, got = _train_losses(straight), _train_losses(resumed)
   assert sorted(expected) == list(range(1, 9)) and sorted(got) == list(range(1, 9))
@@ -103,6 +112,15 @@ def test_benchmark_reports_throughput(dtype):
       8 * 32 / result["step_s"])
   assert result["flops_per_step"] > 0 and 0 < result["mfu"]
   assert np.isfinite(result["final_loss"])
+
+
+def test_the_setup_entry_still_refuses_a_bad_config(monkeypatch):
+  validate_calls = testing.count_validations(monkeypatch)
+  config = testing.fast_config()
+  config.train.warmup_steps = -1
+  with pytest.raises(ElectraError, match="train.warmup_steps=-1 must be >= 0"):
+    train.build_setup(config, benchmark.SPECIAL)
+  assert len(validate_calls) == 1
 
 
 def test_closing_line_names_the_checkpoint_and_the_next_commands():

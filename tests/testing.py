@@ -79,3 +79,18 @@ def run_main(workdir, *overrides, config="configs/tiny.py", devices=1, timeout=6
   return subprocess.run(main_command(workdir, *overrides, config=config), cwd=REPO,
                         env=main_env(devices), capture_output=True, text=True,
                         timeout=timeout, check=False)
+
+
+def count_validations(monkeypatch) -> list:
+  """The configs `electra_jax.pretrain.validation.validate` is called with from now on, in
+  order (it still checks them): for the tests that a run checks its config exactly once."""
+  from electra_jax.pretrain import validation  # pylint: disable=import-outside-toplevel
+  calls = []
+  real = validation.validate
+
+  def counting(config):
+    calls.append(config)
+    real(config)
+
+  monkeypatch.setattr(validation, "validate", counting)
+  return calls
