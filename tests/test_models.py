@@ -470,26 +470,49 @@ def test_attention_dropout_is_independent_per_example(tiny):
 
 
 def test_remat_policies_give_the_same_loss_and_gradients():
-  """Every model.remat policy recomputes activations in the backward pass: same numbers, same
-  names; the policies really differ in what the compiled step keeps (checkpoint markers)."""
+  """Every model.remat policy recomputes activations in the backward pass: same numbers (the
+  objective's training loss, dropout on, and its gradients: their norm and every one of them),
+  same names; the policies really differ in what the compiled step keeps (checkpoint markers in
+  each trainer's train step). The numbers are those of the train step's loss from one state and
+  one masked batch, the step's own, differentiated in one jitted call per policy: the step's
+  masking, initial state and optimizer update do not depend on the policy, and compiling three
+  whole steps (and inits) took most of this test's time."""
+  import optax  # pylint: disable=import-outside-toplevel
   from electra_jax import benchmark  # pylint: disable=import-outside-toplevel
   from electra_jax.pretrain import loop as train  # pylint: disable=import-outside-toplevel
+  from electra_jax.training import parallel  # pylint: disable=import-outside-toplevel
   from tests import testing  # pylint: disable=import-outside-toplevel
-  results, jaxprs = [], {}
+  results, jaxprs, state = [], {}, None
   for remat in enc.REMAT_POLICIES:
     config = testing.fast_config()
     config.model.remat = remat
-    trainer = train.build_setup(config, benchmark.SPECIAL).trainer
-    state = trainer.new_state(0)
-    batch = trainer.put_batch(benchmark.synthetic_batch(8, config.data.max_seq_length,
-                                                        config.model.vocab_size))
+    setup = train.build_setup(config, benchmark.SPECIAL)
+    trainer, objective = setup.trainer, setup.objective
+    if state is None:
+      state = trainer.new_state(0)
+      batch = trainer.put_batch(benchmark.synthetic_batch(8, config.data.max_seq_length,
+                                                          config.model.vocab_size))
+      rng = jax.random.fold_in(state.rng, state.step)  # What the train step does first.
+      prepared, totals = jax.jit(objective.prepare_batch)(batch, rng, state.step)
     jaxprs[remat] = str(jax.make_jaxpr(trainer.train_jit)(state, batch))
-    _, metrics = trainer.train_step(state, batch)
-    results.append((jax.tree.structure(state.params), float(metrics["loss"][0]),
-                    float(metrics["grad_norm"][0])))
+
+    @jax.jit
+    def loss_and_grads(params, prepared, rng, step, totals, objective=objective):
+      def loss(p):
+        value, metrics, _ = objective.microbatch_loss(p, prepared, rng, False, step, totals)
+        return value, metrics
+      (_, metrics), grads = jax.value_and_grad(loss, has_aux=True)(params)
+      return metrics["loss"][0], optax.global_norm(grads), grads
+
+    with parallel.activate(trainer.mesh, trainer.rules):
+      value, norm, grads = loss_and_grads(state.params, prepared, rng, state.step, totals)
+    results.append((jax.tree.structure(trainer.abstract_state().params), float(value),
+                    float(norm), grads))
   assert all(r[0] == results[0][0] for r in results)
   for r in results[1:]:
-    np.testing.assert_allclose(r[1:], results[0][1:], rtol=1e-5)
+    np.testing.assert_allclose(r[1:3], results[0][1:3], rtol=1e-5)
+    for a, b in zip(jax.tree.leaves(r[3]), jax.tree.leaves(results[0][3])):
+      np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-6)
   assert "remat" not in jaxprs["none"]
   assert "policy=None" in jaxprs["full"] and "DotsSaveable" not in jaxprs["full"]
   assert "policy=DotsSaveable" in jaxprs["dots_saveable"]
@@ -511,11 +534,23 @@ def test_unknown_remat_and_attention_are_clear_errors():
     validation.validate(config)
 
 
+def _random_params(abstract, seed):
+  """float32 parameters of `abstract`'s shapes, from numpy (no compiled init): LayerNorm scales
+  1 + N(0, 0.1^2), every other parameter N(0, 0.02^2), biases included."""
+  rng = np.random.default_rng(seed)
+  return jax.tree_util.tree_map_with_path(
+      lambda p, s: (1 + 0.1 * rng.standard_normal(s.shape) if str(p[-1].key) == "scale"
+                    else 0.02 * rng.standard_normal(s.shape)).astype(np.float32), abstract)
+
+
 @pytest.mark.parametrize("remat", ["none", "full"])
 def test_scanned_and_unrolled_layers_give_the_same_outputs_and_gradients(remat):
   """model.scan_layers changes how the layers compile, not what they compute: the scanned
   model on stack_layers(params) gives the unrolled model's logits and gradients, and
-  unstack_layers gives back the unrolled parameters exactly."""
+  unstack_layers gives back the unrolled parameters exactly. The parameters are random (biases
+  and LayerNorm offsets nonzero, scales away from 1, unlike init's), so that a layer's parameter
+  mixed up with another layer's, or a bias left out, changes the numbers; the gradients run
+  under jax.jit (op by op, the scan and the rematerialised layers take seconds)."""
   config = tiny_config()
   config.model.num_layers, config.model.remat = 3, remat
   config.model.hidden_dropout_prob = config.model.attention_dropout_prob = 0.0
@@ -523,9 +558,9 @@ def test_scanned_and_unrolled_layers_give_the_same_outputs_and_gradients(remat):
   for scan in (False, True):
     config.model.scan_layers = scan
     models[scan] = electra.build_pretrainer(config.model)
-  params[False] = nn.meta.unbox(models[False].init(
-      {"params": jax.random.PRNGKey(0), "dropout": jax.random.PRNGKey(0)},
-      *dummy_inputs(SEQ, 3))["params"])
+  params[False] = _random_params(nn.meta.unbox(jax.eval_shape(
+      models[False].init, {"params": jax.random.PRNGKey(0), "dropout": jax.random.PRNGKey(0)},
+      *dummy_inputs(SEQ, 3))["params"]), seed=0)
   params[True] = enc.stack_layers(params[False])
   assert enc.is_scanned(params[True]) and not enc.is_scanned(params[False])
   abstract = nn.meta.unbox(jax.eval_shape(models[True].init, {"params": jax.random.PRNGKey(0),
@@ -549,7 +584,8 @@ def test_scanned_and_unrolled_layers_give_the_same_outputs_and_gradients(remat):
 
   values, grads = {}, {}
   for scan in (False, True):
-    values[scan], grads[scan] = jax.value_and_grad(lambda p, s=scan: loss(s, p))(params[scan])
+    values[scan], grads[scan] = jax.jit(jax.value_and_grad(lambda p, s=scan: loss(s, p)))(
+        params[scan])
   np.testing.assert_allclose(values[True], values[False], rtol=1e-5)
   for a, b in zip(jax.tree.leaves(enc.unstack_layers(grads[True])),
                   jax.tree.leaves(grads[False])):
