@@ -108,9 +108,12 @@ def test_settings_for_a_group_the_objective_lacks_are_an_error():
 FLOPS_TOLERANCE = (1.0, 1.15)
 
 
-@pytest.mark.parametrize("name,batch,seq,objective", [("tiny", 8, 64, "electra"),
-                                                     ("small", 4, 128, "electra"),
-                                                     ("tiny", 8, 64, "electric")])
+# The fast tier counts tiny's steps (both objectives); small's 12 unrolled layers take a
+# worker 14 s to lower, so its case is the full tier's.
+@pytest.mark.parametrize("name,batch,seq,objective", [
+    ("tiny", 8, 64, "electra"),
+    pytest.param("small", 4, 128, "electra", marks=pytest.mark.full),
+    ("tiny", 8, 64, "electric")])
 def test_analytic_flops_match_xla_cost_analysis(name, batch, seq, objective):
   config = testing.load_config(name)
   config.objective.name = objective
