@@ -13,14 +13,17 @@ run_main = testing.run_main
 def test_run_then_corrupt_checkpoint_is_reported(tmp_path, corpus_and_tokenizer):
   files, model = corpus_and_tokenizer
   workdir = tmp_path / "run"
+  # tests.testing.fast_config's schedule (8 steps, warmup 2), stopped at step 2: the steps
+  # `pretrained_fast` compiled, from the test run's compilation cache.
   args = [*FAST, f"--config.data.train_files={files}", f"--config.data.tokenizer_model={model}",
-          "--config.model.vocab_size=512"]
+          "--config.model.vocab_size=512", "--config.train.num_train_steps=8",
+          "--config.train.warmup_steps=2"]
   proc = run_main(workdir, *args, "--config.train.checkpoint_every_steps=1",
-                  "--config.train.keep_checkpoints=1")
+                  "--config.train.keep_checkpoints=1", "--config.train.stop_at_step=2")
   assert proc.returncode == 0, proc.stderr[-3000:]
   # Steps 1 and 2 were saved; keep_checkpoints=1 leaves only the newest.
   assert sorted(d for d in os.listdir(workdir / "checkpoints") if d.isdigit()) == ["2"]
-  assert "step 2/2 (100.0%)" in proc.stderr and "ETA" in proc.stderr
+  assert "step 2/8 (25.0%)" in proc.stderr and "ETA" in proc.stderr
   assert "disc_auc" in proc.stderr
   assert os.path.isdir(workdir / "checkpoints" / "2")
   assert os.path.isfile(workdir / "metrics.jsonl") and os.path.isfile(workdir / "config.json")
@@ -31,7 +34,7 @@ def test_run_then_corrupt_checkpoint_is_reported(tmp_path, corpus_and_tokenizer)
     for name in names:
       with open(os.path.join(root, name), "wb") as f:
         f.write(b"not a checkpoint")
-  proc = run_main(workdir, *args, "--config.train.num_train_steps=4")
+  proc = run_main(workdir, *args, "--config.train.stop_at_step=4")
   assert proc.returncode == 1
   last = proc.stderr.strip().splitlines()[-1]
   assert last.startswith("error: none of the 1 checkpoint(s)") and "could not be restored" in last

@@ -38,7 +38,7 @@ def test_a_run_with_a_saved_step_trains_exactly_as_one_that_compiles(tmp_path, m
                                                                       corpus_and_tokenizer):
   files, model = corpus_and_tokenizer
   config = testing.fast_config(files, model)
-  config.train.num_train_steps = 4
+  config.train.stop_at_step = 4  # fast_config's schedule: pretrained_fast's compiled step.
   config.train.eval_every_steps = 0
   path = tmp_path / "step.compiled"
   size, mesh = _save_cpu_step(config, path)

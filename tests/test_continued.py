@@ -171,36 +171,34 @@ def _opt_counts(workdir, step):
 
 
 def test_unrolled_run_and_extended_vocabulary(pretrained_fast, corpus_and_tokenizer, tmp_path):
-  """A scanned checkpoint continued with unrolled layers keeps its weights exactly; an
-  `extend-vocab` output is an init_checkpoint like any other: the run reads its grown
-  tokenizer and table, the new rows as extend-vocab made them."""
+  """An `extend-vocab` output is an init_checkpoint like any other: the run reads its grown
+  tokenizer and table, the new rows as extend-vocab made them; and that checkpoint, written with
+  unrolled layers, continued with scanned ones keeps its weights exactly (one run checks both)."""
   from electra_jax.convert import vocab_extension  # pylint: disable=import-outside-toplevel
   files, _ = corpus_and_tokenizer
-  unrolled = str(tmp_path / "unrolled")
-  config = continued_config(files, pretrained_fast, steps=1, learning_rate=0.0)
-  config.model.scan_layers = False
-  loop.train_and_evaluate(config, unrolled)
-  for a, b in zip(_leaves(pretrained.load_pretrained(pretrained_fast, parts=None).params),
-                  _leaves(pretrained.load_pretrained(unrolled, parts=None).params)):
-    np.testing.assert_array_equal(a, b)
-
   words = tmp_path / "words.txt"
   words.write_text("interpreter\nsubprocess\n")
   extended = str(tmp_path / "extended")
   result = vocab_extension.extend_vocab(pretrained_fast, extended, tokens=str(words))
+  assert pretrained.read_meta(pretrained.find_step_dir(extended))["config"]["model"][
+      "scan_layers"] is False
   workdir = str(tmp_path / "run")
-  loop.train_and_evaluate(continued_config(files, extended, steps=1, learning_rate=0.0),
-                          workdir)
+  config = continued_config(files, extended, steps=1, learning_rate=0.0)
+  assert config.model.scan_layers  # The run's layout is not the checkpoint's.
+  loop.train_and_evaluate(config, workdir)
   recorded = json.loads(open(os.path.join(workdir, "config.json")).read())
+  assert recorded["model"]["scan_layers"] is True
   assert result.added == ["interpreter", "subprocess"] or len(result.added) + len(
       result.skipped) == 2
   assert recorded["model"]["vocab_size"] == result.vocab_size == 512 + len(result.added) > 512
   tokenizer = pretrained.load_pretrained(workdir, parts=["embeddings"]).tokenizer.load()
   assert tokenizer.vocab_size == recorded["model"]["vocab_size"]
-  grown = pretrained.load_pretrained(extended, parts=["embeddings"]).params
-  after = pretrained.load_pretrained(workdir, parts=["embeddings"]).params
+  grown = pretrained.load_pretrained(extended, parts=None).params
+  after = pretrained.load_pretrained(workdir, parts=None).params
   np.testing.assert_array_equal(grown["embeddings"]["word_embeddings"]["embedding"],
                                 after["embeddings"]["word_embeddings"]["embedding"])
+  for a, b in zip(_leaves(grown), _leaves(after)):  # Unrolled in, scanned run, the same.
+    np.testing.assert_array_equal(a, b)
   # The scorer reads the extended checkpoint: the new word is one scored token.
   from electra_jax.score import load_scorer  # pylint: disable=import-outside-toplevel
   scored = load_scorer(extended).score_tokens(["the interpreter starts a subprocess"])[0]

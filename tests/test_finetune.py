@@ -5,9 +5,7 @@ import json
 import os
 
 import jax
-import ml_collections
 import numpy as np
-import optax
 import pytest
 
 from electra_jax.finetune.glue import task as finetune
@@ -414,8 +412,8 @@ def test_finetuning_reads_and_writes_through_fileio(pretrain_dir):
   import tensorflow as tf  # pylint: disable=import-outside-toplevel
   gfile = tf.io.gfile
   workdir = "ram://finetune_test/glue"
-  config = glue_config(pretrain_dir, "rte", max_train_examples=32, num_epochs=1.0,
-                       max_eval_examples=32)
+  config = glue_config(pretrain_dir, "rte", max_train_examples=80, num_epochs=1.0,
+                       max_eval_examples=32)  # 5 steps: the step the RTE tests below compile.
   summary = finetune.run(config, workdir)
   assert set(summary) == {"rte"}
   for name in ("config.json", "results.json", "rte/seed_0/dev_metrics.json",
@@ -440,8 +438,8 @@ def test_a_preempted_seed_resumes_to_the_same_result(pretrain_dir, tmp_path, mon
   """A preemption announced at step 3 saves the seed and stops with a clear error; running
   again resumes from that checkpoint and gives exactly the uninterrupted run's metrics."""
   from electra_jax.training import checkpoints  # pylint: disable=import-outside-toplevel
-  config = glue_config(pretrain_dir, "rte", max_train_examples=64, num_epochs=1.0,
-                       max_eval_examples=64, write_test_predictions=False)
+  config = glue_config(pretrain_dir, "rte", max_train_examples=80, num_epochs=1.0,
+                       max_eval_examples=64, write_test_predictions=False)  # 5 steps.
   straight = finetune.run(config, str(tmp_path / "straight"))
   monkeypatch.setattr(checkpoints, "reached_preemption", lambda step: step == 3)
   workdir = tmp_path / "preempted"
@@ -579,19 +577,19 @@ def test_mnli_writes_matched_mismatched_and_diagnostic_predictions(pretrain_dir,
 def test_tfds_source_fine_tunes(pretrain_dir, tmp_path):
   """data_source=tfds: glue/sst2 through tfds (mocked; the same records for every split)."""
   from tests import test_glue_data  # pylint: disable=import-outside-toplevel
-  sentences = [b"a fine film", b"dull and long", b"great fun", b"a waste"] * 4
-  records = {"idx": np.arange(16, dtype=np.int32), "sentence": sentences,
-             "label": np.array([1, 0, 1, 0] * 4, np.int64)}
+  # 80 records in batches of 16: 5 steps, the step the RTE tests compile (the same shapes).
+  sentences = [b"a fine film", b"dull and long", b"great fun", b"a waste"] * 20
+  records = {"idx": np.arange(80, dtype=np.int32), "sentence": sentences,
+             "label": np.array([1, 0, 1, 0] * 20, np.int64)}
   seen = []
   config = glue_config(pretrain_dir, "sst2", data_source="tfds", data_dir="",
-                       tfds_data_dir=str(tmp_path / "tfds"), num_epochs=1.0, batch_size=4,
-                       eval_batch_size=4)
+                       tfds_data_dir=str(tmp_path / "tfds"), num_epochs=1.0)
   with test_glue_data._mock_tfds(records, seen):  # pylint: disable=protected-access
     summary = finetune.run(config, str(tmp_path / "out"))
   assert seen == ["train", "validation", "test"]
   assert 0.0 <= summary["sst2"]["median"]["dev/accuracy"] <= 1.0
   with open(tmp_path / "out" / "submission" / "SST-2.tsv") as f:
-    assert len(f.read().splitlines()) == 17  # Header + the 16 mocked test rows.
+    assert len(f.read().splitlines()) == 81  # Header + the 80 mocked test rows.
 
 
 def test_model_size_can_be_forced_and_is_checked():

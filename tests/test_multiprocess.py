@@ -32,7 +32,7 @@ def _command(workdir, files, model):
 
 def _env(devices, **extra):
   env = dict(os.environ, JAX_PLATFORMS="cpu", TF_CPP_MIN_LOG_LEVEL="3",
-             XLA_FLAGS=f"--xla_force_host_platform_device_count={devices}", **extra)
+             XLA_FLAGS=testing.main_env(devices)["XLA_FLAGS"], **extra)
   for name in ("JAX_COORDINATOR_ADDRESS", "JAX_NUM_PROCESSES", "JAX_PROCESS_ID"):
     if name not in extra:
       env.pop(name, None)

@@ -152,8 +152,7 @@ def _train(config, workdir, **kwargs):
 def test_a_truncated_newest_checkpoint_is_set_aside_and_the_previous_one_resumes(
     tmp_path, corpus_and_tokenizer, caplog):
   files, model = corpus_and_tokenizer
-  config = testing.fast_config(files, model)
-  config.train.num_train_steps = 6
+  config = testing.fast_config(files, model)  # Its schedule: pretrained_fast's compiled step.
   config.train.checkpoint_every_steps = 3
   config.train.eval_every_steps = 0
   config.train.stop_at_step = 6
@@ -219,11 +218,12 @@ def test_resuming_with_a_changed_batch_size_is_refused_and_more_steps_are_allowe
   with pytest.raises(ElectraError, match=r"train.batch_size: 8 -> 16.*--allow_config_change"):
     _train(changed, workdir)
   longer = config.copy_and_resolve_references()
-  longer.train.num_train_steps = 6
+  longer.train.num_train_steps = 8  # fast_config's schedule (pretrained_fast's step), to 6.
+  longer.train.stop_at_step = 6
   caplog.set_level("INFO", logger="absl")
   _train(longer, workdir)
   assert "Resuming from step 4 (data position 4)" in caplog.text
-  assert "train.num_train_steps: 4 -> 6" in caplog.text
+  assert "train.num_train_steps: 4 -> 8" in caplog.text
   ckpt = checkpoints.Checkpointer(str(workdir / "checkpoints"), keep=3)
   meta = ckpt.read_meta(6)
   ckpt.close()

@@ -19,25 +19,27 @@ def _train_losses(workdir):
   return {r["step"]: r["train/loss"] for r in metrics_lib.read_metrics(workdir) if "train/loss" in r}
 
 
-def test_resume_equals_uninterrupted(tmp_path, corpus_and_tokenizer, monkeypatch):
-  """8 straight steps == 4 steps, a restart from the checkpoint, 4 more steps (exactly); each of
-  the three runs (a start, a start, a resume) validates its config once."""
+def test_resume_equals_uninterrupted(tmp_path, corpus_and_tokenizer, monkeypatch,
+                                    pretrained_fast):
+  """8 straight steps (the shared run of the same config) == 4 steps, a restart from the
+  checkpoint, 4 more steps (exactly); each run (a start, a resume) validates its config once."""
   validate_calls = testing.count_validations(monkeypatch)
   files, model = corpus_and_tokenizer
   config = testing.fast_config(files, model)
-  straight = str(tmp_path / "straight")
-  eval_straight = train.train_and_evaluate(config, straight)
-  assert len(validate_calls) == 1
+  straight = pretrained_fast
+  eval_straight = {k[len("eval/"):]: v for k, v in metrics_lib.read_metrics(straight)[-1].items()
+                   if k.startswith("eval/")}
+  assert metrics_lib.read_metrics(straight)[-1]["step"] == 8 and eval_straight
 
   resumed = str(tmp_path / "resumed")
   first_half = testing.fast_config(files, model)
   first_half.train.stop_at_step = 4
   train.train_and_evaluate(first_half, resumed)
-  assert len(validate_calls) == 2
+  assert len(validate_calls) == 1
   assert sorted(_train_losses(resumed)) == [1, 2, 3, 4]
   assert os.path.isdir(os.path.join(resumed, "checkpoints", "4"))
   eval_resumed = train.train_and_evaluate(config, resumed)  # Resumes at step 4.
-  assert len(validate_calls) == 3
+  assert len(validate_calls) == 2
 
   expected, got = _train_losses(straight), _train_losses(resumed)
   assert sorted(expected) == list(range(1, 9)) and sorted(got) == list(range(1, 9))
@@ -53,7 +55,8 @@ def test_resume_equals_uninterrupted(tmp_path, corpus_and_tokenizer, monkeypatch
              for f in os.listdir(os.path.join(straight, "tensorboard")))
 
 
-def test_a_run_resumes_in_the_layout_its_checkpoint_has(tmp_path, corpus_and_tokenizer, caplog):
+def test_a_run_resumes_in_the_layout_its_checkpoint_has(tmp_path, corpus_and_tokenizer, caplog,
+                                                        pretrained_fast):
   """Started with unrolled layers, resumed under the scanned default: the run keeps the
   checkpoint's layout (with a warning) and continues exactly as an unrolled run; fine-tuning
   reads the scanned and the unrolled checkpoints as the same unrolled weights."""
@@ -76,9 +79,9 @@ def test_a_run_resumes_in_the_layout_its_checkpoint_has(tmp_path, corpus_and_tok
   expected, got = _train_losses(straight), _train_losses(resumed)
   np.testing.assert_array_equal([got[s] for s in range(1, 9)],
                                 [expected[s] for s in range(1, 9)])
-  # A scanned run's checkpoint loads unrolled: its discriminator has layer_0.
-  scanned_dir = str(tmp_path / "scanned")
-  train.train_and_evaluate(scanned, scanned_dir)
+  # A scanned run's checkpoint (the shared run of `scanned`'s config) loads unrolled: its
+  # discriminator has layer_0.
+  scanned_dir = pretrained_fast
   weights = pretrained.load_pretrained(scanned_dir)
   assert "layer_0" in weights.params["discriminator"]["encoder"]
   assert weights.model_config.scan_layers is False
