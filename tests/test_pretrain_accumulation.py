@@ -18,6 +18,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from electra_jax import benchmark
 from electra_jax.errors import ElectraError
 from electra_jax.pretrain import loop as train
 from electra_jax.pretrain import objectives
@@ -25,8 +26,10 @@ from electra_jax.training import metrics as metrics_lib
 from electra_jax.training import trainer as trainer_lib
 from tests import testing
 
-SPECIAL = objectives.SpecialIds(pad=0, cls=1, sep=2, mask=3)
-BATCH, T = 16, 32
+# The pretraining loop's ids and tests.testing.fast_config's batch: a K = 1 step here is the
+# step `pretrained_fast` compiled, read back from the test run's compilation cache.
+SPECIAL = benchmark.SPECIAL
+BATCH, T = 8, 32
 
 
 def make_batches(steps=3, batch=BATCH, seed=0):
@@ -124,7 +127,7 @@ def test_microbatches_see_the_same_corruption_and_sum_to_the_batch(name):
 
 
 def test_an_examples_samples_do_not_depend_on_its_batch_mates():
-  """The sampler draws row b from keys[b]: the first 4 rows of a batch of 16 get the samples
+  """The sampler draws row b from keys[b]: the first 4 rows of a batch of 8 get the samples
   the same rows get in a batch of 4."""
   objective = train.build_setup(config_for("electra"), SPECIAL).objective
   batch = {k: jnp.asarray(v) for k, v in make_batches(1)[0].items()}
@@ -158,7 +161,7 @@ def test_a_batch_that_does_not_split_is_one_error():
                                          r"train.grad_accum_steps=3 microbatches .* use "
                                          r"train.grad_accum_steps=2 or 4, or "
                                          r"train.batch_size=15 or 18"):
-    train.build_setup(config_for("electra", 3), SPECIAL)
+    train.build_setup(config_for("electra", 3, batch_size=16), SPECIAL)
   with pytest.raises(ElectraError, match=r"train.grad_accum_steps=0 is out of range"):
     train.build_setup(config_for("electra", 0), SPECIAL)
 
