@@ -27,9 +27,9 @@ def test_resume_equals_uninterrupted(tmp_path, corpus_and_tokenizer, monkeypatch
   files, model = corpus_and_tokenizer
   config = testing.fast_config(files, model)
   straight = pretrained_fast
-  eval_straight = {k[len("eval/"):]: v for k, v in metrics_lib.read_metrics(straight)[-1].items()
-                   if k.startswith("eval/")}
-  assert metrics_lib.read_metrics(straight)[-1]["step"] == 8 and eval_straight
+  last = metrics_lib.read_metrics(straight)[-1]
+  eval_straight = {k[len("eval/"):]: v for k, v in last.items() if k.startswith("eval/")}
+  assert last["step"] == 8 and eval_straight
 
   resumed = str(tmp_path / "resumed")
   first_half = testing.fast_config(files, model)
