@@ -10,7 +10,10 @@ tokens, 0 for padding; padded keys get no attention) and context: [B, T, N, D]. 
 padded query positions are unspecified (every caller ignores them). `causal` (`CAUSAL`) limits
 what each query sees further: "ltr", the keys at its position and to its left; "rtl", those at
 its position and to its right (the two towers of Electric's noise model, as the original's
-`ltr` / `rtl` attention masks, which include the diagonal).
+`ltr` / `rtl` attention masks, which include the diagonal). `window` (the modern block's local
+layers, `local_window_allows`) limits it to the keys at most window // 2 positions away on
+either side; None or 0 is global attention. It may be a traced scalar (scanned layers alternate
+global and local), which only "xla" takes for now; the fused kernels refuse a window.
 
   "xla"     softmax(Q K^T / sqrt(D) + padding bias) V in plain XLA ops, with dropout on the
             attention probabilities (`attention_dropout_prob`, the paper's 0.1). Any device,
@@ -67,6 +70,22 @@ def causal_allowed(seq_len: int, causal: str) -> np.ndarray | None:
   return np.tril(ones) if causal == "ltr" else np.triu(ones)
 
 
+def local_window_allows(seq_len: int, window) -> jax.Array:
+  """bool [T, T]: (query i, key j) with |i - j| <= window // 2, or everywhere when window <= 0
+  (a global layer). `window` may be a traced int scalar. Hugging Face's ModernBERT: a local
+  layer's `sliding_window` is local_attention // 2, inclusive."""
+  positions = jnp.arange(seq_len)
+  distance = jnp.abs(positions[:, None] - positions[None, :])
+  window = jnp.asarray(window, jnp.int32)
+  return (window <= 0) | (distance <= window // 2)
+
+
+def _no_window(name: str, window) -> None:
+  if window is not None:
+    raise ElectraError(f"model.attention={name!r} has no local-attention window yet; use "
+                       "attention 'xla' with model.architecture='modern'")
+
+
 def bias_from_mask(input_mask: jax.Array, dtype: Any) -> jax.Array:
   """[B, T] 1/0 mask -> additive bias [B, 1, 1, T]: 0 for real keys, a large negative for
   padding."""
@@ -75,13 +94,16 @@ def bias_from_mask(input_mask: jax.Array, dtype: Any) -> jax.Array:
 
 
 def xla_attention(query, key, value, input_mask, *, dropout_rng, dropout_rate: float,
-                  deterministic: bool, dtype, causal: str = "none") -> jax.Array:
-  """softmax(Q K^T / sqrt(D) + padding (and causal) bias) V in plain XLA ops (flax's
-  `dot_product_attention`), with dropout on the attention probabilities."""
+                  deterministic: bool, dtype, causal: str = "none", window=None) -> jax.Array:
+  """softmax(Q K^T / sqrt(D) + padding (and causal, and window) bias) V in plain XLA ops
+  (flax's `dot_product_attention`), with dropout on the attention probabilities."""
   bias = bias_from_mask(input_mask, dtype)  # [B, 1, 1, T]
   allowed = causal_allowed(query.shape[1], causal)
   if allowed is not None:
     bias = bias + jnp.where(jnp.asarray(allowed), 0.0, jnp.finfo(dtype).min / 2).astype(dtype)
+  if window is not None:
+    local = local_window_allows(query.shape[1], window)
+    bias = bias + jnp.where(local, 0.0, jnp.finfo(dtype).min / 2).astype(dtype)
   return nn.dot_product_attention(
       query, key, value, bias=bias, dropout_rng=dropout_rng,
       dropout_rate=dropout_rate, broadcast_dropout=False, deterministic=deterministic,
@@ -95,11 +117,12 @@ def _no_dropout(name: str, dropout_rate: float, deterministic: bool) -> None:
 
 
 def cudnn_attention(query, key, value, input_mask, *, dropout_rng, dropout_rate: float,
-                    deterministic: bool, dtype, causal: str = "none") -> jax.Array:
+                    deterministic: bool, dtype, causal: str = "none", window=None) -> jax.Array:
   """cuDNN fused attention (GPU, bfloat16/float16); padded keys excluded by key lengths,
   "ltr" as cuDNN's causal mask, "rtl" as an explicit [1, 1, T, T] mask."""
   del dropout_rng
   _no_dropout("cudnn", dropout_rate, deterministic)
+  _no_window("cudnn", window)
   lengths = jnp.sum(input_mask, axis=-1).astype(jnp.int32)
   allowed = causal_allowed(query.shape[1], causal)
   mask = jnp.asarray(allowed)[None, None] if causal == "rtl" else None
@@ -198,7 +221,7 @@ def _splash_specs(mesh, batch_size: int, num_heads: int) -> tuple[PartitionSpec,
 
 
 def splash_attention(query, key, value, input_mask, *, dropout_rng, dropout_rate: float,
-                     deterministic: bool, dtype, causal: str = "none") -> jax.Array:
+                     deterministic: bool, dtype, causal: str = "none", window=None) -> jax.Array:
   """The Pallas TPU splash-attention kernel: query, key, value [B, T, N, D], input_mask int
   [B, T] -> context [B, T, N, D]. Padding as segment ids (real tokens 1, padding 0, so real
   queries see only real keys). T must be a multiple of 128; no attention dropout.
@@ -212,6 +235,7 @@ def splash_attention(query, key, value, input_mask, *, dropout_rng, dropout_rate
   """
   del dropout_rng
   _no_dropout("splash", dropout_rate, deterministic)
+  _no_window("splash", window)
   batch_size, seq_len, num_heads, _ = query.shape
   if seq_len % SPLASH_BLOCK:
     raise ElectraError(f"model.attention='splash' needs a sequence length that is a multiple "

@@ -13,6 +13,7 @@ from typing import Any
 import jax.numpy as jnp
 
 Dtype = Any
+ARCHITECTURES = ("electra", "modern")  # EncoderConfig.architecture (model.architecture).
 
 
 @dataclasses.dataclass(frozen=True)
@@ -49,6 +50,18 @@ class EncoderConfig:
     causal: which keys each position attends to (`attention.CAUSAL`): "none" (all, the
       encoders), "ltr" (itself and those to its left) or "rtl" (itself and those to its
       right): the two towers of Electric's noise model (`electra_jax.models.electric`).
+    architecture: the layer block (`ARCHITECTURES`): "electra", BERT's (learned absolute
+      positions and segment embeddings, post-LayerNorm, GELU feed-forward with biases, full
+      attention), or "modern", ModernBERT's (no position or segment tables: rotary positions;
+      pre-LayerNorm with a norm after the embeddings and one after the last layer; a GeGLU
+      feed-forward; local attention on most layers). The fields below are the modern block's.
+    local_attention: the local layers' window in tokens: a query sees the keys at most
+      local_attention // 2 positions away on either side (ModernBERT's 128: 64 each way).
+    global_attn_every_n_layers: layer i attends globally when i % n == 0 (ModernBERT's 3: layers
+      0, 3, 6, ...), locally otherwise; 1 makes every layer global.
+    global_rope_theta, local_rope_theta: the rotary base of the global and the local layers.
+    attention_bias, mlp_bias, norm_bias: biases of the attention projections, of the
+      feed-forward layers and of the LayerNorms (ModernBERT has none of them).
   """
   vocab_size: int
   embedding_size: int
@@ -68,7 +81,45 @@ class EncoderConfig:
   plain_dense_init: str = "glorot_uniform"
   scan_layers: bool = False
   causal: str = "none"
+  architecture: str = "electra"
+  local_attention: int = 128
+  global_attn_every_n_layers: int = 3
+  global_rope_theta: float = 160_000.0
+  local_rope_theta: float = 10_000.0
+  attention_bias: bool = False
+  mlp_bias: bool = False
+  norm_bias: bool = False
 
   @property
   def head_size(self) -> int:
     return self.hidden_size // self.num_heads
+
+  @property
+  def is_modern(self) -> bool:
+    return self.architecture == "modern"
+
+  def is_global_layer(self, index: int) -> bool:
+    """Whether layer `index` of the modern block attends globally (every layer of "electra")."""
+    return not self.is_modern or index % self.global_attn_every_n_layers == 0
+
+  def check(self) -> None:
+    """ValueError naming the field for an architecture this module cannot build."""
+    if self.architecture not in ARCHITECTURES:
+      raise ValueError(f"model.architecture={self.architecture!r}; choose one of "
+                       f"{', '.join(ARCHITECTURES)}")
+    if not self.is_modern:
+      return
+    if self.local_attention < 2 or self.local_attention % 2:
+      raise ValueError(f"model.local_attention={self.local_attention} must be an even number "
+                       ">= 2 of tokens (a query sees local_attention // 2 keys on each side; "
+                       "ModernBERT's is 128)")
+    if self.global_attn_every_n_layers < 1:
+      raise ValueError(f"model.global_attn_every_n_layers={self.global_attn_every_n_layers} "
+                       "must be >= 1 (1: every layer global; ModernBERT's is 3)")
+    for name in ("global_rope_theta", "local_rope_theta"):
+      if not getattr(self, name) > 0:
+        raise ValueError(f"model.{name}={getattr(self, name)} must be > 0 (ModernBERT's are "
+                         "160000 global and 10000 local)")
+    if self.head_size % 2:
+      raise ValueError(f"rotary positions need an even head size; hidden_size "
+                       f"{self.hidden_size} / num_heads {self.num_heads} = {self.head_size}")

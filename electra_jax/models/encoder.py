@@ -8,6 +8,18 @@ Every parameter carries logical axis names (``vocab``, ``embed``, ``hidden``, ``
 ``kv``, ``mlp``) and the main activations are constrained with logical names (``batch``,
 ``length``, ``hidden``); `electra_jax.training.parallel` maps them onto mesh axes by rules.
 
+The layer block is a config choice (`EncoderConfig.architecture`), not a second encoder:
+"electra" is BERT's post-LayerNorm block; "modern" is ModernBERT's (`_modern_layer`: pre-norm,
+rotary positions, GeGLU, global layers every `global_attn_every_n_layers` and windowed local
+ones in between), with parameters
+
+  embeddings/{word_embeddings, LayerNorm}           (no position or segment tables)
+  <network>/{embeddings_project (E != H), encoder/layer_N | encoder/layers, final_norm}
+  layer: attn_norm, attn/{query,key,value,output}, mlp_norm, mlp/{input,gate,output}
+
+Layer 0's `attn_norm` exists (so unrolled and scanned layers have one layout) but is not
+applied: as in ModernBERT, the embeddings' LayerNorm stands in for it.
+
 Shapes: B = batch, T = sequence length, E = embedding size, H = hidden size,
 N = attention heads, D = H / N head size, F = intermediate (FFN) size.
 """
@@ -24,6 +36,7 @@ import numpy as np
 from electra_jax.errors import ElectraError
 from electra_jax.models import attention
 from electra_jax.models import layers
+from electra_jax.models import rotary
 # The encoder's architecture lives in models.config, below this module and models.layers (which
 # takes it for type hints); re-exported here, where most code has always imported it from.
 from electra_jax.models.config import Dtype, EncoderConfig  # pylint: disable=unused-import
@@ -44,10 +57,15 @@ class Embeddings(nn.Module):
 
   def setup(self):
     cfg = self.config
+    cfg.check()
     init = layers.truncated_normal_init(cfg.initializer_range)
     self.word_embeddings = nn.Embed(
         cfg.vocab_size, cfg.embedding_size, param_dtype=jnp.float32, dtype=jnp.float32,
         embedding_init=nn.with_logical_partitioning(init, ("vocab", "embed")))
+    self.dropout = nn.Dropout(cfg.hidden_dropout_prob)
+    if cfg.is_modern:  # Rotary positions in the layers; no segment table (ModernBERT).
+      self.LayerNorm = layers.layer_norm(cfg, "embed", use_bias=cfg.norm_bias)  # pylint: disable=invalid-name
+      return
     self.position_embeddings = nn.Embed(
         cfg.max_position_embeddings, cfg.embedding_size, param_dtype=jnp.float32,
         dtype=jnp.float32, embedding_init=nn.with_logical_partitioning(init, (None, "embed")))
@@ -55,15 +73,21 @@ class Embeddings(nn.Module):
         cfg.type_vocab_size, cfg.embedding_size, param_dtype=jnp.float32, dtype=jnp.float32,
         embedding_init=nn.with_logical_partitioning(init, (None, "embed")))
     self.LayerNorm = layers.layer_norm(cfg, "embed")  # pylint: disable=invalid-name
-    self.dropout = nn.Dropout(cfg.hidden_dropout_prob)
 
   def __call__(self, input_ids, segment_ids, deterministic: bool, word_offset=None):
     """input_ids, segment_ids: int [B, T]. Returns [B, T, E] in the compute dtype.
 
     `word_offset` (optional [B, T, E]) is added to the word vectors: a per-token correction
     (GDES's discriminator delta, or a straight-through estimator's zero-valued gradient path).
+    The modern block reads no segment ids (ModernBERT has no segment embeddings).
     """
     cfg = self.config
+    if cfg.is_modern:
+      words = self.word_embeddings(input_ids)
+      if word_offset is not None:
+        words = words + word_offset.astype(jnp.float32)
+      x = nn.with_logical_constraint(self.LayerNorm(words), ("batch", "length", "embed"))
+      return self.dropout(x, deterministic=deterministic)
     seq_len = input_ids.shape[-1]
     if seq_len > cfg.max_position_embeddings:
       raise ValueError(f"sequence length {seq_len} exceeds max_position_embeddings "
@@ -155,9 +179,105 @@ class Intermediate(nn.Module):
     return nn.with_logical_constraint(h, ("batch", "length", "mlp"))
 
 
-def _transformer_layer(config: EncoderConfig, x, input_mask, deterministic: bool):
-  """One post-LayerNorm Transformer layer, built inside the calling module's compact method
-  (so its submodules are that module's `attention`, `intermediate`, `output`)."""
+def _modern_norm(config: EncoderConfig, name: str) -> nn.LayerNorm:
+  return layers.layer_norm(config, "hidden", name=name, use_bias=config.norm_bias)
+
+
+class ModernAttention(nn.Module):
+  """Rotary self-attention over the whole sequence or a window.  [B, T, H] -> [B, T, H].
+
+  `theta` (rotary base) and `window` (tokens; 0: global) are Python numbers in unrolled
+  layers and traced scalars in scanned ones.
+  """
+  config: EncoderConfig
+
+  @nn.compact
+  def __call__(self, x, input_mask, theta, window, deterministic: bool):
+    cfg = self.config
+    batch, seq_len = x.shape[:2]
+    positions = jnp.arange(seq_len)
+
+    def project(name):
+      h = layers.dense(cfg.hidden_size, cfg, ("hidden", "heads"), name,
+                       use_bias=cfg.attention_bias)(x)
+      h = h.reshape(batch, seq_len, cfg.num_heads, cfg.head_size)
+      return nn.with_logical_constraint(h, ("batch", "length", "heads", "kv"))
+
+    query = rotary.apply(project("query"), positions, theta)
+    key = rotary.apply(project("key"), positions, theta)
+    value = project("value")
+    dropout_rng = None
+    if not deterministic and cfg.attention_dropout_prob > 0:
+      dropout_rng = self.make_rng("dropout")
+    name = "xla" if cfg.attention == "auto" else cfg.attention  # The kernels take no window yet.
+    implementation = attention.resolve(name, dropout_rate=cfg.attention_dropout_prob,
+                                       dtype=cfg.dtype, seq_len=seq_len)
+    context = attention.get_attention(implementation)(
+        query, key, value, input_mask, dropout_rng=dropout_rng,
+        dropout_rate=cfg.attention_dropout_prob, deterministic=deterministic, dtype=cfg.dtype,
+        causal=cfg.causal, window=window)
+    context = context.reshape(batch, seq_len, cfg.hidden_size)
+    out = layers.dense(cfg.hidden_size, cfg, ("heads", "hidden"), "output",
+                       use_bias=cfg.attention_bias, stddev=_output_stddev(cfg))(context)
+    return nn.Dropout(cfg.hidden_dropout_prob)(out, deterministic=deterministic)
+
+
+def _output_stddev(cfg: EncoderConfig) -> float:
+  """ModernBERT's initialiser of the layers that write into the residual stream (attention
+  and feed-forward outputs): initializer_range / sqrt(2 L)."""
+  return cfg.initializer_range / float(np.sqrt(2.0 * cfg.num_layers))
+
+
+class GatedFeedForward(nn.Module):
+  """GeGLU: output(gelu(input(x)) * gate(x)).  [B, T, H] -> [B, T, H] (ModernBERT's `Wi` holds
+  `input` and `gate` side by side, in that order, and `Wo` is `output`)."""
+  config: EncoderConfig
+
+  @nn.compact
+  def __call__(self, x, deterministic: bool):
+    cfg = self.config
+
+    def dense(name, features, axes, **kw):
+      return layers.dense(features, cfg, axes, name, use_bias=cfg.mlp_bias, **kw)
+    h = (layers.gelu(dense("input", cfg.intermediate_size, ("hidden", "mlp"))(x))
+         * dense("gate", cfg.intermediate_size, ("hidden", "mlp"))(x))
+    h = nn.with_logical_constraint(h, ("batch", "length", "mlp"))
+    out = dense("output", cfg.hidden_size, ("mlp", "hidden"), stddev=_output_stddev(cfg))(h)
+    return nn.Dropout(cfg.hidden_dropout_prob)(out, deterministic=deterministic)
+
+
+def _modern_layer(config: EncoderConfig, x, input_mask, deterministic: bool, layer_index):
+  """One pre-LayerNorm ModernBERT layer, built inside the calling module's compact method.
+
+  `layer_index` is a Python int (unrolled layers) or a traced int32 scalar (scanned ones); it
+  picks global or local attention, its rotary base, and leaves out layer 0's attention norm.
+  """
+  cfg = config
+  every = cfg.global_attn_every_n_layers
+  normed = _modern_norm(cfg, "attn_norm")(x)
+  if isinstance(layer_index, int):
+    is_global = cfg.is_global_layer(layer_index)
+    theta = cfg.global_rope_theta if is_global else cfg.local_rope_theta
+    window = None if every == 1 else (0 if is_global else cfg.local_attention)
+    if layer_index == 0:
+      normed = x
+  else:
+    is_global = layer_index % every == 0
+    theta = jnp.where(is_global, cfg.global_rope_theta, cfg.local_rope_theta)
+    window = None if every == 1 else jnp.where(is_global, 0, cfg.local_attention)
+    normed = jnp.where(layer_index == 0, x, normed)
+  x = x + ModernAttention(cfg, name="attn")(normed, input_mask, theta, window, deterministic)
+  x = x + GatedFeedForward(cfg, name="mlp")(_modern_norm(cfg, "mlp_norm")(x), deterministic)
+  return nn.with_logical_constraint(x, ("batch", "length", "hidden"))
+
+
+def _transformer_layer(config: EncoderConfig, x, input_mask, deterministic: bool,
+                       layer_index=0):
+  """One Transformer layer of `config.architecture`, built inside the calling module's compact
+  method (so its submodules are that module's: `attention`, `intermediate`, `output` for
+  "electra", `_modern_layer`'s for "modern")."""
+  if config.is_modern:
+    return _modern_layer(config, x, input_mask, deterministic, layer_index)
   x = Attention(config, name="attention")(x, input_mask, deterministic)
   h = Intermediate(config, name="intermediate")(x)
   x = ResidualOutput(config, "mlp", name="output")(h, x, deterministic)
@@ -165,23 +285,26 @@ def _transformer_layer(config: EncoderConfig, x, input_mask, deterministic: bool
 
 
 class TransformerLayer(nn.Module):
-  """One post-LayerNorm Transformer layer.  [B, T, H] -> [B, T, H]."""
+  """One Transformer layer (`layer_index` of the stack).  [B, T, H] -> [B, T, H]."""
   config: EncoderConfig
+  layer_index: int = 0
 
   @nn.compact
   def __call__(self, x, input_mask, deterministic: bool):
-    return _transformer_layer(self.config, x, input_mask, deterministic)
+    return _transformer_layer(self.config, x, input_mask, deterministic, self.layer_index)
 
 
 class ScannedLayer(nn.Module):
-  """A Transformer layer as a scan body: (x, input_mask) -> (x, None). `deterministic` is an
-  attribute, so that it stays a Python bool under the scan and remat."""
+  """A Transformer layer as a scan body: (x, input_mask[, layer_index]) -> (x, None).
+  `deterministic` is an attribute, so that it stays a Python bool under the scan and remat;
+  the modern block scans over the layers' indices too (global or local, see `_modern_layer`)."""
   config: EncoderConfig
   deterministic: bool
 
   @nn.compact
-  def __call__(self, x, input_mask):
-    return _transformer_layer(self.config, x, input_mask, self.deterministic), None
+  def __call__(self, x, input_mask, layer_index=0):
+    return _transformer_layer(self.config, x, input_mask, self.deterministic,
+                              layer_index), None
 
 
 # model.remat -> the jax.checkpoint policy (None: save nothing, recompute everything).
@@ -193,7 +316,8 @@ REMAT_POLICIES = {
 
 
 class Transformer(nn.Module):
-  """`embeddings_project` (when E != H) followed by `encoder/layer_0..L-1`.
+  """`embeddings_project` (when E != H) followed by `encoder/layer_0..L-1` (and, for the modern
+  block, `final_norm`).
 
   The embeddings are not part of this module, so one `Embeddings` can feed several
   Transformers (ELECTRA's generator and discriminator share them).
@@ -209,7 +333,10 @@ class Transformer(nn.Module):
       x = layers.dense(cfg.hidden_size, cfg, ("embed", "hidden"), "embeddings_project",
                        init=cfg.plain_dense_init)(x)
     x = nn.with_logical_constraint(x, ("batch", "length", "hidden"))
-    return LayerStack(cfg, name="encoder")(x, input_mask, deterministic)
+    x = LayerStack(cfg, name="encoder")(x, input_mask, deterministic)
+    if cfg.is_modern:  # Pre-norm layers leave the stream unnormalised: ModernBERT's final norm.
+      x = _modern_norm(cfg, "final_norm")(x)
+    return x
 
 
 class LayerStack(nn.Module):
@@ -228,17 +355,20 @@ class LayerStack(nn.Module):
       body = ScannedLayer
       if cfg.remat != "none":
         body = nn.remat(ScannedLayer, prevent_cse=False, policy=REMAT_POLICIES[cfg.remat])
+      in_axes, inputs = (nn.broadcast,), (input_mask,)
+      if cfg.is_modern:  # Each layer's index, for its attention span and rotary base.
+        in_axes, inputs = (nn.broadcast, 0), (input_mask, jnp.arange(cfg.num_layers))
       scanned = nn.scan(body, variable_axes={"params": 0},
-                        split_rngs={"params": True, "dropout": True}, in_axes=(nn.broadcast,),
+                        split_rngs={"params": True, "dropout": True}, in_axes=in_axes,
                         length=cfg.num_layers, metadata_params={nn.PARTITION_NAME: "layers"})
-      x, _ = scanned(cfg, deterministic, name="layers")(x, input_mask)
+      x, _ = scanned(cfg, deterministic, name="layers")(x, *inputs)
       return x
     layer = TransformerLayer
     if cfg.remat != "none":
       # `deterministic` (argument 3, counting self) is a Python bool, not traced.
       layer = nn.remat(TransformerLayer, static_argnums=(3,), policy=REMAT_POLICIES[cfg.remat])
     for i in range(cfg.num_layers):
-      x = layer(cfg, name=f"layer_{i}")(x, input_mask, deterministic)
+      x = layer(cfg, layer_index=i, name=f"layer_{i}")(x, input_mask, deterministic)
     return x
 
 

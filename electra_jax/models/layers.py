@@ -36,23 +36,28 @@ def kernel_init(name: str, stddev: float):
 
 
 def dense(features, cfg: EncoderConfig, axes: tuple[str | None, str | None], name: str,
-          use_bias: bool = True, init: str = "truncated_normal") -> nn.Dense:
+          use_bias: bool = True, init: str = "truncated_normal",
+          stddev: float | None = None) -> nn.Dense:
   """nn.Dense over logical `axes` (input, output) with zero biases and `init` kernels
-  (truncated normal of `cfg.initializer_range` by default)."""
+  (truncated normal of `stddev`, by default `cfg.initializer_range`)."""
+  stddev = cfg.initializer_range if stddev is None else stddev
   return nn.Dense(
       features,
       use_bias=use_bias,
       dtype=cfg.dtype,
       param_dtype=jnp.float32,
-      kernel_init=nn.with_logical_partitioning(kernel_init(init, cfg.initializer_range), axes),
+      kernel_init=nn.with_logical_partitioning(kernel_init(init, stddev), axes),
       bias_init=nn.with_logical_partitioning(nn.initializers.zeros_init(), (axes[1],)),
       name=name)
 
 
-def layer_norm(cfg: EncoderConfig, axis_name: str, name: str = "LayerNorm") -> nn.LayerNorm:
-  """nn.LayerNorm with the config's epsilon, over the logical axis `axis_name`."""
+def layer_norm(cfg: EncoderConfig, axis_name: str, name: str = "LayerNorm",
+               use_bias: bool = True) -> nn.LayerNorm:
+  """nn.LayerNorm with the config's epsilon, over the logical axis `axis_name` (a scale and,
+  with `use_bias`, an offset)."""
   return nn.LayerNorm(
       epsilon=cfg.layer_norm_eps,
+      use_bias=use_bias,
       dtype=cfg.dtype,
       param_dtype=jnp.float32,
       scale_init=nn.with_logical_partitioning(nn.initializers.ones_init(), (axis_name,)),

@@ -22,16 +22,31 @@ def matmul(rows: float, inner: float, cols: float) -> float:
   return 2.0 * rows * inner * cols
 
 
+def attended_keys(cfg: EncoderConfig, layer: int, seq_len: int) -> int:
+  """How many keys a query of layer `layer` can attend to: all T, or on the modern block's
+  local layers the window (local_attention // 2 each side and itself), at most T. Model FLOPs
+  count these; the "xla" implementation computes every T x T score and masks the rest, so its
+  hardware does more than the MFU it reports."""
+  if cfg.is_global_layer(layer):
+    return seq_len
+  return min(seq_len, 2 * (cfg.local_attention // 2) + 1)
+
+
 def encoder_forward(cfg: EncoderConfig, batch: int, seq_len: int) -> float:
-  """`embeddings_project` (when E != H) and the L Transformer layers, on B x T tokens."""
+  """`embeddings_project` (when E != H) and the L Transformer layers, on B x T tokens. The
+  modern block's GeGLU has two input projections (input and gate), and its local layers attend
+  to a window (`attended_keys`)."""
   tokens = batch * seq_len
   h = cfg.hidden_size
   flops = matmul(tokens, cfg.embedding_size, h) if cfg.embedding_size != h else 0.0
-  per_layer = (3 * matmul(tokens, h, h)  # query, key, value
-               + 2 * matmul(batch * seq_len, h, seq_len)  # scores Q K^T and probs @ V (all heads)
-               + matmul(tokens, h, h)  # attention output
-               + 2 * matmul(tokens, h, cfg.intermediate_size))  # FFN in and out
-  return flops + cfg.num_layers * per_layer
+  ffn_matrices = 3 if cfg.is_modern else 2  # (input, gate,) output.
+  for layer in range(cfg.num_layers):
+    keys = attended_keys(cfg, layer, seq_len)
+    flops += (3 * matmul(tokens, h, h)  # query, key, value
+              + 2 * matmul(tokens, h, keys)  # scores Q K^T and probs @ V (all heads)
+              + matmul(tokens, h, h)  # attention output
+              + ffn_matrices * matmul(tokens, h, cfg.intermediate_size))  # FFN
+  return flops
 
 
 def mlm_head_forward(cfg: EncoderConfig, positions: int) -> float:

@@ -60,8 +60,10 @@ def path_names(path) -> ParamPath:
 
 
 def wants_decay(path: ParamPath) -> bool:
-  """True for parameters that get weight decay: everything but LayerNorm and biases."""
-  return not (path[-1] in ("bias", "output_bias") or any(n.startswith("LayerNorm") for n in path))
+  """True for parameters that get weight decay: everything but LayerNorms (`LayerNorm...`, and
+  the modern block's `attn_norm`, `mlp_norm`, `final_norm`) and biases."""
+  return not (path[-1] in ("bias", "output_bias")
+              or any(n.startswith("LayerNorm") or n.endswith("_norm") for n in path))
 
 
 def decay_mask(params: Any) -> Any:
