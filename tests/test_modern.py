@@ -4,6 +4,7 @@ windowed local attention, GeGLU and pre-norm, against Hugging Face's ModernBertM
 for what it cannot build."""
 
 import dataclasses
+import os
 
 import flax.linen as nn
 import jax
@@ -11,11 +12,18 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from electra_jax import convert
 from electra_jax.convert import hf_modernbert
 from electra_jax.errors import ElectraError
+from electra_jax.finetune.glue import task as finetune
 from electra_jax.models import attention
 from electra_jax.models import encoder as enc
 from electra_jax.models import rotary
+from electra_jax.pretrain import loop as pretrain_loop
+from electra_jax.pretrain import validation
+from electra_jax.training import metrics as metrics_lib
+from electra_jax.training import pretrained
+from tests import testing
 
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
@@ -216,3 +224,82 @@ def test_flops_count_the_gated_ffn_and_the_window():
   assert flops.encoder_forward(every_global, b, t) - flops.encoder_forward(
       windowed, b, t) == pytest.approx(saved)
   assert flops.attended_keys(windowed, 1, 6) == 6  # A row shorter than the window.
+
+
+# --- The modern block in the pretraining config (model.architecture) ---------------------------
+
+GLUE_DIR = os.path.join(testing.REPO, "..", "shared", "data", "glue")
+
+
+def modern_config(files, model, **fields):
+  """fast_config with the modern block: 2 layers (global, then local with a window of 8 on
+  rows of 32), no position table needed."""
+  config = testing.fast_config(files, model)
+  config.model.update(architecture="modern", num_layers=2, local_attention=8,
+                      global_attn_every_n_layers=2, layer_norm_eps=1e-5)
+  config.train.update(num_train_steps=4, checkpoint_every_steps=4, eval_every_steps=4)
+  for key, value in fields.items():
+    section, field = key.split(".")
+    config[section][field] = value
+  return config
+
+
+def _losses(workdir):
+  return [r["train/loss"] for r in metrics_lib.read_metrics(workdir) if "train/loss" in r]
+
+
+# The full tier's (a pretraining and a fine-tuning step of their own, about 25 s): the fast tier
+# checks the block against transformers and the config's refusals.
+@pytest.mark.full
+def test_a_modern_run_trains_fine_tunes_and_is_refused_by_to_hf(corpus_and_tokenizer, tmp_path):
+  files, model = corpus_and_tokenizer
+  workdir = str(tmp_path / "run")
+  pretrain_loop.train_and_evaluate(modern_config(files, model), workdir)
+  losses = _losses(workdir)
+  assert len(losses) == 4 and np.all(np.isfinite(losses))
+  weights = pretrained.load_pretrained(workdir)
+  assert weights.model_config.architecture == "modern"
+  disc = weights.params["discriminator"]
+  layer = disc["encoder"]["layer_0"]  # load_pretrained gives the unrolled layout.
+  assert {"attn_norm", "attn", "mlp_norm", "mlp"} == set(layer)
+  assert set(layer["mlp"]) == {"input", "gate", "output"} and "final_norm" in disc
+  assert set(weights.params["embeddings"]) == {"word_embeddings", "LayerNorm"}  # No tables.
+  with pytest.raises(ElectraError, match="model.architecture='modern'; to-hf writes ELECTRA"):
+    convert.to_hf(workdir, str(tmp_path / "hf"))
+  if os.path.isdir(GLUE_DIR):  # Fine-tuning builds the encoder from the checkpoint's config.
+    glue = testing.load_config("glue")
+    glue.update({"init_checkpoint": workdir, "data_dir": GLUE_DIR, "task": "rte",
+                 "max_seq_length": 32, "batch_size": 16, "eval_batch_size": 64,
+                 "max_train_examples": 32, "max_eval_examples": 64, "num_epochs": 1.0,
+                 "num_seeds": 1, "log_every_steps": 1000})
+    summary = finetune.run(glue, str(tmp_path / "glue"))
+    assert 0.0 <= summary["rte"]["median"]["dev/accuracy"] <= 1.0
+
+
+@pytest.mark.full
+@pytest.mark.parametrize("fields", [
+    {"objective.name": "electric"},  # Rotary positions in the one-directional towers.
+    {"objective.name": "mlm"},
+    # DeBERTa-v3's generator: the discriminator's width, half its depth, GDES.
+    {"model.weight_sharing": "gdes", "model.generator_hidden_size": 1.0,
+     "model.generator_layers": 0.5},
+], ids=["electric", "mlm", "gdes_half_depth"])
+def test_other_objectives_train_with_the_modern_block(corpus_and_tokenizer, tmp_path, fields):
+  files, model = corpus_and_tokenizer
+  workdir = str(tmp_path / "run")
+  pretrain_loop.train_and_evaluate(modern_config(files, model, **fields), workdir)
+  losses = _losses(workdir)
+  assert len(losses) == 4 and np.all(np.isfinite(losses))
+
+
+@pytest.mark.parametrize("fields, message", [
+    ({"architecture": "modren"}, "model.architecture='modren'; choose one of electra, modern"),
+    ({"architecture": "modern", "local_attention": 5}, "model.local_attention=5 must be an even number"),
+    ({"architecture": "modern", "attention": "splash"},
+     "model.attention='splash' has no local-attention window yet"),
+])
+def test_a_bad_modern_config_is_refused_at_validation(fields, message):
+  config = testing.fast_config()
+  config.model.update(fields)
+  with pytest.raises(ElectraError, match=message.replace("(", r"\(")):
+    validation.validate_all(config)

@@ -460,6 +460,11 @@ def _check_exportable(loaded: pretrained.Pretrained, finetuned: Mapping[str, Any
                       head_role: str | None) -> None:
   """Raises ElectraError for a checkpoint that transformers has no class for, or that has no
   discriminator to export."""
+  if loaded.model_config.get("architecture", "electra") != "electra":
+    raise ElectraError(
+        f"{loaded.path} has model.architecture={loaded.model_config.architecture!r}; to-hf "
+        "writes ELECTRA classes only so far (ModernBERT classes for the modern block are "
+        "issue 43's next step)")
   if finetuned.get("head_type") == ORIGINAL_HEAD_TYPE:
     raise ElectraError(
         f"{loaded.path} is a classifier fine-tuned with the original ELECTRA head (one dense "

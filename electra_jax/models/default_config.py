@@ -54,4 +54,20 @@ def get_config() -> ml_collections.ConfigDict:
   # multiple of 128) or "auto" (the fused kernel of the platform when attention_dropout_prob is
   # 0, else "xla"). The fused kernels have no attention dropout: with them it must be 0.
   config.attention = "auto"
+  # The layer block: "electra" (BERT's: learned positions up to max_position_embeddings and
+  # segment embeddings, post-LayerNorm, GELU feed-forward with biases, full attention) or
+  # "modern" (ModernBERT's: rotary positions, pre-LayerNorm with a norm after the embeddings
+  # and after the last layer, a GeGLU feed-forward of intermediate_size, no segment embeddings,
+  # local attention between global layers; the fields below). docs/modern.md.
+  config.architecture = "electra"
+  # Modern only: a local layer's window in tokens (each query sees local_attention // 2 keys on
+  # either side; even). ModernBERT: 128.
+  config.local_attention = 128
+  # Modern only: layer i attends globally when i % n == 0, locally otherwise (1: all global).
+  config.global_attn_every_n_layers = 3
+  config.global_rope_theta = 160_000.0  # Modern only: rotary base of the global layers.
+  config.local_rope_theta = 10_000.0  # Modern only: rotary base of the local layers.
+  config.attention_bias = False  # Modern only: biases of the attention projections.
+  config.mlp_bias = False  # Modern only: biases of the feed-forward layers.
+  config.norm_bias = False  # Modern only: LayerNorm offsets (ModernBERT has scales only).
   return config

@@ -36,6 +36,11 @@ from electra_jax.models import layers
 
 DTYPES = {"float32": jnp.float32, "bfloat16": jnp.bfloat16}
 WEIGHT_SHARING = ("embeddings", "none", "all", "gdes")  # model.weight_sharing choices.
+# model.* fields that `EncoderConfig` takes as they are: the layer block and the modern one's
+# settings (a checkpoint written before them has none: the defaults, "electra").
+MODERN_FIELDS = ("architecture", "local_attention", "global_attn_every_n_layers",
+                 "global_rope_theta", "local_rope_theta", "attention_bias", "mlp_bias",
+                 "norm_bias")
 
 
 def weight_sharing_of(model_config: ml_collections.ConfigDict) -> str:
@@ -69,8 +74,9 @@ def encoder_configs(model_config: ml_collections.ConfigDict
   """The discriminator's and the generator's `EncoderConfig` from `config.model`.
 
   The generator follows the original `get_generator_config`: hidden = round(H * ratio),
-  layers = round(L * generator_layers), heads = max(1, hidden // 64), FFN = 4 * hidden (a
-  full-width generator takes the discriminator's heads and FFN width instead). With
+  layers = round(L * generator_layers), heads = max(1, hidden // 64), FFN = 4 * hidden (the
+  modern block: the discriminator's F / H times hidden; a full-width generator takes the
+  discriminator's heads and FFN width instead). With
   tied embeddings it reads the discriminator's embeddings (width E); untied, it has its own
   embeddings of its hidden width.
   """
@@ -94,14 +100,19 @@ def encoder_configs(model_config: ml_collections.ConfigDict
       remat=remat_name(m.get("remat", "none")),
       attention=m.get("attention", "xla"),
       plain_dense_init=m.get("plain_dense_init", "glorot_uniform"),
-      scan_layers=bool(m.get("scan_layers", False)))
+      scan_layers=bool(m.get("scan_layers", False)),
+      **{name: type(getattr(enc.EncoderConfig, name))(m[name])
+         for name in MODERN_FIELDS if name in m})
   gen_hidden = int(round(m.hidden_size * m.generator_hidden_size))
+  # ELECTRA's generator FFN is 4x its width; the modern block keeps the discriminator's ratio
+  # (ModernBERT's GeGLU is 1.5x).
+  ffn_ratio = m.intermediate_size / m.hidden_size if discriminator.is_modern else 4
   generator = dataclasses.replace(
       discriminator,
       hidden_size=gen_hidden,
       num_layers=int(round(m.num_layers * m.generator_layers)),
       num_heads=max(1, gen_hidden // 64),
-      intermediate_size=4 * gen_hidden,
+      intermediate_size=int(round(ffn_ratio * gen_hidden)),
       embedding_size=gen_hidden if weight_sharing_of(m) == "none" else m.embedding_size)
   if gen_hidden == m.hidden_size:
     # A full-width generator (the paper's generator-size study, "all" sharing, two-stage

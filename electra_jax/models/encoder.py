@@ -209,7 +209,9 @@ class ModernAttention(nn.Module):
     dropout_rng = None
     if not deterministic and cfg.attention_dropout_prob > 0:
       dropout_rng = self.make_rng("dropout")
-    name = "xla" if cfg.attention == "auto" else cfg.attention  # The kernels take no window yet.
+    name = cfg.attention
+    if name == "auto" and cfg.global_attn_every_n_layers != 1:
+      name = "xla"  # The fused kernels take no window yet.
     implementation = attention.resolve(name, dropout_rate=cfg.attention_dropout_prob,
                                        dtype=cfg.dtype, seq_len=seq_len)
     context = attention.get_attention(implementation)(

@@ -33,6 +33,7 @@ def check_model_choices(m: ml_collections.ConfigDict, seq_len: int | None = None
            f"model.remat={m.remat!r}; choose one of {', '.join(encoder.REMAT_POLICIES)}")
   attention.resolve(m.attention, dropout_rate=m.attention_dropout_prob,
                     dtype=electra.DTYPES[m.dtype], seq_len=seq_len)
+  _check_architecture(m)
   init = m.get("plain_dense_init", "glorot_uniform")
   _require(init in layers.KERNEL_INITS,
            f"model.plain_dense_init={init!r}; choose one of {', '.join(layers.KERNEL_INITS)}")
@@ -46,6 +47,22 @@ def check_model_choices(m: ml_collections.ConfigDict, seq_len: int | None = None
              f"Transformer, so it needs a full-size generator (generator_hidden_size="
              f"{m.generator_hidden_size}, generator_layers={m.generator_layers}); set both to "
              "1.0 or choose weight_sharing 'embeddings', 'none' or 'gdes'")
+
+
+def _check_architecture(m: ml_collections.ConfigDict) -> None:
+  """model.architecture and the modern block's settings (`EncoderConfig.check`), for the
+  discriminator and the generator; the fused attention kernels take no window yet."""
+  try:
+    for cfg in electra.encoder_configs(m):
+      cfg.check()
+  except ValueError as e:
+    raise ElectraError(str(e)) from e
+  architecture = m.get("architecture", "electra")
+  if (architecture == "modern" and m.get("global_attn_every_n_layers", 3) != 1
+      and m.attention in attention.FUSED):
+    raise ElectraError(f"model.attention={m.attention!r} has no local-attention window yet; "
+                       "with model.architecture='modern' use attention 'xla' or 'auto' (or "
+                       "make every layer global: model.global_attn_every_n_layers=1)")
 
 
 MIN_EVAL_EXAMPLES = 100  # Fewer held-out examples than this make evaluation noisy.
