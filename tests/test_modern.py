@@ -295,7 +295,7 @@ def test_other_objectives_train_with_the_modern_block(corpus_and_tokenizer, tmp_
 @pytest.mark.parametrize("fields, message", [
     ({"architecture": "modren"}, "model.architecture='modren'; choose one of electra, modern"),
     ({"architecture": "modern", "local_attention": 5}, "model.local_attention=5 must be an even number"),
-    ({"architecture": "modern", "attention": "splash"},
+    ({"architecture": "modern", "num_layers": 2, "attention": "splash"},
      "model.attention='splash' has no local-attention window yet"),
 ])
 def test_a_bad_modern_config_is_refused_at_validation(fields, message):

@@ -599,3 +599,16 @@ def test_electrics_one_directional_towers_compile_with_splash_for_a_tpu():
                                              with_xla_flops=False)
   assert report["attention"] == "splash" and report["fits"]
   assert compiled.as_text().count("tpu_custom_call") >= 3
+
+
+@pytest.mark.full
+@needs_libtpu
+def test_the_modern_block_compiles_for_a_tpu_slice():
+  """configs/modern_tiny.py (global and local layers) compiled for a v5e slice: `auto` attention
+  resolves to xla for the windowed block (the splash kernel takes no window yet), the step fits,
+  and XLA's FLOPs exceed the analytic count, which leaves out the scores outside the window."""
+  config = testing.load_config("modern_tiny")
+  assert topology.for_tpu(config).model.attention == "xla"
+  report, _ = topology.compile_report(config, tpu_slices.parse("v5litepod-4"))
+  assert report["fits"] and report["mesh"] == {"data": 4, "fsdp": 1, "tensor": 1}
+  assert report["attention"] == "xla" and report["xla_to_analytic"] > 1.0

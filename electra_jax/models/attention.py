@@ -272,11 +272,12 @@ def check_name(name: str) -> None:
 
 
 def resolve(name: str, *, dropout_rate: float, dtype: Any, seq_len: int | None = None,
-            platform: str | None = None) -> str:
+            platform: str | None = None, windowed: bool = False) -> str:
   """The implementation `name` stands for on `platform` (default: JAX's backend).
 
   "auto" -> "cudnn" on a GPU with 16-bit compute, "splash" on a TPU when the sequence length
-  is a multiple of 128, "xla" otherwise, and "xla" whenever attention dropout is on. An
+  is a multiple of 128, "xla" otherwise, and "xla" whenever attention dropout is on or some
+  layer attends within a window (`windowed`: the modern block's local layers). An
   explicit fused choice that cannot run (attention dropout, a float32 cuDNN, no GPU) is an
   ElectraError naming the fix.
   """
@@ -284,7 +285,7 @@ def resolve(name: str, *, dropout_rate: float, dtype: Any, seq_len: int | None =
   platform = platform or jax.default_backend()
   sixteen_bit = jnp.dtype(dtype) in (jnp.dtype(jnp.bfloat16), jnp.dtype(jnp.float16))
   if name == "auto":
-    if dropout_rate > 0:
+    if dropout_rate > 0 or windowed:  # Windowed: the fused kernels take no window yet.
       return "xla"
     if platform == "gpu" and sixteen_bit:
       return "cudnn"

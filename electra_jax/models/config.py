@@ -98,6 +98,12 @@ class EncoderConfig:
   def is_modern(self) -> bool:
     return self.architecture == "modern"
 
+  @property
+  def has_local_layers(self) -> bool:
+    """Whether some layer attends within a window (the modern block, unless every layer is
+    global)."""
+    return self.is_modern and self.global_attn_every_n_layers != 1 and self.num_layers > 1
+
   def is_global_layer(self, index: int) -> bool:
     """Whether layer `index` of the modern block attends globally (every layer of "electra")."""
     return not self.is_modern or index % self.global_attn_every_n_layers == 0

@@ -209,11 +209,9 @@ class ModernAttention(nn.Module):
     dropout_rng = None
     if not deterministic and cfg.attention_dropout_prob > 0:
       dropout_rng = self.make_rng("dropout")
-    name = cfg.attention
-    if name == "auto" and cfg.global_attn_every_n_layers != 1:
-      name = "xla"  # The fused kernels take no window yet.
-    implementation = attention.resolve(name, dropout_rate=cfg.attention_dropout_prob,
-                                       dtype=cfg.dtype, seq_len=seq_len)
+    implementation = attention.resolve(cfg.attention, dropout_rate=cfg.attention_dropout_prob,
+                                       dtype=cfg.dtype, seq_len=seq_len,
+                                       windowed=cfg.has_local_layers)
     context = attention.get_attention(implementation)(
         query, key, value, input_mask, dropout_rng=dropout_rng,
         dropout_rate=cfg.attention_dropout_prob, deterministic=deterministic, dtype=cfg.dtype,
@@ -260,13 +258,13 @@ def _modern_layer(config: EncoderConfig, x, input_mask, deterministic: bool, lay
   if isinstance(layer_index, int):
     is_global = cfg.is_global_layer(layer_index)
     theta = cfg.global_rope_theta if is_global else cfg.local_rope_theta
-    window = None if every == 1 else (0 if is_global else cfg.local_attention)
+    window = None if is_global else cfg.local_attention
     if layer_index == 0:
       normed = x
   else:
     is_global = layer_index % every == 0
     theta = jnp.where(is_global, cfg.global_rope_theta, cfg.local_rope_theta)
-    window = None if every == 1 else jnp.where(is_global, 0, cfg.local_attention)
+    window = jnp.where(is_global, 0, cfg.local_attention) if cfg.has_local_layers else None
     normed = jnp.where(layer_index == 0, x, normed)
   x = x + ModernAttention(cfg, name="attn")(normed, input_mask, theta, window, deterministic)
   x = x + GatedFeedForward(cfg, name="mlp")(_modern_norm(cfg, "mlp_norm")(x), deterministic)

@@ -57,9 +57,7 @@ def _check_architecture(m: ml_collections.ConfigDict) -> None:
       cfg.check()
   except ValueError as e:
     raise ElectraError(str(e)) from e
-  architecture = m.get("architecture", "electra")
-  if (architecture == "modern" and m.get("global_attn_every_n_layers", 3) != 1
-      and m.attention in attention.FUSED):
+  if electra.encoder_configs(m)[0].has_local_layers and m.attention in attention.FUSED:
     raise ElectraError(f"model.attention={m.attention!r} has no local-attention window yet; "
                        "with model.architecture='modern' use attention 'xla' or 'auto' (or "
                        "make every layer global: model.global_attn_every_n_layers=1)")
