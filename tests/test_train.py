@@ -121,3 +121,6 @@ def test_closing_line_names_the_checkpoint_and_the_next_commands():
                   "python -m electra_jax.score sentences --checkpoint=/runs/small"):
     assert command in line
   assert "stop_at_step" in train.closing_line("/runs/small", 400, 1000)
+  # The modern block has no to-hf classes yet: the line does not offer the command.
+  modern = train.closing_line("/runs/small", 1000, 1000, exportable=False)
+  assert "to-hf" not in modern and "electra_jax.score sentences" in modern

@@ -292,7 +292,8 @@ def _train_with(ckpt: checkpoints.Checkpointer, config: ml_collections.ConfigDic
     # Even when training fails, let checkpoints already started finish writing.
     ckpt.wait()
     log.close()
-  return _finish(result, workdir, total)
+  exportable = config.model.get("architecture", "electra") == "electra"
+  return _finish(result, workdir, total, exportable)
 
 
 def _prepare_data(config: ml_collections.ConfigDict, workdir: str):
@@ -433,7 +434,8 @@ def _run_steps(start: _Start, train_iter, eval_batches: list[dict[str, np.ndarra
       prefetch=t.prefetch_batches, nonfinite_policy=t.nonfinite_policy)
 
 
-def _finish(result: loop.Result, workdir: str, total: int) -> dict[str, float]:
+def _finish(result: loop.Result, workdir: str, total: int, exportable: bool = True
+            ) -> dict[str, float]:
   """The run's last evaluation, after its closing line; a preempted or signalled run raises.
 
   Raises:
@@ -448,12 +450,14 @@ def _finish(result: loop.Result, workdir: str, total: int) -> dict[str, float]:
   if result.signal:
     logging.warning("%s arrived at the last step; the run is complete", result.signal)
   if jax.process_index() == 0:
-    logging.info("%s", closing_line(workdir, result.step, total))
+    logging.info("%s", closing_line(workdir, result.step, total, exportable))
   return result.last_eval
 
 
-def closing_line(workdir: str, step: int, total: int) -> str:
-  """The run's last console line: where it stopped, where the checkpoint is, what to run next."""
+def closing_line(workdir: str, step: int, total: int, exportable: bool = True) -> str:
+  """The run's last console line: where it stopped, where the checkpoint is, what to run next
+  (`exportable`: whether to name `convert to-hf`, which has no classes for the modern block
+  yet)."""
   checkpoint = fileio.join(workdir, "checkpoints", str(step))
   if step < total:
     where = (f"stopped at step {step} of {total} (train.stop_at_step); checkpoint {checkpoint}; "
@@ -463,9 +467,11 @@ def closing_line(workdir: str, step: int, total: int) -> str:
   return (f"{where}. Next: fine-tune with python -m electra_jax.finetune "
           f"--config=configs/glue.py --workdir={workdir}_glue --config.init_checkpoint={workdir} "
           f"--config.data_dir=GLUE_DIR (SQuAD: --config=configs/squad.py --config.task=squad1 "
-          f"--config.data_dir=SQUAD_DIR); export with python -m electra_jax.convert to-hf "
-          f"--checkpoint={workdir} --output={workdir}_hf; score text with python -m "
-          f"electra_jax.score sentences --checkpoint={workdir} --input=FILE")
+          f"--config.data_dir=SQUAD_DIR); "
+          + (f"export with python -m electra_jax.convert to-hf --checkpoint={workdir} "
+             f"--output={workdir}_hf; " if exportable else "")
+          + f"score text with python -m electra_jax.score sentences --checkpoint={workdir} "
+          f"--input=FILE")
 
 
 def _checkpoint_configs(ckpt: checkpoints.Checkpointer, config: ml_collections.ConfigDict,
