@@ -490,10 +490,5 @@ def test_every_choice_trains_resumes_fine_tunes_and_exports(tmp_path, corpus_and
                           {"discriminator"} | ({"generator"} if choice not in (
                               "uniform", "unigram", "electric") else set()))
   if os.path.isdir(GLUE_DIR):
-    glue = testing.load_config("glue")
-    glue.update({"init_checkpoint": straight, "data_dir": GLUE_DIR, "task": "rte",
-                 "max_seq_length": 32, "batch_size": 16, "eval_batch_size": 64,
-                 "max_train_examples": 32, "max_eval_examples": 64, "num_epochs": 1.0,
-                 "num_seeds": 1, "log_every_steps": 1000})
-    summary = finetune.run(glue, str(tmp_path / "glue"))
+    summary = finetune.run(testing.small_rte_config(straight, GLUE_DIR), str(tmp_path / "glue"))
     assert 0.0 <= summary["rte"]["median"]["dev/accuracy"] <= 1.0

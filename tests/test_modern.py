@@ -267,12 +267,7 @@ def test_a_modern_run_trains_fine_tunes_and_is_refused_by_to_hf(corpus_and_token
   with pytest.raises(ElectraError, match="model.architecture='modern'; to-hf writes ELECTRA"):
     convert.to_hf(workdir, str(tmp_path / "hf"))
   if os.path.isdir(GLUE_DIR):  # Fine-tuning builds the encoder from the checkpoint's config.
-    glue = testing.load_config("glue")
-    glue.update({"init_checkpoint": workdir, "data_dir": GLUE_DIR, "task": "rte",
-                 "max_seq_length": 32, "batch_size": 16, "eval_batch_size": 64,
-                 "max_train_examples": 32, "max_eval_examples": 64, "num_epochs": 1.0,
-                 "num_seeds": 1, "log_every_steps": 1000})
-    summary = finetune.run(glue, str(tmp_path / "glue"))
+    summary = finetune.run(testing.small_rte_config(workdir, GLUE_DIR), str(tmp_path / "glue"))
     assert 0.0 <= summary["rte"]["median"]["dev/accuracy"] <= 1.0
 
 

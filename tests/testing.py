@@ -48,6 +48,18 @@ def fast_config(train_files: str = "", tokenizer_model: str = "",
   return config
 
 
+def small_rte_config(init_checkpoint: str, glue_dir: str) -> ml_collections.ConfigDict:
+  """configs/glue.py shrunk to one seed of 2 steps on RTE (32 training examples of 32 tokens,
+  64 dev examples): fine-tuning from `init_checkpoint` runs end to end, for the tests that need
+  some fine-tuning run of a pretrained checkpoint, not a good one."""
+  glue = load_config("glue")
+  glue.update({"init_checkpoint": init_checkpoint, "data_dir": glue_dir, "task": "rte",
+               "max_seq_length": 32, "batch_size": 16, "eval_batch_size": 64,
+               "max_train_examples": 32, "max_eval_examples": 64, "num_epochs": 1.0,
+               "num_seeds": 1, "log_every_steps": 1000})
+  return glue
+
+
 # fast_config as command-line overrides of configs/tiny.py (2 steps, a log line per step).
 FAST_FLAGS = ["--config.model.hidden_size=64", "--config.model.embedding_size=32",
               "--config.model.num_layers=1", "--config.model.intermediate_size=128",

@@ -105,7 +105,8 @@ class EncoderConfig:
     return self.is_modern and self.global_attn_every_n_layers != 1 and self.num_layers > 1
 
   def is_global_layer(self, index: int) -> bool:
-    """Whether layer `index` of the modern block attends globally (every layer of "electra")."""
+    """Whether layer `index` of the modern block attends globally (every layer of "electra");
+    `index` may be a traced int (a scanned layer), giving a traced bool."""
     return not self.is_modern or index % self.global_attn_every_n_layers == 0
 
   def check(self) -> None:

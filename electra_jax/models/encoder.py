@@ -253,16 +253,14 @@ def _modern_layer(config: EncoderConfig, x, input_mask, deterministic: bool, lay
   picks global or local attention, its rotary base, and leaves out layer 0's attention norm.
   """
   cfg = config
-  every = cfg.global_attn_every_n_layers
   normed = _modern_norm(cfg, "attn_norm")(x)
+  is_global = cfg.is_global_layer(layer_index)  # A Python bool, or traced in a scan.
   if isinstance(layer_index, int):
-    is_global = cfg.is_global_layer(layer_index)
     theta = cfg.global_rope_theta if is_global else cfg.local_rope_theta
     window = None if is_global else cfg.local_attention
     if layer_index == 0:
       normed = x
   else:
-    is_global = layer_index % every == 0
     theta = jnp.where(is_global, cfg.global_rope_theta, cfg.local_rope_theta)
     window = jnp.where(is_global, 0, cfg.local_attention) if cfg.has_local_layers else None
     normed = jnp.where(layer_index == 0, x, normed)
