@@ -23,7 +23,10 @@ if "xla_llvm_disable_expensive_passes" not in os.environ.get("XLA_FLAGS", ""):
 
 import jax  # pylint: disable=g-import-not-at-top
 
-jax.config.update("jax_platforms", "cpu")
+# Tests run on the CPU (the simulated devices, the recorded floats), unless
+# ELECTRA_JAX_TEST_PLATFORMS names others: `ELECTRA_JAX_TEST_PLATFORMS=cuda,cpu python -m pytest
+# tests/test_attention.py` on a GPU machine runs the tests that need one (cuDNN attention).
+jax.config.update("jax_platforms", os.environ.get("ELECTRA_JAX_TEST_PLATFORMS", "cpu"))
 # One persistent compilation cache for the whole test run, in a temporary directory: many tests
 # build the same tiny models and steps again (a run and its resumption, each choice's
 # fine-tuning, the command lines' runs), and XLA compilation is most of their time on a CPU.

@@ -82,3 +82,41 @@ def test_bad_plan_arguments_are_one_clear_error(tmp_path):
   assert proc.returncode == 1
   assert proc.stderr.strip().splitlines()[-1] == (
       "error: --out is required: the directory for the results")
+
+
+def test_the_budget_bounds_each_command_and_skips_what_does_not_fit(tmp_path, monkeypatch):
+  """`--budget_s`: a command gets at most what is left; once under MIN_COMMAND_S is left, the
+  rest are recorded as skipped (in results.jsonl too) and never run."""
+  clock = [1000.0]
+  monkeypatch.setattr(suite.time, "time", lambda: clock[0])
+  given = []
+
+  def fake_run_one(measurement, out, done, timeout):
+    given.append((measurement.name, timeout))
+    clock[0] += 80.0
+    return {"name": measurement.name, "what": measurement.what, "status": "ok",
+            "command": "python ...", "wall_s": 80.0, "values": {}}
+
+  monkeypatch.setattr(suite, "run_one", fake_run_one)
+  records = suite.run_plan("smoke", str(tmp_path), timeout=60.0, budget=100.0)
+  assert given == [("tiny", 60.0)]  # The per-command timeout is the smaller bound here.
+  assert [r["status"] for r in records] == ["ok", "skipped"]
+  assert "--budget_s=100 was spent" in records[1]["error"]
+  skipped = [json.loads(line) for line in (tmp_path / "results.jsonl").read_text().splitlines()]
+  assert [r["name"] for r in skipped] == ["tiny_loop"]
+  clock[0] = 0.0
+  given.clear()
+  suite.run_plan("smoke", str(tmp_path / "again"), timeout=600.0, budget=150.0)
+  assert given == [("tiny", 150.0), ("tiny_loop", 70.0)]
+
+
+def test_a_timeout_keeps_what_the_command_printed(tmp_path, monkeypatch):
+  """A measurement stopped at its timeout records its last line (the jobs log to stderr)."""
+  script = tmp_path / "slow.py"
+  script.write_text("import sys, time\nprint('compiling the step', file=sys.stderr, "
+                    "flush=True)\ntime.sleep(60)\n")
+  monkeypatch.setattr(suite, "command", lambda m, workdir: [sys.executable, str(script)])
+  record = suite.run_one(suite.PLANS["smoke"][0], str(tmp_path), {}, timeout=3)
+  assert record["status"] == "timeout"
+  assert record["error"] == "stopped after 3 s; last line: compiling the step", record
+  assert "compiling the step" in (tmp_path / "tiny.log").read_text()

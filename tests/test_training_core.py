@@ -120,6 +120,12 @@ def test_analytic_flops_match_xla_cost_analysis(name, batch, seq, objective):
   assert FLOPS_TOLERANCE[0] <= ratio <= FLOPS_TOLERANCE[1], ratio
 
 
+def test_a_backend_without_a_flop_count_prints_n_a_not_zero():
+  """jax 0.11.2 on an H200 gave no XLA FLOP count for the step: the benchmark says so."""
+  assert benchmark_step._xla_tflops_per_s({"xla_flops_per_step": 0.0, "step_s": 0.02}) == "n/a"
+  assert benchmark_step._xla_tflops_per_s({"xla_flops_per_step": 2e12, "step_s": 0.5}) == "4.000"
+
+
 def test_flops_scale_as_the_formulas_say():
   """Doubling the batch doubles the FLOPs; the generator's output layer counts only the
   masked slots (P per sequence), so a larger vocabulary adds 3 * 2 * B * P * E per step."""

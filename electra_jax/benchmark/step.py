@@ -190,6 +190,14 @@ def xla_flops(config, compiled, state, batch) -> float:
   return compiled_flops(lowered)
 
 
+def _xla_tflops_per_s(result: dict) -> str:
+  """XLA's FLOPs over the step time, or "n/a" where the backend counts none (jax 0.11.2's GPU
+  backend gave no count for the lowered step on 2026-11-27): never a made-up 0."""
+  if not result["xla_flops_per_step"]:
+    return "n/a"
+  return f"{result['xla_flops_per_step'] / result['step_s'] / 1e12:.3f}"
+
+
 def estimate_memory(config) -> dict:
   """Per-device memory of `config`'s train step on the current devices and mesh (GiB).
 
@@ -265,7 +273,7 @@ def main(argv):
   print(f"compile_s={r['compile_s']:.1f} step_time_ms={1000 * r['step_s']:.1f} "
         f"(median of {FLAGS.steps}) tokens_per_s={r['tokens_per_s']:.0f} "
         f"model_tflops_per_s={r['flops_per_step'] / r['step_s'] / 1e12:.3f} "
-        f"xla_tflops_per_s={r['xla_flops_per_step'] / r['step_s'] / 1e12:.3f}"
+        f"xla_tflops_per_s={_xla_tflops_per_s(r)}"
         + (f" mfu={r['mfu']:.3f}" if "mfu" in r else ""))
   print(r["memory"])
   if "profile" in r:

@@ -1,7 +1,7 @@
 r"""Runs a plan of benchmark measurements, each in its own process, and writes them as a table.
 
   python -m electra_jax.benchmark.suite --plan=gpu --out=runs/gpu_benchmarks \
-      [--only=small_f32,small_bf16] [--timeout=1800]
+      [--only=small_f32,small_bf16] [--timeout=1800] [--budget_s=400]
   python -m electra_jax.benchmark.suite --plan=gpu --dry_run
 
 The `gpu` plan is the accelerator work's list of measurements (docs/PERFORMANCE.md), in the
@@ -109,6 +109,10 @@ PLANS: dict[str, tuple[Measurement, ...]] = {
     ),
 }
 
+# A measurement is not started with less than this many seconds of the budget left (starting
+# the process and compiling alone take about this long).
+MIN_COMMAND_S = 30.0
+
 _KEY_VALUE = re.compile(r"(\w+)=([-+\w.]+)")
 
 
@@ -154,13 +158,17 @@ def run_one(measurement: Measurement, out: str, done: dict[str, dict], timeout: 
     proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, check=False)
     output, status = proc.stdout + proc.stderr, "ok" if proc.returncode == 0 else "failed"
   except subprocess.TimeoutExpired as e:
-    output = (e.stdout or b"").decode(errors="replace") if isinstance(e.stdout, bytes) else (
-        e.stdout or "")
+    # What the command printed before it was stopped (bytes, whatever `text` says; the jobs
+    # log to stderr), so that a timeout's record shows how far it got.
+    output = "".join(part.decode(errors="replace") if isinstance(part, bytes) else part
+                     for part in (e.stdout or "", e.stderr or ""))
     status = "timeout"
   fileio.write_atomic(fileio.join(out, f"{measurement.name}.log"), output)
   record = {"name": measurement.name, "what": measurement.what, "status": status,
             "command": shlex.join(["python"] + argv[1:]), "wall_s": round(time.time() - start, 1)}
-  if status != "ok":
+  if status == "timeout":
+    record["error"] = f"stopped after {timeout:g} s; last line: {_last_error(output)}"
+  elif status != "ok":
     record["error"] = _last_error(output)
   elif measurement.kind == "loop":
     rate = loop_rate(workdir)
@@ -220,9 +228,13 @@ def previous_records(out: str) -> dict[str, dict]:
   return records
 
 
-def run_plan(plan: str, out: str, only: tuple[str, ...] = (), timeout: float = 1800.0
-             ) -> list[dict]:
-  """Runs `plan`'s measurements (those named in `only`, when given) in order into `out`."""
+def run_plan(plan: str, out: str, only: tuple[str, ...] = (), timeout: float = 1800.0,
+             budget: float = 0.0) -> list[dict]:
+  """Runs `plan`'s measurements (those named in `only`, when given) in order into `out`.
+
+  `budget` (seconds, 0 = none) bounds the whole plan: each command may take at most what is
+  left of it (and at most `timeout`), and once it is spent the remaining measurements are
+  recorded as "skipped" without running, so a plan fits a fixed lease of accelerator time."""
   if plan not in PLANS:
     raise ElectraError(f"--plan={plan!r}; choose one of {sorted(PLANS)}")
   measurements = [m for m in PLANS[plan] if not only or m.name in only]
@@ -233,9 +245,18 @@ def run_plan(plan: str, out: str, only: tuple[str, ...] = (), timeout: float = 1
   fileio.makedirs(out)
   earlier = previous_records(out)
   done: dict[str, dict] = {}
+  start = time.time()
   for index, m in enumerate(measurements):
     print(f"[{index + 1}/{len(measurements)}] {m.name}: {m.what}", flush=True)
-    record = run_one(m, out, {**earlier, **done}, timeout)
+    left = budget - (time.time() - start) if budget else timeout
+    if left < MIN_COMMAND_S:
+      argv = command(m, fileio.join(out, f"{m.name}_run"))
+      record = {"name": m.name, "what": m.what, "status": "skipped",
+                "command": shlex.join(["python"] + argv[1:]),
+                "wall_s": 0.0, "error": f"the plan's --budget_s={budget:g} was spent"}
+      _append_line(fileio.join(out, "results.jsonl"), json.dumps(record))
+    else:
+      record = run_one(m, out, {**earlier, **done}, min(timeout, left))
     done[m.name] = record
     print(f"  {record['status']} in {record['wall_s']} s"
           + (f": {record['error']}" if "error" in record else ""), flush=True)
@@ -250,6 +271,8 @@ def define_flags() -> None:
   flags.DEFINE_list("only", [], "Run only these measurements of the plan (names as in "
                     "--dry_run).")
   flags.DEFINE_float("timeout", 1800.0, "Seconds each command may take before it is stopped.")
+  flags.DEFINE_float("budget_s", 0.0, "Seconds the whole plan may take (0: no limit); once "
+                     "spent, the remaining measurements are recorded as skipped.")
   flags.DEFINE_bool("dry_run", False, "Print the plan's commands and stop.")
 
 
@@ -264,7 +287,8 @@ def main(argv) -> None:
     return
   if not FLAGS.out:
     raise ElectraError("--out is required: the directory for the results")
-  records = run_plan(FLAGS.plan, FLAGS.out, tuple(FLAGS.only), FLAGS.timeout)
+  records = run_plan(FLAGS.plan, FLAGS.out, tuple(FLAGS.only), FLAGS.timeout,
+                     FLAGS.budget_s)
   print(markdown(records), end="")
 
 
