@@ -174,13 +174,6 @@ def test_the_window_equals_a_dense_masked_reference():
     np.testing.assert_allclose(np.asarray(got)[real], expected[real], atol=1e-5)
 
 
-def test_a_fused_kernel_refuses_a_window():
-  q = jnp.zeros((1, 128, 1, 8))
-  with pytest.raises(ElectraError, match="no local-attention window"):
-    attention.splash_attention(q, q, q, jnp.ones((1, 128), jnp.int32), dropout_rng=None,
-                               dropout_rate=0.0, deterministic=True, dtype=jnp.float32, window=8)
-
-
 @pytest.mark.parametrize("fields, message", [
     ({"local_attention": 7}, "local_attention=7 must be an even number"),
     ({"global_rope_theta": 0.0}, "global_rope_theta=0.0 must be > 0"),
@@ -290,8 +283,8 @@ def test_other_objectives_train_with_the_modern_block(corpus_and_tokenizer, tmp_
 @pytest.mark.parametrize("fields, message", [
     ({"architecture": "modren"}, "model.architecture='modren'; choose one of electra, modern"),
     ({"architecture": "modern", "local_attention": 5}, "model.local_attention=5 must be an even number"),
-    ({"architecture": "modern", "num_layers": 2, "attention": "splash"},
-     "model.attention='splash' has no local-attention window yet"),
+    ({"architecture": "modern", "num_layers": 2, "attention": "cudnn"},
+     "model.attention='cudnn' has no local-attention window yet"),
 ])
 def test_a_bad_modern_config_is_refused_at_validation(fields, message):
   config = testing.fast_config()

@@ -605,7 +605,7 @@ def test_electrics_one_directional_towers_compile_with_splash_for_a_tpu():
 @needs_libtpu
 def test_the_modern_block_compiles_for_a_tpu_slice():
   """configs/modern_tiny.py (global and local layers) compiled for a v5e slice: `auto` attention
-  resolves to xla for the windowed block (the splash kernel takes no window yet), the step fits,
+  resolves to xla for the windowed block (only an explicit splash takes windows), the step fits,
   and XLA's FLOPs exceed the analytic count, which leaves out the scores outside the window."""
   config = testing.load_config("modern_tiny")
   assert topology.for_tpu(config).model.attention == "xla"

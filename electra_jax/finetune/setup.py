@@ -17,6 +17,7 @@ from electra_jax.data import tokenizer as tokenizer_lib
 from electra_jax.errors import ElectraError
 from electra_jax.finetune.batches import INPUT_KEYS
 from electra_jax.finetune.recipe import Hyperparameters, reduce_losses
+from electra_jax.models import attention
 from electra_jax.models import electra
 from electra_jax.training import metrics as metrics_lib
 from electra_jax.training import optimizer as optim
@@ -34,6 +35,11 @@ def encoder_config(config: ml_collections.ConfigDict, model_config: ml_collectio
   model.dtype = config.dtype
   model.attention = config.attention  # A property of the run, not of the weights.
   discriminator, _ = electra.encoder_configs(model)
+  # Once the checkpoint says whether some layers attend within a window (the modern block):
+  # a fused kernel that cannot take one is refused here, with the field to change.
+  attention.resolve(config.attention, dropout_rate=config.attention_dropout_prob,
+                    dtype=discriminator.dtype, seq_len=config.max_seq_length,
+                    windowed=discriminator.has_local_layers)
   if config.max_seq_length > discriminator.max_position_embeddings:
     raise ElectraError(
         f"max_seq_length={config.max_seq_length} exceeds the checkpoint's "
@@ -56,7 +62,7 @@ def load_tokenizer(config: ml_collections.ConfigDict, weights: pretrained_lib.Pr
     raise ElectraError(
         f"cannot find the tokenizer of {weights.path}: the file its checkpoint records is gone "
         "and the workdir has no tokenizer/ copy; pass it with --config.tokenizer_model=PATH (the "
-        ".model or vocab.txt used in pretraining)")
+        ".model, vocab.txt or tokenizer.json used in pretraining)")
   rows = weights.params["embeddings"]["word_embeddings"]["embedding"].shape[0]
   if tokenizer.vocab_size != rows:
     raise ElectraError(

@@ -12,8 +12,10 @@ what each query sees further: "ltr", the keys at its position and to its left; "
 its position and to its right (the two towers of Electric's noise model, as the original's
 `ltr` / `rtl` attention masks, which include the diagonal). `window` (the modern block's local
 layers, `local_window_allows`) limits it to the keys at most window // 2 positions away on
-either side; None or 0 is global attention. It may be a traced scalar (scanned layers alternate
-global and local), which only "xla" takes for now; the fused kernels refuse a window.
+either side; None or 0 is global attention. Scanned layers alternate global and local under a
+traced layer index, so there it is a `Window` (a Python int size and a traced "is local" flag);
+"xla" also takes a bare traced int scalar. "splash" takes a window (its kernel's own sparse
+local mask); "cudnn" refuses one.
 
   "xla"     softmax(Q K^T / sqrt(D) + padding bias) V in plain XLA ops, with dropout on the
             attention probabilities (`attention_dropout_prob`, the paper's 0.1). Any device,
@@ -21,14 +23,16 @@ global and local), which only "xla" takes for now; the fused kernels refuse a wi
   "cudnn"   cuDNN's fused (flash) attention through `jax.nn.dot_product_attention`, padding
             given as key lengths. NVIDIA GPUs, bfloat16 or float16 compute.
   "splash"  the Pallas TPU splash-attention kernel (`jax.experimental.pallas.ops.tpu`), padding
-            given as segment ids; sequence length a multiple of 128. Under a mesh of several
+            given as segment ids, a window as the kernel's `LocalMask` (blocks outside the
+            band are skipped); sequence length a multiple of 128. Under a mesh of several
             devices it runs in `jax.shard_map` over the mesh axes of the logical "batch" and
             "heads" axes (XLA cannot partition the kernel); with no mesh, on the global arrays.
             When the mesh's devices (no mesh: JAX's default backend) are not TPUs it runs in
             Pallas's interpreter (slow; for tests); a TPU slice compiled for on a CPU host gets
             the real kernel.
   "auto"    "cudnn" on a GPU with bfloat16/float16 compute, "splash" on a TPU with a length
-            multiple of 128, "xla" otherwise; and "xla" whenever attention dropout is on.
+            multiple of 128, "xla" otherwise; and "xla" whenever attention dropout is on or
+            some layer attends within a window (an explicit "splash" takes windows).
 
 Attention dropout: the fused kernels have none, so "cudnn" and "splash" require
 `attention_dropout_prob=0` (one clear error otherwise, never a silent change of recipe) and
@@ -40,7 +44,7 @@ from __future__ import annotations
 
 import difflib
 import functools
-from typing import Any, Callable
+from typing import Any, Callable, NamedTuple
 
 import flax.linen as nn
 import jax
@@ -80,10 +84,26 @@ def local_window_allows(seq_len: int, window) -> jax.Array:
   return (window <= 0) | (distance <= window // 2)
 
 
+class Window(NamedTuple):
+  """A layer's window when whether the layer is local is traced (a scan over the modern
+  block's layers): `size` tokens (a Python int, `local_window_allows`) where `local` (a bool
+  scalar, usually traced) is true, global attention where it is false."""
+  size: int
+  local: Any
+
+
+def window_scalar(window):
+  """`window` (None, an int, a traced int scalar or a `Window`) as `local_window_allows` takes
+  it: None stays None; a `Window` becomes the int scalar `size` if local else 0."""
+  if isinstance(window, Window):
+    return jnp.where(window.local, window.size, 0)
+  return window
+
+
 def _no_window(name: str, window) -> None:
   if window is not None:
     raise ElectraError(f"model.attention={name!r} has no local-attention window yet; use "
-                       "attention 'xla' with model.architecture='modern'")
+                       "attention 'splash' (TPU) or 'xla' with model.architecture='modern'")
 
 
 def bias_from_mask(input_mask: jax.Array, dtype: Any) -> jax.Array:
@@ -102,7 +122,7 @@ def xla_attention(query, key, value, input_mask, *, dropout_rng, dropout_rate: f
   if allowed is not None:
     bias = bias + jnp.where(jnp.asarray(allowed), 0.0, jnp.finfo(dtype).min / 2).astype(dtype)
   if window is not None:
-    local = local_window_allows(query.shape[1], window)
+    local = local_window_allows(query.shape[1], window_scalar(window))
     bias = bias + jnp.where(local, 0.0, jnp.finfo(dtype).min / 2).astype(dtype)
   return nn.dot_product_attention(
       query, key, value, bias=bias, dropout_rng=dropout_rng,
@@ -131,22 +151,35 @@ def cudnn_attention(query, key, value, input_mask, *, dropout_rng, dropout_rate:
       is_causal=causal == "ltr", key_value_seq_lengths=lengths, implementation="cudnn")
 
 
-def _splash_kernel(num_heads: int, seq_len: int, interpret: bool, causal: str = "none"):
-  """A splash kernel for one [N, T, D] example, built per trace: it holds its mask metadata as
-  arrays, which a kernel cached across traces (a scan over layers, jit) would leak as tracers."""
+def _splash_head_mask(masks, seq_len: int, causal: str, window: int):
+  """One head's splash mask over (query, key) [T, T]: the `causal` direction and, for
+  window > 0, the band |i - j| <= window // 2 (`local_window_allows`) as the kernel's
+  `LocalMask` with window_size (left, right) keys, the "ltr" / "rtl" side cut to 0. The local
+  mask is sparse: the kernel skips the [block, block] tiles outside the band and masks inside
+  the tiles it cuts, so any window works with any block size."""
+  if window > 0:
+    half = window // 2
+    left, right = (0 if causal == "rtl" else half), (0 if causal == "ltr" else half)
+    return masks.LocalMask((seq_len, seq_len), window_size=(left, right), offset=0)
+  if causal == "ltr":
+    return masks.CausalMask((seq_len, seq_len))
+  if causal == "rtl":
+    return masks.NumpyMask(causal_allowed(seq_len, "rtl"))
+  return masks.FullMask((seq_len, seq_len))
+
+
+def _splash_kernel(num_heads: int, seq_len: int, interpret: bool, causal: str = "none",
+                   window: int = 0):
+  """A splash kernel for one [N, T, D] example (`window` tokens, 0: global), built per trace:
+  it holds its mask metadata as arrays, which a kernel cached across traces (a scan over
+  layers, jit) would leak as tracers."""
   from jax.experimental.pallas.ops.tpu.splash_attention import (  # pylint: disable=import-outside-toplevel
       splash_attention_kernel as splash, splash_attention_mask as masks)
   block = min(seq_len, 512) if seq_len % 512 == 0 else SPLASH_BLOCK
   sizes = splash.BlockSizes(block_q=block, block_kv=block, block_kv_compute=block,
                             block_q_dkv=block, block_kv_dkv=block, block_kv_dkv_compute=block,
                             block_q_dq=block, block_kv_dq=block)
-  if causal == "ltr":
-    one = masks.CausalMask((seq_len, seq_len))
-  elif causal == "rtl":
-    one = masks.NumpyMask(causal_allowed(seq_len, "rtl"))
-  else:
-    one = masks.FullMask((seq_len, seq_len))
-  mask = masks.MultiHeadMask([one] * num_heads)
+  mask = masks.MultiHeadMask([_splash_head_mask(masks, seq_len, causal, window)] * num_heads)
   kernel = splash.make_splash_mha(mask, block_sizes=sizes, head_shards=1, q_seq_shards=1,
                                   interpret=interpret)
   return kernel, splash.SegmentIds
@@ -168,14 +201,15 @@ def _splash_interpret(mesh) -> bool:
 
 
 def _splash_local(query, key, value, segments, *, dtype, interpret: bool,
-                  causal: str = "none") -> jax.Array:
+                  causal: str = "none", window: int = 0) -> jax.Array:
   """Splash attention on the arrays one device holds (or on global arrays with no mesh).
 
   query, key, value: [B, T, N, D]; segments: int32 [B, T] (1 real, 0 padding) -> [B, T, N, D].
-  One kernel call per example (vmap), each over all N heads as [N, T, D].
+  One kernel call per example (vmap), each over all N heads as [N, T, D]; `window` tokens
+  (0: global).
   """
   _, seq_len, num_heads, head_size = query.shape
-  kernel, segment_ids = _splash_kernel(num_heads, seq_len, interpret, causal)
+  kernel, segment_ids = _splash_kernel(num_heads, seq_len, interpret, causal, window)
   scale = 1.0 / jnp.sqrt(jnp.float32(head_size)).astype(dtype)
   # [B, T, N, D] -> [B, N, T, D], one kernel call per example.
   q, k, v = (jnp.swapaxes(x.astype(dtype), 1, 2) for x in (query * scale, key, value))
@@ -220,11 +254,50 @@ def _splash_specs(mesh, batch_size: int, num_heads: int) -> tuple[PartitionSpec,
           PartitionSpec(batch_spec, None))
 
 
+def _static_window(window) -> int:
+  """A window given as None or an int as a Python int (0: global attention). ElectraError for
+  a traced scalar: the kernel's mask is built before tracing, so a window chosen per scanned
+  layer comes as a `Window`."""
+  if window is None:
+    return 0
+  try:
+    return max(int(window), 0)
+  except jax.errors.JAXTypeError as e:
+    raise ElectraError("model.attention='splash' builds its mask before tracing: give the "
+                       "window as a Python int, or as attention.Window(size, local) when "
+                       "whether the layer is local is traced, not as a traced scalar") from e
+
+
+def _splash_attend(query, key, value, segments, *, dtype, causal: str, window: int
+                   ) -> jax.Array:
+  """Splash attention with a static `window` (0: global): query, key, value [B, T, N, D],
+  segments int32 [B, T] -> [B, T, N, D]; in `jax.shard_map` under a mesh of several devices
+  (`_splash_specs`), on the global arrays otherwise."""
+  batch_size, _, num_heads, _ = query.shape
+  mesh = jax.sharding.get_abstract_mesh()
+  local = functools.partial(_splash_local, dtype=dtype, interpret=_splash_interpret(mesh),
+                            causal=causal, window=window)
+  if mesh.empty or mesh.size == 1:
+    return local(query, key, value, segments)
+  qkv_spec, segment_spec = _splash_specs(mesh, batch_size, num_heads)
+  return jax.shard_map(local, mesh=mesh, in_specs=(qkv_spec, qkv_spec, qkv_spec, segment_spec),
+                       out_specs=qkv_spec, check_vma=False)(query, key, value, segments)
+
+
 def splash_attention(query, key, value, input_mask, *, dropout_rng, dropout_rate: float,
                      deterministic: bool, dtype, causal: str = "none", window=None) -> jax.Array:
   """The Pallas TPU splash-attention kernel: query, key, value [B, T, N, D], input_mask int
   [B, T] -> context [B, T, N, D]. Padding as segment ids (real tokens 1, padding 0, so real
   queries see only real keys). T must be a multiple of 128; no attention dropout.
+
+  `window` (None / 0: global; a Python int; or a `Window`) is the kernel's `LocalMask`
+  (`_splash_head_mask`), combined with the causal direction and the padding's segment ids.
+  A `Window`, whose "is local" flag is traced (scanned modern layers), builds both kernels,
+  local and global, and `lax.cond` runs the one the flag picks: one kernel's work per layer
+  and two kernels' code (and mask metadata). Under differentiation the two branches save
+  residuals of the same shapes (q, k, v, output, log-sum-exp), which JAX's cond shares, so
+  the saved activations are one kernel's. (Under a `vmap` over layers, not used here, a cond
+  would run both.)
 
   A Mosaic kernel cannot be partitioned by XLA, so under a mesh of more than one device (the
   sharded train step: `jax.set_mesh` and `nn.logical_axis_rules`) it runs inside
@@ -235,22 +308,23 @@ def splash_attention(query, key, value, input_mask, *, dropout_rng, dropout_rate
   """
   del dropout_rng
   _no_dropout("splash", dropout_rate, deterministic)
-  _no_window("splash", window)
-  batch_size, seq_len, num_heads, _ = query.shape
+  seq_len = query.shape[1]
   if seq_len % SPLASH_BLOCK:
     raise ElectraError(f"model.attention='splash' needs a sequence length that is a multiple "
                        f"of {SPLASH_BLOCK}, not {seq_len}; change data.max_seq_length or use "
                        "attention 'xla'")
-  mesh = jax.sharding.get_abstract_mesh()
   segments = input_mask.astype(jnp.int32)
   check_causal(causal)
-  local = functools.partial(_splash_local, dtype=dtype, interpret=_splash_interpret(mesh),
-                            causal=causal)
-  if mesh.empty or mesh.size == 1:
-    return local(query, key, value, segments)
-  qkv_spec, segment_spec = _splash_specs(mesh, batch_size, num_heads)
-  return jax.shard_map(local, mesh=mesh, in_specs=(qkv_spec, qkv_spec, qkv_spec, segment_spec),
-                       out_specs=qkv_spec, check_vma=False)(query, key, value, segments)
+  attend = functools.partial(_splash_attend, dtype=dtype, causal=causal)
+  if not isinstance(window, Window):
+    return attend(query, key, value, segments, window=_static_window(window))
+  size = _static_window(window.size)
+  if isinstance(window.local, (bool, np.bool_)):  # Known before tracing: one kernel.
+    return attend(query, key, value, segments, window=size if window.local else 0)
+  return jax.lax.cond(jnp.asarray(window.local, bool),
+                      functools.partial(attend, window=size),
+                      functools.partial(attend, window=0),
+                      query, key, value, segments)
 
 
 # model.attention -> implementation ("auto" is resolved by `resolve`).
@@ -277,15 +351,15 @@ def resolve(name: str, *, dropout_rate: float, dtype: Any, seq_len: int | None =
 
   "auto" -> "cudnn" on a GPU with 16-bit compute, "splash" on a TPU when the sequence length
   is a multiple of 128, "xla" otherwise, and "xla" whenever attention dropout is on or some
-  layer attends within a window (`windowed`: the modern block's local layers). An
-  explicit fused choice that cannot run (attention dropout, a float32 cuDNN, no GPU) is an
-  ElectraError naming the fix.
+  layer attends within a window (`windowed`: the modern block's local layers). An explicit
+  "splash" takes windows. An explicit fused choice that cannot run (attention dropout, a
+  window for cuDNN, a float32 cuDNN, no GPU) is an ElectraError naming the fix.
   """
   check_name(name)
   platform = platform or jax.default_backend()
   sixteen_bit = jnp.dtype(dtype) in (jnp.dtype(jnp.bfloat16), jnp.dtype(jnp.float16))
   if name == "auto":
-    if dropout_rate > 0 or windowed:  # Windowed: the fused kernels take no window yet.
+    if dropout_rate > 0 or windowed:  # Windowed: cuDNN takes none; splash only when named.
       return "xla"
     if platform == "gpu" and sixteen_bit:
       return "cudnn"
@@ -297,6 +371,11 @@ def resolve(name: str, *, dropout_rate: float, dtype: Any, seq_len: int | None =
                        f"attention_dropout_prob={dropout_rate}; set it to 0 (the fused kernels "
                        "cannot drop attention probabilities) or use attention 'xla' or 'auto'")
   if name == "cudnn":
+    if windowed:
+      raise ElectraError("model.attention='cudnn' has no local-attention window yet; with "
+                         "model.architecture='modern' use attention 'splash' (TPU), 'xla' or "
+                         "'auto' (or make every layer global: "
+                         "model.global_attn_every_n_layers=1)")
     if platform != "gpu":
       raise ElectraError(f"model.attention='cudnn' needs an NVIDIA GPU (this run's devices are "
                          f"{platform}); use 'auto' or 'xla'")

@@ -186,8 +186,9 @@ def _modern_norm(config: EncoderConfig, name: str) -> nn.LayerNorm:
 class ModernAttention(nn.Module):
   """Rotary self-attention over the whole sequence or a window.  [B, T, H] -> [B, T, H].
 
-  `theta` (rotary base) and `window` (tokens; 0: global) are Python numbers in unrolled
-  layers and traced scalars in scanned ones.
+  `theta` (rotary base) and `window` (tokens; None: global) are Python numbers in unrolled
+  layers; in scanned ones `theta` is a traced scalar and `window` an `attention.Window` (the
+  local size and a traced "is local" flag).
   """
   config: EncoderConfig
 
@@ -262,7 +263,9 @@ def _modern_layer(config: EncoderConfig, x, input_mask, deterministic: bool, lay
       normed = x
   else:
     theta = jnp.where(is_global, cfg.global_rope_theta, cfg.local_rope_theta)
-    window = jnp.where(is_global, 0, cfg.local_attention) if cfg.has_local_layers else None
+    # Traced: the local size with a traced flag, so that kernels with a static mask build both.
+    window = (attention.Window(cfg.local_attention, jnp.logical_not(is_global))
+              if cfg.has_local_layers else None)
     normed = jnp.where(layer_index == 0, x, normed)
   x = x + ModernAttention(cfg, name="attn")(normed, input_mask, theta, window, deterministic)
   x = x + GatedFeedForward(cfg, name="mlp")(_modern_norm(cfg, "mlp_norm")(x), deterministic)

@@ -31,9 +31,10 @@ def check_model_choices(m: ml_collections.ConfigDict, seq_len: int | None = None
   remat = electra.remat_name(m.remat)
   _require(remat in encoder.REMAT_POLICIES,
            f"model.remat={m.remat!r}; choose one of {', '.join(encoder.REMAT_POLICIES)}")
-  attention.resolve(m.attention, dropout_rate=m.attention_dropout_prob,
-                    dtype=electra.DTYPES[m.dtype], seq_len=seq_len)
   _check_architecture(m)
+  attention.resolve(m.attention, dropout_rate=m.attention_dropout_prob,
+                    dtype=electra.DTYPES[m.dtype], seq_len=seq_len,
+                    windowed=electra.encoder_configs(m)[0].has_local_layers)
   init = m.get("plain_dense_init", "glorot_uniform")
   _require(init in layers.KERNEL_INITS,
            f"model.plain_dense_init={init!r}; choose one of {', '.join(layers.KERNEL_INITS)}")
@@ -51,16 +52,13 @@ def check_model_choices(m: ml_collections.ConfigDict, seq_len: int | None = None
 
 def _check_architecture(m: ml_collections.ConfigDict) -> None:
   """model.architecture and the modern block's settings (`EncoderConfig.check`), for the
-  discriminator and the generator; the fused attention kernels take no window yet."""
+  discriminator and the generator. Whether the attention takes the local layers' window is
+  `attention.resolve`'s check (`windowed`: "cudnn" is refused, "splash" takes it)."""
   try:
     for cfg in electra.encoder_configs(m):
       cfg.check()
   except ValueError as e:
     raise ElectraError(str(e)) from e
-  if electra.encoder_configs(m)[0].has_local_layers and m.attention in attention.FUSED:
-    raise ElectraError(f"model.attention={m.attention!r} has no local-attention window yet; "
-                       "with model.architecture='modern' use attention 'xla' or 'auto' (or "
-                       "make every layer global: model.global_attn_every_n_layers=1)")
 
 
 MIN_EVAL_EXAMPLES = 100  # Fewer held-out examples than this make evaluation noisy.
