@@ -224,7 +224,7 @@ def test_load_tokenizer_picks_the_kind(bert_vocab, corpus_and_tokenizer, tmp_pat
   with pytest.raises(ElectraError, match=r"line 1 holds several fields.*sentencepiece \.model"):
     tokenizer_lib.load_tokenizer(model[:-len(".model")] + ".vocab", "wordpiece")
   with pytest.raises(ElectraError, match="unknown tokenizer type 'bpe'; set --config.data."
-                     "tokenizer_type to one of 'sentencepiece', 'wordpiece', 'auto'"):
+                     "tokenizer_type to one of 'sentencepiece', 'wordpiece', 'tokenizer_json', 'auto'"):
     tokenizer_lib.load_tokenizer(bert_vocab, "bpe")
 
 

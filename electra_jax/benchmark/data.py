@@ -136,8 +136,8 @@ def run_data_benchmark(*, input_patterns: str = "", text: text_files.TextOptions
   Args:
     input_patterns: comma-separated globs of text files; '' uses the embedded corpus.
     text: how text files become documents (cleanup, document boundary).
-    tokenizer_model: a sentencepiece .model or WordPiece vocab.txt; '' trains a sentencepiece
-      model of `vocab_size` pieces on the input.
+    tokenizer_model: a sentencepiece .model, WordPiece vocab.txt or tokenizer.json; '' trains
+      a sentencepiece model of `vocab_size` pieces on the input.
     vocab_size: pieces of the trained tokenizer.
     num_shards: train shards to build; lowered to the number of input files when fewer and
       the text cannot be split inside files (a cleanup, or document_boundary=file).
@@ -297,8 +297,9 @@ def _define_flags() -> None:
                     "and footers).")
   flags.DEFINE_enum("document_boundary", "blank_line", list(text_files.DOCUMENT_BOUNDARIES),
                     "blank_line: a blank line ends a document; file: one document per file.")
-  flags.DEFINE_string("tokenizer_model", "", "A sentencepiece .model or WordPiece vocab.txt; "
-                      "'' trains a sentencepiece model on the input (timed separately).")
+  flags.DEFINE_string("tokenizer_model", "", "A sentencepiece .model, WordPiece vocab.txt or "
+                      "tokenizer.json; '' trains a sentencepiece model on the input (timed "
+                      "separately).")
   flags.DEFINE_integer("vocab_size", 8000, "Pieces of the trained tokenizer.")
   flags.DEFINE_integer("num_shards", 8, "Train shards to build (fewer when there are fewer whole "
                        "input files).")

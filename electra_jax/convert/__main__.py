@@ -136,6 +136,8 @@ def _labels_summary(labels, problem_type) -> str:
 def _vocabulary_summary(result) -> str:
   if result.tokenizer.kind == "sentencepiece":
     return f"sentencepiece model of {result.vocab_size} pieces"
+  if result.tokenizer.kind == "tokenizer_json":
+    return f"tokenizer.json of {result.vocab_size} tokens"
   return (f"WordPiece vocabulary of {result.vocab_size} tokens "
           f"({'lowercased' if result.tokenizer.lowercase else 'cased'})")
 

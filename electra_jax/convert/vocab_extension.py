@@ -440,6 +440,10 @@ def _load_checkpoint(step_dir: str
                        "extend-vocab needs the vocabulary the model was trained with (put it in "
                        "the workdir's tokenizer/ directory)")
   tokenizer = loaded.tokenizer.load()
+  if tokenizer.kind not in (tokenizer_lib.WORDPIECE, tokenizer_lib.SENTENCEPIECE):
+    raise ElectraError(f"the checkpoint's tokenizer {loaded.tokenizer.file} is a "
+                       f"{tokenizer.kind} (a Hugging Face tokenizer.json); extend-vocab adds "
+                       "words to a WordPiece vocab.txt or a sentencepiece model only")
   old_rows = _table_rows(loaded.params, loaded.model_config)
   if tokenizer.vocab_size > old_rows:
     raise ElectraError(f"the tokenizer {loaded.tokenizer.file} has {tokenizer.vocab_size} tokens "

@@ -352,7 +352,7 @@ def build(*, output: str, num_shards: int, tokenizer_model: str, input_patterns:
   Args:
     output: directory to write (created if needed).
     num_shards: number of train shards (and of eval shards when eval_fraction > 0).
-    tokenizer_model: sentencepiece .model or WordPiece vocab.txt.
+    tokenizer_model: sentencepiece .model, WordPiece vocab.txt or Hugging Face tokenizer.json.
     input_patterns: comma-separated globs of text files (or use `tfds`).
     tfds: keyword arguments of `tfds_source.tfds_documents` (name, split, text_feature,
       data_dir) for a tfds input.
@@ -417,8 +417,9 @@ def _check_arguments(*, num_shards: int, input_patterns: str, tfds: dict[str, An
   if bool(input_patterns) == bool(tfds):
     raise ElectraError("give exactly one input: --input=GLOBS (text files) or --tfds_name=NAME")
   if not tokenizer_model:
-    raise ElectraError("--tokenizer_model is required: a sentencepiece .model or a WordPiece "
-                       "vocab.txt (train one with python -m electra_jax.data.tokenizer train)")
+    raise ElectraError("--tokenizer_model is required: a sentencepiece .model, a WordPiece "
+                       "vocab.txt (train one with python -m electra_jax.data.tokenizer train) "
+                       "or a Hugging Face tokenizer.json")
 
 
 def _load_build_tokenizer(tokenizer_model: str, tokenizer_type: str, lowercase: bool):
@@ -514,7 +515,8 @@ def _manifest_of(spec: BuildSpec, results: list[dict[str, Any]], tokenizer,
       max_seq_length=spec.max_seq_length, vocab_size=tokenizer.vocab_size,
       token_dtype=spec.token_dtype,
       tokenizer={"kind": tokenizer.kind, "file": f"tokenizer/{os.path.basename(tokenizer_model)}",
-                 "lowercase": spec.lowercase},
+                 # A tokenizer.json's own normalizer decides (`lowercase` is ignored for it).
+                 "lowercase": bool(getattr(tokenizer, "lowercase", spec.lowercase))},
       recipe={"seed": spec.seed, "single_segment_prob": spec.single_segment_prob,
               "short_seq_prob": spec.short_seq_prob, "eval_fraction": spec.eval_fraction,
               **dataclasses.asdict(spec.text)},
@@ -540,12 +542,14 @@ def _define_flags() -> None:
   flags.DEFINE_integer("num_shards", None, "Required. Number of train shards; use a multiple "
                        "of the number of training hosts.")
   flags.DEFINE_integer("processes", 0, "Worker processes; 0 uses every core.")
-  flags.DEFINE_string("tokenizer_model", None, "Required. A sentencepiece .model or a WordPiece "
-                      "vocab.txt; it is copied into --output.")
-  flags.DEFINE_enum("tokenizer_type", "auto", ["auto", "sentencepiece", "wordpiece"],
-                    "How to read --tokenizer_model; auto: *.txt is WordPiece.")
+  flags.DEFINE_string("tokenizer_model", None, "Required. A sentencepiece .model, a WordPiece "
+                      "vocab.txt or a Hugging Face tokenizer.json; it is copied into --output.")
+  flags.DEFINE_enum("tokenizer_type", "auto", list(tokenizer_lib.LOAD_KINDS),
+                    "How to read --tokenizer_model; auto: *.txt is WordPiece, *.json a "
+                    "tokenizer.json, anything else sentencepiece.")
   flags.DEFINE_bool("lowercase", True, "WordPiece only: lowercase and strip accents (BERT "
-                    "uncased); --nolowercase for cased vocabularies.")
+                    "uncased); --nolowercase for cased vocabularies. A tokenizer.json "
+                    "normalizes as the file says.")
   flags.DEFINE_integer("max_seq_length", 128, "Tokens per example, [CLS] and [SEP]s included.")
   flags.DEFINE_float("single_segment_prob", 0.1, "Share of single-segment examples.")
   flags.DEFINE_float("short_seq_prob", 0.05, "Chance that the next target length is random.")

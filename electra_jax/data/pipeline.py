@@ -161,6 +161,12 @@ def _load_tokenizer(data_config: Any, workdir: str, vocab_size: int,
   if data_config.tokenizer_model:
     path = data_config.tokenizer_model
     where = f"--config.data.tokenizer_model={path!r}"
+  elif data_config.tokenizer_type == tokenizer_lib.TOKENIZER_JSON:
+    raise ElectraError(
+        "--config.data.tokenizer_type=tokenizer_json needs the file: set "
+        "--config.data.tokenizer_model=PATH/tokenizer.json (a tokenizer.json is loaded, not "
+        "trained here; leave tokenizer_type as auto or set sentencepiece or wordpiece to train "
+        "one)")
   else:
     path = _train_tokenizer(data_config, workdir, vocab_size, text, documents)
     where = f"the tokenizer {path!r} this workdir was started with"

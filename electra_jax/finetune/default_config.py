@@ -34,7 +34,8 @@ def get_config():
   config.tfds_data_dir = ""  # data_source=tfds: prepared tfds data; "": TFDS_DATA_DIR/default.
   # The tokenizer; "" uses the one recorded with the checkpoint (the pretraining vocabulary).
   config.tokenizer_model = ""
-  config.tokenizer_type = "auto"  # With tokenizer_model: sentencepiece, wordpiece or auto.
+  # With tokenizer_model: sentencepiece, wordpiece, tokenizer_json or auto (by the file name).
+  config.tokenizer_type = "auto"
   config.lowercase = True  # With a WordPiece tokenizer_model: BERT-uncased normalisation.
   config.max_seq_length = 128  # T: tokens per example, [CLS] A [SEP] B [SEP] included.
   config.max_train_examples = 0  # Use only the first N training examples; 0: all (demos, tests).

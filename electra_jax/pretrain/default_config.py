@@ -54,8 +54,9 @@ def get_config() -> ml_collections.ConfigDict:
   # What one masking decision covers: "token" (each piece alone, as the original ELECTRA),
   # "whole_word" (all pieces of a word together, BERT's whole-word masking) or "span" (spans
   # of whole words, SpanBERT's). Words come from the tokenizer's pieces (WordPiece: "##"
-  # continues a word; sentencepiece: a piece without the leading "▁" does). The other modes
-  # still cover mask_prob of the tokens (in expectation) and take masking_sampler's default.
+  # continues a word; sentencepiece: a piece without the leading "▁" does; byte-level BPE
+  # tokenizer.json: one without the leading "Ġ"). The other modes still cover mask_prob of the
+  # tokens (in expectation) and take masking_sampler's default.
   objective.masking = "token"
   objective.span_p = 0.2  # masking=span: lengths in words ~ Geometric(span_p) (SpanBERT: 0.2),
   objective.span_max_words = 10  # clipped at this many words (SpanBERT: 10).
@@ -88,9 +89,14 @@ def get_config() -> ml_collections.ConfigDict:
   data.tfds_max_documents = 200_000  # source=tfds: read at most this many documents; 0: all.
   data.shards_dir = ""  # source=shards: directory written by electra_jax.data.build.
   data.shuffle_buffer = 10_000  # source=shards: examples per shuffle window (memory bound).
-  data.tokenizer_type = "auto"  # "sentencepiece", "wordpiece" or "auto" (*.txt is WordPiece).
-  data.tokenizer_model = ""  # spm .model or WordPiece vocab.txt; "": train spm into WORKDIR.
-  data.lowercase = True  # Lowercase text (a new sentencepiece model; WordPiece: BERT uncased).
+  # "sentencepiece", "wordpiece", "tokenizer_json" or "auto" (*.txt WordPiece, *.json a
+  # Hugging Face tokenizer.json, else sentencepiece).
+  data.tokenizer_type = "auto"
+  # spm .model, WordPiece vocab.txt or tokenizer.json; "": train spm into WORKDIR.
+  data.tokenizer_model = ""
+  # Lowercase text (a new sentencepiece model; WordPiece: BERT uncased); a tokenizer.json
+  # normalizes as the file says and ignores it.
+  data.lowercase = True
   data.max_seq_length = 128  # T: tokens per example, [CLS] and [SEP]s included.
   data.single_segment_prob = 0.1  # Share of examples with one segment instead of A and B.
   data.short_seq_prob = 0.05  # Chance that the next example targets a random shorter length.

@@ -194,6 +194,9 @@ def _from_hf_directory(path: str) -> pretrained.Pretrained:
   elif models:
     tokenizer = pretrained.TokenizerInfo(fileio.join(path, models[0]),
                                          tokenizer_lib.SENTENCEPIECE)
+  elif fileio.isfile(fileio.join(path, tokenizer_lib.TOKENIZER_JSON_FILE)):
+    tokenizer = pretrained.TokenizerInfo(fileio.join(path, tokenizer_lib.TOKENIZER_JSON_FILE),
+                                         tokenizer_lib.TOKENIZER_JSON)
   return pretrained.Pretrained(model_config=model_config, params=params, tokenizer=tokenizer,
                                step=0, path=weights_file,
                                encoder=files.encoder_of_hf_config(config))

@@ -48,7 +48,7 @@ DEFAULT_ENCODER = {"objective": "electra", "network": "discriminator",
 class TokenizerInfo:
   """Where a checkpoint's tokenizer is and how to load it (`tokenizer.load_tokenizer`)."""
   file: str
-  kind: str  # "sentencepiece" or "wordpiece".
+  kind: str  # "sentencepiece", "wordpiece" or "tokenizer_json".
   lowercase: bool = True
 
   def load(self) -> tokenizer_lib.SubwordTokenizer:
@@ -215,9 +215,9 @@ def tokenizer_from_meta(meta: dict[str, Any], step_dir: str) -> TokenizerInfo | 
         fileio.join(workdir, TOKENIZER_DIR, fileio.basename(recorded["file"])),
         recorded["kind"], bool(recorded.get("lowercase", True))))
   if data.get("tokenizer_model"):
-    kind = data.get("tokenizer_type", "auto")
-    if kind == "auto":
-      kind = "wordpiece" if data["tokenizer_model"].lower().endswith(".txt") else "sentencepiece"
+    kind = data.get("tokenizer_type", tokenizer_lib.AUTO)
+    if kind == tokenizer_lib.AUTO:
+      kind = tokenizer_lib.kind_of_file(data["tokenizer_model"])
     candidates.append(TokenizerInfo(data["tokenizer_model"], kind, lowercase))
   if data.get("source") == "shards" and data.get("shards_dir"):
     try:
@@ -231,6 +231,9 @@ def tokenizer_from_meta(meta: dict[str, Any], step_dir: str) -> TokenizerInfo | 
                                   "sentencepiece", lowercase))
   candidates.append(TokenizerInfo(fileio.join(workdir, TOKENIZER_DIR, "vocab.txt"),
                                   "wordpiece", lowercase))
+  candidates.append(TokenizerInfo(
+      fileio.join(workdir, TOKENIZER_DIR, tokenizer_lib.TOKENIZER_JSON_FILE),
+      tokenizer_lib.TOKENIZER_JSON, lowercase))
   for info in candidates:
     if fileio.isfile(info.file):
       return info

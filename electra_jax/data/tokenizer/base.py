@@ -11,8 +11,11 @@ import numpy as np
 PAD, UNK, CLS, SEP, MASK = "[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"
 SPECIAL_TOKENS: tuple[str, ...] = (PAD, UNK, CLS, SEP, MASK)
 SENTENCEPIECE, WORDPIECE, AUTO = "sentencepiece", "wordpiece", "auto"
+TOKENIZER_JSON = "tokenizer_json"  # A Hugging Face tokenizer.json (BPE or WordPiece model).
+TOKENIZER_JSON_FILE = "tokenizer.json"  # The name transformers gives that file.
 TOKENIZER_KINDS: tuple[str, ...] = (SENTENCEPIECE, WORDPIECE)  # What can be trained.
-LOAD_KINDS: tuple[str, ...] = TOKENIZER_KINDS + (AUTO,)  # What `load_tokenizer` accepts.
+# What `load_tokenizer` accepts: the trainable kinds, a tokenizer.json, or "auto" (by file name).
+LOAD_KINDS: tuple[str, ...] = TOKENIZER_KINDS + (TOKENIZER_JSON, AUTO)
 MAX_SENTENCE_BYTES = 1 << 16  # Longer lines (UTF-8 bytes) are left out of sentencepiece training.
 WORDPIECE_PREFIX = "##"  # Marks a piece that continues a word, as in BERT's vocab.txt.
 SENTENCEPIECE_WORD_MARK = "\u2581"  # Begins a sentencepiece piece that begins a word ("▁the").
@@ -64,6 +67,12 @@ class SubwordTokenizer(abc.ABC):
   def encode_batch(self, texts: Sequence[str]) -> list[list[int]]:
     """`encode` of each text, computed in parallel."""
 
+  def encode_words(self, words: Sequence[str]) -> list[list[int]]:
+    """The ids of each word as running text encodes it after a space (tagging encodes a
+    sentence word by word): `encode_batch` of the words, for the kinds whose encoding of a lone
+    word already is that (sentencepiece adds its "▁"; WordPiece marks no space)."""
+    return self.encode_batch(words)
+
   @abc.abstractmethod
   def encode_with_offsets(self, texts: Sequence[str]
                           ) -> list[tuple[list[int], list[tuple[int, int]]]]:
@@ -86,7 +95,8 @@ class SubwordTokenizer(abc.ABC):
     """bool [vocab_size]: the pieces that begin a word (whole-word and span masking). WordPiece:
     every piece without the "##" prefix; sentencepiece: every piece that starts with the
     word-boundary mark "▁" (so punctuation written against a word continues it, as the text
-    had no space there). Special tokens and [UNK] count as beginning one."""
+    had no space there); a tokenizer.json reads its rule from the file (`tokenizer_json`).
+    Special tokens and [UNK] count as beginning one."""
     pieces = [self.id_to_piece(i) for i in range(self.vocab_size)]
     if self.kind == WORDPIECE:
       table = np.array([not p.startswith(WORDPIECE_PREFIX) for p in pieces])

@@ -46,7 +46,8 @@ def get_config():
   config.metric = "auto"
   # The tokenizer; "" uses the one recorded with the checkpoint (the pretraining vocabulary).
   config.tokenizer_model = ""
-  config.tokenizer_type = "auto"  # With tokenizer_model: sentencepiece, wordpiece or auto.
+  # With tokenizer_model: sentencepiece, wordpiece, tokenizer_json or auto (by the file name).
+  config.tokenizer_type = "auto"
   config.lowercase = True  # With a WordPiece tokenizer_model: BERT-uncased normalisation.
   config.max_seq_length = 128  # T: pieces per window, [CLS] and [SEP] included.
   # A sentence of more than max_seq_length - 2 pieces is split into windows, the next starting

@@ -1,7 +1,8 @@
 """Words to subword pieces and back: the features of token classification.
 
-Each word of a sentence is encoded alone (`SubwordTokenizer.encode_batch`; a sentencepiece
-word thus starts with its word-boundary piece, as it would after a space), and its pieces are
+Each word of a sentence is encoded alone, as it appears after a space in running text
+(`SubwordTokenizer.encode_words`: a sentencepiece word starts with its word-boundary piece, a
+byte-level BPE word with its "Ġ" piece), and its pieces are
 laid out in order:
 
   [CLS] pieces of the sentence (or of one window of them) [SEP] [PAD] ...
@@ -117,7 +118,7 @@ def word_pieces(words: Sequence[str], tokenizer: tokenizer_lib.SubwordTokenizer
     because they encode to no piece).
   """
   unique = list(dict.fromkeys(words))
-  encoded = dict(zip(unique, tokenizer.encode_batch(unique), strict=True))
+  encoded = dict(zip(unique, tokenizer.encode_words(unique), strict=True))
   pieces, empty = [], 0
   for word in words:
     ids = encoded[word]
