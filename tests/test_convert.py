@@ -358,7 +358,7 @@ def test_missing_config_or_weights(hf_dirs, tmp_path):
   empty = tmp_path / "empty"
   empty.mkdir()
   with pytest.raises(ElectraError, match=r"has no config.json; pass a Hugging Face "
-                                         r"ElectraForPreTraining directory"):
+                                         r"ElectraForPreTraining \(or ModernBERT\) directory"):
     convert.from_hf(str(empty), str(tmp_path / "out"))
   with open(os.path.join(hf_dirs[0], "config.json"), encoding="utf-8") as f:
     (empty / "config.json").write_text(f.read())
@@ -367,7 +367,7 @@ def test_missing_config_or_weights(hf_dirs, tmp_path):
                                          r"pytorch_model.bin\).*from_tf=True"):
     convert.from_hf(str(empty), str(tmp_path / "out"))
   (empty / "config.json").write_text(json.dumps({"model_type": "bert"}))
-  with pytest.raises(ElectraError, match=r"model_type='bert', not 'electra'"):
+  with pytest.raises(ElectraError, match=r"model_type='bert', not 'electra' or 'modernbert'"):
     convert.from_hf(str(empty), str(tmp_path / "out"))
   with pytest.raises(ElectraError, match=r"generator directory .*missing does not exist.*"
                                          r"--generator_dir"):

@@ -20,6 +20,7 @@ from electra_jax.data import tokenizer as tokenizer_lib
 from electra_jax.errors import ElectraError
 from electra_jax.convert import hf_encoder
 from electra_jax.convert import hf_heads
+from electra_jax.convert import hf_modernbert_models as modern_models
 from electra_jax.convert import hf_tokenizer
 from electra_jax.models import electra
 from electra_jax.models.masked_lm import ENCODER as MASKED_LM_ENCODER
@@ -30,7 +31,9 @@ from electra_jax.convert.hf_encoder import LM_HEAD_WEIGHT, count_params, params_
 from electra_jax.convert.hf_heads import TASK_HEAD
 
 CONFIG_FILE, SAFETENSORS_FILE, BIN_FILE = "config.json", "model.safetensors", "pytorch_model.bin"
+MODEL_TYPES = ("electra", "modernbert")  # config.json model types from-hf reads.
 VOCAB_FILE, TOKENIZER_CONFIG_FILE = "vocab.txt", "tokenizer_config.json"
+TOKENIZER_JSON = "tokenizer.json"  # A Hugging Face fast tokenizer (ModernBERT's byte-level BPE).
 _WEIGHT_FILES = (SAFETENSORS_FILE, SAFETENSORS_FILE + ".index.json", BIN_FILE,
                  BIN_FILE + ".index.json")
 
@@ -89,8 +92,8 @@ def read_hf_model(hf_dir: str, role: str = DISCRIMINATOR
       config is not an ELECTRA one.
   """
   flag = "--hf_dir" if role == DISCRIMINATOR else "--generator_dir"
-  expected = (f"a Hugging Face {ARCHITECTURES[role]} directory as written by save_pretrained "
-              "(config.json plus model.safetensors or pytorch_model.bin)")
+  expected = (f"a Hugging Face {ARCHITECTURES[role]} (or ModernBERT) directory as written by "
+              "save_pretrained (config.json plus model.safetensors or pytorch_model.bin)")
   if not os.path.isdir(hf_dir):
     raise ElectraError(f"the {role} directory {hf_dir} does not exist; pass {expected} as "
                        f"{flag}")
@@ -98,10 +101,10 @@ def read_hf_model(hf_dir: str, role: str = DISCRIMINATOR
   if not os.path.isfile(config_path):
     raise ElectraError(f"{hf_dir} has no {CONFIG_FILE}; pass {expected} as {flag}")
   config = _read_json(config_path, f"the {role}'s config")
-  if config.get("model_type") != "electra":
+  if config.get("model_type") not in MODEL_TYPES:
     raise ElectraError(
-        f"{config_path} has model_type={config.get('model_type')!r}, not 'electra'; pass "
-        f"{expected} as {flag}")
+        f"{config_path} has model_type={config.get('model_type')!r}, not 'electra' or "
+        f"'modernbert'; pass {expected} as {flag}")
   for name in _WEIGHT_FILES:
     path = os.path.join(hf_dir, name)
     if not os.path.isfile(path):
@@ -188,6 +191,9 @@ def convert_from_hf(hf_dir: str, output_dir: str, generator_dir: str | None = No
   inputs = [hf_dir] + ([generator_dir] if generator_dir else [])
   output_dir = _check_output(output_dir, inputs, overwrite)
   disc_config, disc_state, disc_file = read_hf_model(hf_dir, DISCRIMINATOR)
+  if disc_config.get("model_type") == "modernbert":
+    return _modernbert_from_hf(hf_dir, disc_config, disc_state, disc_file, output_dir,
+                               generator_dir, vocab_file, overwrite, generator_embeddings)
   role = hf_heads.hf_head_role(disc_config, disc_state)
   if role is not None:
     if generator_dir:
@@ -208,6 +214,95 @@ def convert_from_hf(hf_dir: str, output_dir: str, generator_dir: str | None = No
   return save_hf_state(output_dir, disc_state, disc_config, gen_state, gen_config, vocab,
                        lowercase_of(hf_dir), source, overwrite=overwrite,
                        generator_embeddings=generator_embeddings)
+
+
+def _modernbert_from_hf(hf_dir: str, config: dict[str, Any], state: dict[str, Any],
+                        weights_file: str, output_dir: str, generator_dir: str | None,
+                        vocab_file: str | None, overwrite: bool,
+                        generator_embeddings: str) -> FromHfResult:
+  """`convert_from_hf` of a ModernBERT directory (`hf_modernbert_models`): a `ModernBertModel`
+  or `ModernBertForMaskedLM` (with RTD_HEAD_FILE beside it when to-hf wrote it) as the
+  discriminator of a pretraining checkpoint, with an optional `ModernBertForMaskedLM`
+  generator; or a fine-tuned `ModernBertFor{Sequence,Token}Classification` /
+  `...ForQuestionAnswering`."""
+  role = modern_models.role_of(config, state)
+  modern_models.check_supported(config, role)
+  vocab = find_tokenizer_file(vocab_file, hf_dir)
+  source = "huggingface:" + os.path.abspath(weights_file)
+  # A tokenizer.json normalises (lowercases or not) by itself.
+  lowercase = False if vocab.endswith(".json") else lowercase_of(hf_dir)
+  tokenizer = _load_vocab(vocab, lowercase)
+  if role in (SEQUENCE_CLASSIFICATION, TOKEN_CLASSIFICATION, QUESTION_ANSWERING):
+    if generator_dir:
+      raise ElectraError(f"{hf_dir} is a fine-tuned {modern_models.ARCHITECTURES[role]}, which "
+                         "has no generator; drop --generator_dir (generator_dir=...)")
+    if role == QUESTION_ANSWERING:
+      params, model_config = _modern_qa_from_hf(state, config)
+      finetuned = {"task": "squad1", "head": QA_HEAD, "joint_prediction": False,
+                   "answerable_classifier": False, "answerable_uses_start_logits": True,
+                   "max_seq_length": min(hf_heads.MAX_SEQ_LENGTH,
+                                         int(config.get("max_position_embeddings", 512)))}
+    else:
+      params, model_config = modern_models.classifier_from_hf(state, config, TASK_HEAD)
+      finetuned = hf_heads.finetuned_from_hf_config(config, role)
+      if role == SEQUENCE_CLASSIFICATION:
+        finetuned["pooling"] = config.get("classifier_pooling", "cls")
+    info = _checked_tokenizer(tokenizer, vocab, lowercase, params, "vocab_size in config.json")
+    encoder = {**pretrained.DEFAULT_ENCODER,
+               "head": QA_HEAD if role == QUESTION_ANSWERING else TASK_HEAD}
+    step_dir = pretrained.save_pretrained(output_dir, params, model_config, info, step=0,
+                                          overwrite=overwrite, source=source,
+                                          extra_meta={"encoder": encoder, "finetuned": finetuned})
+    return FromHfResult(step_dir, model_config, params, info, tokenizer.vocab_size, finetuned)
+  rtd_path = os.path.join(hf_dir, modern_models.RTD_HEAD_FILE)
+  rtd_state = _load_safetensors(rtd_path) if os.path.isfile(rtd_path) else None
+  if rtd_state is None:
+    logging.info("%s has no %s: the discriminator's replaced-token-detection head starts "
+                 "afresh when pretraining continues from this checkpoint", hf_dir,
+                 modern_models.RTD_HEAD_FILE)
+  gen_config = gen_state = None
+  if generator_dir:
+    gen_config, gen_state, gen_file = read_hf_model(generator_dir, GENERATOR)
+    if modern_models.role_of(gen_config, gen_state) != GENERATOR:
+      raise ElectraError(f"{generator_dir} is not a ModernBertForMaskedLM; pass the generator "
+                         "that to-hf wrote (OUTPUT/generator) as --generator_dir")
+    source += "," + os.path.abspath(gen_file)
+  params, model_config = modern_models.pretraining_from_hf(
+      config, state, rtd_state, gen_config, gen_state, generator_embeddings)
+  info = _checked_tokenizer(tokenizer, vocab, lowercase, params, "vocab_size in config.json")
+  step_dir = pretrained.save_pretrained(output_dir, params, model_config, info, step=0,
+                                        overwrite=overwrite, source=source,
+                                        extra_meta={"encoder": dict(pretrained.DEFAULT_ENCODER)})
+  return FromHfResult(step_dir, model_config, params, info, tokenizer.vocab_size)
+
+
+def _modern_qa_from_hf(state: Mapping[str, Any], config: Mapping[str, Any]
+                       ) -> tuple[dict[str, Any], ml_collections.ConfigDict]:
+  """(params with `qa_head/{dense,norm,span_start,span_end}`, config.model) of a
+  ModernBertForQuestionAnswering."""
+  if int(config.get("num_labels", 2)) != 2:
+    raise ElectraError(f"this ModernBertForQuestionAnswering has num_labels="
+                       f"{config.get('num_labels')}; a span extractor has 2 (start, end)")
+  params, model_config = modern_models.classifier_from_hf(state, config, QA_HEAD)
+  head = params[QA_HEAD]
+  out = head.pop("out_proj")
+  for i, name in enumerate(("span_start", "span_end")):
+    head[name] = {"kernel": out["kernel"][:, i:i + 1].copy(), "bias": out["bias"][i:i + 1].copy()}
+  return params, model_config
+
+
+def find_tokenizer_file(vocab_file: str | None, directory: str) -> str:
+  """A ModernBERT directory's tokenizer: `vocab_file`, else its tokenizer.json (what
+  ModernBERT ships, and to-hf writes), else what `find_vocab` finds."""
+  if vocab_file:
+    return find_vocab(vocab_file, directory)
+  path = os.path.join(directory, TOKENIZER_JSON)
+  # to-hf writes tokenizer.json beside a sentencepiece .model (the original, preferred).
+  original = os.path.isfile(os.path.join(directory, VOCAB_FILE)) or any(
+      n.endswith(".model") for n in os.listdir(directory))
+  if os.path.isfile(path) and not original:
+    return path
+  return find_vocab(None, directory, where=f" and no {TOKENIZER_JSON}")
 
 
 def lowercase_of(directory: str) -> bool:
@@ -247,9 +342,11 @@ def save_hf_state(output_dir: str, disc_state: Mapping[str, Any], disc_config: M
 
 
 def _load_vocab(vocab: str, lowercase: bool) -> tokenizer_lib.SubwordTokenizer:
-  """A from-hf vocabulary: a sentencepiece model for a .model file, else a WordPiece
-  vocab.txt."""
-  kind = (tokenizer_lib.SENTENCEPIECE if vocab.lower().endswith(".model")
+  """A from-hf vocabulary: a sentencepiece model for a .model file, a Hugging Face fast
+  tokenizer for a .json (tokenizer.json), else a WordPiece vocab.txt."""
+  name = vocab.lower()
+  kind = (tokenizer_lib.SENTENCEPIECE if name.endswith(".model")
+          else tokenizer_lib.TOKENIZER_JSON if name.endswith(".json")
           else tokenizer_lib.WORDPIECE)
   return tokenizer_lib.load_tokenizer(vocab, kind, lowercase=lowercase)
 
@@ -359,6 +456,16 @@ def _write_tokenizer(info: pretrained.TokenizerInfo | None,
                  **{f"{name}_token": token for name, token in special.items()}},
                 os.path.join(directory, TOKENIZER_CONFIG_FILE))
     return [VOCAB_FILE, TOKENIZER_CONFIG_FILE]
+  if info.kind == tokenizer_lib.TOKENIZER_JSON:  # A Hugging Face fast tokenizer: itself.
+    with open(info.file, "rb") as src, open(os.path.join(directory, TOKENIZER_JSON),
+                                             "wb") as dst:
+      shutil.copyfileobj(src, dst)
+    special = {name: tokenizer.id_to_piece(getattr(tokenizer, f"{name}_id"))
+               for name in ("pad", "unk", "cls", "sep", "mask")}
+    _write_json({"tokenizer_class": "PreTrainedTokenizerFast", "model_max_length": max_length,
+                 **{f"{name}_token": token for name, token in special.items()}},
+                os.path.join(directory, TOKENIZER_CONFIG_FILE))
+    return [TOKENIZER_JSON, TOKENIZER_CONFIG_FILE]
   # sentencepiece: a tokenizer.json that transformers' AutoTokenizer loads and that gives the
   # same ids (electra_jax.convert.hf_tokenizer), and the .model itself for sentencepiece users.
   name = os.path.basename(info.file)
@@ -368,7 +475,9 @@ def _write_tokenizer(info: pretrained.TokenizerInfo | None,
                                                   info.lowercase)]
 
 
-MASKED_LM = "masked_lm"  # to-hf's directory for an MLM objective's encoder.
+MASKED_LM = modern_models.MASKED_LM  # to-hf's directory for an MLM objective's encoder.
+# MLM output layers tied to the word embeddings, which transformers saves once (not at all).
+TIED_HEAD_WEIGHTS = (LM_HEAD_WEIGHT, "decoder.weight")
 # config.json key naming the objective whose head the exported discriminator carries, written
 # for the objectives whose head means something other than ELECTRA's "replaced" logit
 # (Electric's energies), so that scoring an exported model reads its head right.
@@ -439,14 +548,18 @@ def convert_to_hf(checkpoint: str, output_dir: str, overwrite: bool = False) -> 
   output_dir = _check_output(output_dir, [loaded.path], overwrite)
   tokenizer = _export_tokenizer(loaded)
   pad_id = None if tokenizer is None else tokenizer.pad_id
-  models = _hf_models(loaded, finetuned, head_role, pad_id)
+  extras: dict[str, dict[str, dict[str, np.ndarray]]] = {}
+  if is_modern(loaded.model_config):
+    models, extras = _modern_hf_models(loaded, finetuned, head_role, tokenizer)
+  else:
+    models = _hf_models(loaded, finetuned, head_role, pad_id)
   _note_what_is_left_out(loaded, models)
   counts, tokenizer_files = {}, []
   with fileio.staged_directory(output_dir) as staging:
     for role, (state, config) in models.items():
       counts[role], tokenizer_files = _write_hf_model(
           os.path.join(staging, role), state, config, loaded, tokenizer,
-          finetuned if role == head_role else None)
+          finetuned if role == head_role else None, extras.get(role, {}))
   directories = {role: os.path.join(output_dir, role) for role in models}
   labels = problem_type = None
   if head_role:
@@ -460,11 +573,6 @@ def _check_exportable(loaded: pretrained.Pretrained, finetuned: Mapping[str, Any
                       head_role: str | None) -> None:
   """Raises ElectraError for a checkpoint that transformers has no class for, or that has no
   discriminator to export."""
-  if loaded.model_config.get("architecture", "electra") != "electra":
-    raise ElectraError(
-        f"{loaded.path} has model.architecture={loaded.model_config.architecture!r}; to-hf "
-        "writes ELECTRA classes only so far (ModernBERT classes for the modern block are "
-        "issue 43's next step)")
   if finetuned.get("head_type") == ORIGINAL_HEAD_TYPE:
     raise ElectraError(
         f"{loaded.path} is a classifier fine-tuned with the original ELECTRA head (one dense "
@@ -535,6 +643,68 @@ def _hf_models(loaded: pretrained.Pretrained, finetuned: Mapping[str, Any],
   return models
 
 
+def is_modern(model_config: ml_collections.ConfigDict) -> bool:
+  """Whether a checkpoint's model is the modern block (exported as ModernBERT classes)."""
+  return model_config.get("architecture", "electra") == "modern"
+
+
+def _modern_hf_models(loaded: pretrained.Pretrained, finetuned: Mapping[str, Any],
+                      head_role: str | None, tokenizer: tokenizer_lib.SubwordTokenizer | None
+                      ) -> tuple[dict[str, tuple[dict[str, np.ndarray], dict[str, Any]]],
+                                 dict[str, dict[str, dict[str, np.ndarray]]]]:
+  """({to-hf's directory: (state dict, config.json)}, {directory: {extra file: state}}) of a
+  modern checkpoint, as ModernBERT classes (`hf_modernbert_models`)."""
+  token_ids = {} if tokenizer is None else {
+      "pad_token_id": tokenizer.pad_id, "cls_token_id": tokenizer.cls_id,
+      "sep_token_id": tokenizer.sep_id, "bos_token_id": tokenizer.cls_id,
+      "eos_token_id": tokenizer.sep_id}
+  model_config, params = loaded.model_config, loaded.params
+  network = loaded.encoder_network
+  if finetuned.get("head") == QA_HEAD:
+    if finetuned.get("answerable_classifier"):
+      logging.warning("The SQuAD 2.0 answerability head has no transformers class; %s/ holds "
+                      "the span part (ModernBertForQuestionAnswering) without it.",
+                      QUESTION_ANSWERING)
+    return {QUESTION_ANSWERING: modern_models.question_answering_to_hf(
+        params, model_config, network, QA_HEAD, token_ids)}, {}
+  if head_role:
+    problem = finetuned.get("problem", "classification" if head_role == SEQUENCE_CLASSIFICATION
+                            else hf_heads.TOKEN_PROBLEM)
+    scaling = (0.0, 1.0)
+    if problem == "regression":
+      scaling = tuple(float(v) for v in finetuned.get("target_scaling") or (0.0, 1.0))
+    outputs = np.shape(params.get(TASK_HEAD, {}).get("out_proj", {}).get("kernel", [[0]]))[-1]
+    labels = hf_heads.labels_of(finetuned, problem, outputs, TASK_HEAD)
+    fields = hf_heads.label_fields(head_role, problem, labels, finetuned)
+    if head_role == SEQUENCE_CLASSIFICATION:
+      fields["classifier_pooling"] = finetuned.get("pooling", "cls")
+    return {head_role: modern_models.classifier_to_hf(
+        params, model_config, network, head_role, TASK_HEAD, scaling, token_ids, **fields)}, {}
+  if loaded.encoder_network == MASKED_LM_ENCODER:
+    if "copy_gate" in params:
+      logging.warning("All-Tokens MLM's copy gate has no Hugging Face counterpart; %s/ holds "
+                      "the encoder and its MLM head without it.", MASKED_LM)
+    return {MASKED_LM: modern_models.masked_lm_to_hf(params, model_config, token_ids)}, {}
+  delta = loaded.encoder.get("embeddings_delta")
+  if delta and delta in params:
+    params = pretrained.fold_embeddings_delta(params, delta)
+  if electra.weight_sharing_of(model_config) == "all" and "generator_predictions" in params:
+    params = {**params, "generator": params["discriminator"]}
+  exported = modern_models.pretraining_to_hf(params, model_config, token_ids)
+  if delta and delta in loaded.params and GENERATOR in exported:
+    # GDES: the generator reads the shared embeddings, the discriminator shared + delta.
+    shared = np.asarray(loaded.params["embeddings"]["word_embeddings"]["embedding"], np.float32)
+    exported[GENERATOR][0]["model.embeddings.tok_embeddings.weight"] = shared.copy()
+    exported[GENERATOR][0]["decoder.weight"] = shared.copy()
+  if "generator" in params and GENERATOR not in exported:
+    logging.warning("The generator is not exported: %s. %s/ holds the discriminator only.",
+                    modern_models.generator_problem(model_config), DISCRIMINATOR)
+  models = {role: (state, config) for role, (state, config, _) in exported.items()}
+  if loaded.encoder.get("objective") in HEAD_MEANINGS:
+    models[DISCRIMINATOR][1][OBJECTIVE_KEY] = loaded.encoder["objective"]
+  return models, {role: files for role, (_, _, files) in exported.items() if files}
+
+
 def _note_what_is_left_out(loaded: pretrained.Pretrained, models: Mapping[str, Any]) -> None:
   """Logs what of an ELECTRA or Electric checkpoint has no Hugging Face counterpart."""
   if loaded.encoder.get("objective") == "electric" and DISCRIMINATOR in models:
@@ -549,14 +719,19 @@ def _note_what_is_left_out(loaded: pretrained.Pretrained, models: Mapping[str, A
 def _write_hf_model(directory: str, state: Mapping[str, np.ndarray], config: Mapping[str, Any],
                     loaded: pretrained.Pretrained,
                     tokenizer: tokenizer_lib.SubwordTokenizer | None,
-                    finetuned: Mapping[str, Any] | None) -> tuple[int, list[str]]:
+                    finetuned: Mapping[str, Any] | None,
+                    extra_files: Mapping[str, Mapping[str, np.ndarray]] | None = None
+                    ) -> tuple[int, list[str]]:
   """Writes one Hugging Face model directory: model.safetensors, config.json, the tokenizer
-  files and, for a fine-tuned classifier or tagger (`finetuned`), labels.json. Returns (the
-  parameters written, the tokenizer files' names)."""
+  files, `extra_files` ({file name: state dict}, e.g. a modern discriminator's RTD head) and,
+  for a fine-tuned classifier or tagger (`finetuned`), labels.json. Returns (the parameters
+  written, the tokenizer files' names)."""
   os.makedirs(directory)
   # transformers saves tied weights once; the generator's head is its word embeddings.
-  written = {k: v for k, v in state.items() if k != LM_HEAD_WEIGHT}
+  written = {k: v for k, v in state.items() if k not in TIED_HEAD_WEIGHTS}
   _write_safetensors(written, os.path.join(directory, SAFETENSORS_FILE))
+  for name, extra in (extra_files or {}).items():
+    _write_safetensors(dict(extra), os.path.join(directory, name))
   _write_json(config, os.path.join(directory, CONFIG_FILE))
   if finetuned is not None:  # The label set as the fine-tuning workdir's labels.json has it.
     _write_json({"problem": finetuned.get("problem"), "labels": finetuned.get("labels", [])},

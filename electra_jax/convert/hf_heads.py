@@ -158,7 +158,7 @@ def classifier_params_to_hf(params: Mapping[str, Any], model_config: ml_collecti
   layers = _head_layers(role, problem, params[head], head, disc.hidden_size)
   outputs = _add_head_state(state, layers, params[head], head, disc.hidden_size, problem,
                             finetuned)
-  labels = _labels_of(finetuned, problem, outputs, head)
+  labels = labels_of(finetuned, problem, outputs, head)
   return state, _classifier_config(disc, role, problem, labels, finetuned, pad_token_id)
 
 
@@ -208,7 +208,7 @@ def _add_head_state(state: dict[str, np.ndarray],
   return outputs
 
 
-def _labels_of(finetuned: Mapping[str, Any], problem: str, outputs: int, head: str
+def labels_of(finetuned: Mapping[str, Any], problem: str, outputs: int, head: str
                ) -> list[str]:
   """The labels for config.json's id2label: the meta's, or transformers' LABEL_<i>."""
   labels = [str(label) for label in finetuned.get("labels") or []]
@@ -232,15 +232,25 @@ def _classifier_config(disc: electra.enc.EncoderConfig, role: str, problem: str,
   """The config.json of an exported classifier or tagger."""
   config = hf_config(disc, DISCRIMINATOR, pad_token_id)
   config["architectures"] = [ARCHITECTURES[role]]
-  config["num_labels"] = len(labels)
-  config["id2label"] = {str(i): label for i, label in enumerate(labels)}
-  config["label2id"] = {label: i for i, label in enumerate(labels)}
+  config.update(label_fields(role, problem, labels, finetuned))
+  return config
+
+
+def label_fields(role: str, problem: str, labels: Sequence[str],
+                 finetuned: Mapping[str, Any]) -> dict[str, Any]:
+  """The config.json fields of an exported classifier's or tagger's labels, whichever the
+  encoder class: num_labels, id2label, label2id, a classifier's problem_type, and under
+  FINETUNED_KEY what only electra-jax reads back."""
+  fields: dict[str, Any] = {
+      "num_labels": len(labels),
+      "id2label": {str(i): label for i, label in enumerate(labels)},
+      "label2id": {label: i for i, label in enumerate(labels)}}
   if role == SEQUENCE_CLASSIFICATION:
-    config["problem_type"] = PROBLEM_TYPES[problem]
+    fields["problem_type"] = PROBLEM_TYPES[problem]
   recorded = {k: finetuned[k] for k in RECORDED_FIELDS if finetuned.get(k) is not None}
   if recorded:
-    config[FINETUNED_KEY] = recorded
-  return config
+    fields[FINETUNED_KEY] = recorded
+  return fields
 
 
 def hf_labels(hf_config: Mapping[str, Any]) -> list[str]:

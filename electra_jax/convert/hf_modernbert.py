@@ -112,6 +112,7 @@ def encoder_config_from_hf(hf_config: Mapping[str, Any], **overrides) -> encoder
       attention_bias=bool(_hf_get(hf_config, "attention_bias", False)),
       mlp_bias=bool(_hf_get(hf_config, "mlp_bias", False)),
       norm_bias=bool(_hf_get(hf_config, "norm_bias", False)),
+      classifier_bias=bool(_hf_get(hf_config, "classifier_bias", False)),
   )
   fields.update(overrides)
   config = encoder_lib.EncoderConfig(**fields)
@@ -146,6 +147,7 @@ def hf_config_from_encoder(cfg: encoder_lib.EncoderConfig, **extra) -> dict[str,
       "norm_bias": cfg.norm_bias,
       "attention_bias": cfg.attention_bias,
       "mlp_bias": cfg.mlp_bias,
+      "classifier_bias": cfg.classifier_bias,
       "attention_dropout": cfg.attention_dropout_prob,
       "mlp_dropout": cfg.hidden_dropout_prob,
       "embedding_dropout": cfg.hidden_dropout_prob,

@@ -62,6 +62,9 @@ class EncoderConfig:
     global_rope_theta, local_rope_theta: the rotary base of the global and the local layers.
     attention_bias, mlp_bias, norm_bias: biases of the attention projections, of the
       feed-forward layers and of the LayerNorms (ModernBERT has none of them).
+    classifier_bias: the bias of the dense layer of the modern heads (ModernBERT's prediction
+      head: the MLM head's and the fine-tuning heads' dense(H) -> GELU -> LayerNorm; ModernBERT
+      has none).
   """
   vocab_size: int
   embedding_size: int
@@ -89,6 +92,7 @@ class EncoderConfig:
   attention_bias: bool = False
   mlp_bias: bool = False
   norm_bias: bool = False
+  classifier_bias: bool = False
 
   @property
   def head_size(self) -> int:

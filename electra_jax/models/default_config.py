@@ -70,4 +70,7 @@ def get_config() -> ml_collections.ConfigDict:
   config.attention_bias = False  # Modern only: biases of the attention projections.
   config.mlp_bias = False  # Modern only: biases of the feed-forward layers.
   config.norm_bias = False  # Modern only: LayerNorm offsets (ModernBERT has scales only).
+  # Modern only: the bias of the heads' dense layer (the MLM head, the fine-tuning heads), as
+  # ModernBERT's classifier_bias.
+  config.classifier_bias = False
   return config

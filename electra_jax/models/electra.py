@@ -40,7 +40,7 @@ WEIGHT_SHARING = ("embeddings", "none", "all", "gdes")  # model.weight_sharing c
 # settings (a checkpoint written before them has none: the defaults, "electra").
 MODERN_FIELDS = ("architecture", "local_attention", "global_attn_every_n_layers",
                  "global_rope_theta", "local_rope_theta", "attention_bias", "mlp_bias",
-                 "norm_bias")
+                 "norm_bias", "classifier_bias")
 
 
 def weight_sharing_of(model_config: ml_collections.ConfigDict) -> str:
@@ -123,14 +123,20 @@ def encoder_configs(model_config: ml_collections.ConfigDict
 
 
 class GeneratorPredictions(nn.Module):
-  """MLM head: dense(E, gelu) -> LayerNorm -> tied logits + output_bias.  [.., Hg] -> [.., V]."""
+  """MLM head: dense(E, gelu) -> LayerNorm -> tied logits + output_bias.  [.., Hg] -> [.., V].
+
+  The modern block's is ModernBERT's (`ModernBertPredictionHead` + tied decoder): the same
+  layers, with the dense bias as `classifier_bias` and the LayerNorm offset as `norm_bias` say.
+  """
   config: enc.EncoderConfig
 
   @nn.compact
   def __call__(self, hidden, embeddings: enc.Embeddings):
     cfg = self.config
-    h = layers.gelu(layers.dense(cfg.embedding_size, cfg, ("hidden", "embed"), "dense")(hidden))
-    h = layers.layer_norm(cfg, "embed")(h)
+    modern = cfg.is_modern
+    h = layers.gelu(layers.dense(cfg.embedding_size, cfg, ("hidden", "embed"), "dense",
+                                 use_bias=cfg.classifier_bias if modern else True)(hidden))
+    h = layers.layer_norm(cfg, "embed", use_bias=cfg.norm_bias if modern else True)(h)
     bias = self.param("output_bias",
                       nn.with_logical_partitioning(nn.initializers.zeros_init(), ("vocab",)),
                       (cfg.vocab_size,), jnp.float32)

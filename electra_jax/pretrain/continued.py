@@ -35,6 +35,8 @@ import numpy as np
 
 from electra_jax import fileio
 from electra_jax.errors import ElectraError
+from electra_jax.models import default_config as model_default_config
+from electra_jax.models import electra
 from electra_jax.models import encoder as encoder_lib
 from electra_jax.training import pretrained
 
@@ -43,10 +45,12 @@ EXTEND_POSITIONS = ("none", "copy")  # Choices of config.init_extend_positions.
 # config.model fields that give the parameters' shapes (and what they compute): taken from the
 # checkpoint. The rest of config.model (dropout, dtype, remat, layout, attention kernel) is the
 # run's own.
+# The modern block's fields (`electra.MODERN_FIELDS`: the architecture, its window, rotary
+# bases and biases) are among them: a released ModernBERT continues as the block it is.
 SHAPE_FIELDS = ("vocab_size", "embedding_size", "hidden_size", "num_layers", "num_heads",
                 "intermediate_size", "max_position_embeddings", "type_vocab_size",
                 "layer_norm_eps", "generator_hidden_size", "generator_layers", "weight_sharing",
-                "untied_generator_embeddings")
+                "untied_generator_embeddings", *electra.MODERN_FIELDS)
 # The shape fields that only the generator depends on: the config's own with init_generator=fresh.
 GENERATOR_FIELDS = ("generator_hidden_size", "generator_layers", "weight_sharing",
                     "untied_generator_embeddings")
@@ -166,6 +170,9 @@ def resolve_config(config: ml_collections.ConfigDict, source_model: ml_collectio
       if fresh_generator and name in GENERATOR_FIELDS:
         continue
       ours, theirs = config.model.get(name), source_model.get(name)
+      if theirs is None and name in electra.MODERN_FIELDS:
+        # A checkpoint written before the modern block: ELECTRA's block, the defaults.
+        theirs = model_default_config.get_config()[name]
       if f"model.{name}" in explicit:
         if (check_explicit and ours != theirs
             and not (name == "max_position_embeddings"
@@ -198,7 +205,8 @@ def resolve_config(config: ml_collections.ConfigDict, source_model: ml_collectio
     if source_tokenizer is None:
       raise ElectraError(
           f"{where} records no tokenizer that can be found; pass its vocabulary as "
-          "--config.data.tokenizer_model=FILE (a WordPiece vocab.txt or a sentencepiece .model "
+          "--config.data.tokenizer_model=FILE (a WordPiece vocab.txt, a sentencepiece .model or a "
+          "tokenizer.json "
           f"with {source_model.vocab_size} pieces)")
     with resolved.unlocked():
       resolved.data.tokenizer_model = source_tokenizer.file

@@ -44,7 +44,8 @@ def get_config():
   config.metric = ""
   # The tokenizer; "" uses the one recorded with the checkpoint (the pretraining vocabulary).
   config.tokenizer_model = ""
-  config.tokenizer_type = "auto"  # With tokenizer_model: sentencepiece, wordpiece or auto.
+  # With tokenizer_model: sentencepiece, wordpiece, tokenizer_json or auto (by the file name).
+  config.tokenizer_type = "auto"
   config.lowercase = True  # With a WordPiece tokenizer_model: BERT-uncased normalisation.
   config.max_seq_length = 128  # T: tokens per example, [CLS] A [SEP] B [SEP] included.
   config.max_train_examples = 0  # Use only the first N training rows kept; 0: all.
@@ -56,9 +57,14 @@ def get_config():
   config.eval_batch_size = 128  # Global batch for dev/test prediction (last batch is padded).
   finetune_config.add_optimizer_fields(config)
   # The head on [CLS]: "hf" (dense(H) -> GELU -> dense(labels), transformers'
-  # ElectraForSequenceClassification: `convert to-hf` exports it) or "original" (dense(labels)
-  # alone, the original ELECTRA's and GLUE's: the same run as the built-in tasks).
+  # ElectraForSequenceClassification: `convert to-hf` exports it; on a modern encoder
+  # ModernBERT's dense(H) -> GELU -> LayerNorm -> dense(labels), exported as
+  # ModernBertForSequenceClassification) or "original" (dense(labels) alone, the original
+  # ELECTRA's and GLUE's: the same run as the built-in tasks).
   config.head = "hf"
+  # What the "hf" head reads: "cls" (the [CLS] state) or "mean" (the mean over the real tokens,
+  # ModernBERT's classifier_pooling="mean"; modern encoder only).
+  config.pooling = "cls"
   config.head_dropout = 0.1  # Dropout on the [CLS] hidden state (and inside the "hf" head).
   # The head's kernel initialiser: "glorot_uniform" (the original's tf.layers.dense default)
   # or "truncated_normal" (std = the encoder's initializer_range, transformers' choice).

@@ -87,6 +87,11 @@ def validate(config: ml_collections.ConfigDict) -> None:
   checks = [
       (config.head in heads.HEAD_TYPES,
        f"head={config.head!r}; choose one of {', '.join(heads.HEAD_TYPES)}"),
+      (config.pooling in heads.POOLINGS,
+       f"pooling={config.pooling!r}; choose one of {', '.join(heads.POOLINGS)}"),
+      (config.pooling == "cls" or config.head == heads.HF_HEAD,
+       f"pooling={config.pooling!r} needs head='hf' (ModernBERT's head); the "
+       f"{config.head!r} head reads [CLS]"),
       (config.init_head in INIT_HEADS,
        f"init_head={config.init_head!r}; choose one of {', '.join(INIT_HEADS)}"),
       (bool(config.train_file) or bool(config.dev_file) or bool(config.test_file),
@@ -111,7 +116,8 @@ def model_meta(config: ml_collections.ConfigDict, labels: tuple[str, ...],
   """The "finetuned" meta of a saved model (the HF exporter and a later run read it)."""
   return {"task": NAME, "head": heads.HEAD,
           "architecture": ARCHITECTURE if config.head == heads.HF_HEAD else None,
-          "head_type": config.head, "problem": config.problem, "labels": list(labels),
+          "head_type": config.head, "pooling": config.pooling, "problem": config.problem,
+          "labels": list(labels),
           "target_scaling": [float(scaling[0]), float(scaling[1])],
           "max_seq_length": int(config.max_seq_length),
           "text_fields": list(own_data.parse_fields(config.text_fields))}
@@ -134,6 +140,8 @@ def _head_fits(config: ml_collections.ConfigDict, head: dict[str, Any] | None,
     return f"its problem is {head.get('problem')}, not {config.problem}"
   if head.get("head_type", heads.HF_HEAD) != config.head:
     return (f"its head is --config.head={head.get('head_type')}, not {config.head}")
+  if head.get("pooling", "cls") != config.pooling:
+    return (f"its head reads --config.pooling={head.get('pooling')}, not {config.pooling}")
   if config.problem != own_data.REGRESSION and tuple(head.get("labels", ())) != tuple(labels):
     return (f"its labels {list(head.get('labels', ()))} differ from the training file's "
             f"{list(labels)}")
@@ -331,7 +339,8 @@ def prepare(config: ml_collections.ConfigDict, weights: pretrained_lib.Pretraine
                if train_split is not None else 1)
   model = heads.SequenceClassifier(encoder, num_labels, config.head_dropout,
                                    encoder_name=weights.encoder_network,
-                                   head_init=config.head_init, head_type=config.head)
+                                   head_init=config.head_init, head_type=config.head,
+                                   pooling=config.pooling)
   setup = build_model_setup(
       config, model, encoder, hyper, num_steps,
       lambda logits, y: example_losses(problem, logits, y),
@@ -385,6 +394,9 @@ def _load(config: ml_collections.ConfigDict):
   weights = pretrained_lib.load_pretrained(
       step_dir, ("embeddings", "encoder", *((heads.HEAD,) if has_head else ())))
   encoder = encoder_config(config, weights.model_config)
+  if config.pooling != "cls" and not encoder.is_modern:
+    raise ElectraError(f"--config.pooling={config.pooling} is ModernBERT's: {weights.path} has "
+                       "ELECTRA's encoder, whose head reads [CLS]; drop --config.pooling")
   tokenizer = load_tokenizer(config, weights)
   hyper = resolve_recipe(config, encoder.hidden_size, NUM_EPOCHS)
   head = checkpoint_head(weights)
@@ -394,7 +406,8 @@ def _load(config: ml_collections.ConfigDict):
           f"--config.train_file is empty, so this run only predicts, but {weights.path} is not "
           "a classifier fine-tuned with configs/classify.py (or converted from an "
           "ElectraForSequenceClassification); pass --config.train_file to fine-tune it")
-    for field, want in (("problem", config.problem), ("head_type", config.head)):
+    for field, want in (("problem", config.problem), ("head_type", config.head),
+                        ("pooling", config.pooling)):
       if head.get(field, want) != want:
         raise ElectraError(
             f"{weights.path} was fine-tuned with "

@@ -15,6 +15,10 @@ Over the encoder's last hidden states h [B, T, H]:
   (`answerable_uses_start_logits=True`, the original's default) or dense(1) on h_CLS.
 
 The loss per window is (CE(start) + CE(end)) / 2 + answerable_weight x sigmoid CE(answerable).
+On the modern encoder (`model.architecture="modern"`) the hidden states first pass ModernBERT's
+prediction head (dense(H) -> GELU -> LayerNorm, `qa_head/dense` and `qa_head/norm`), as
+transformers' `ModernBertForQuestionAnswering` does before its qa classifier (whose dropout
+defaults to 0: none here).
 Parameters live under `qa_head/`: span_start, then span_end (independent) or joint_end/
 {span_end_hidden_kernel, span_end_hidden_bias, span_end} (joint), and answerable_hidden,
 answerable (2.0); the encoder is named as in pretraining, so its checkpoint drops in.
@@ -27,6 +31,7 @@ import jax
 import jax.numpy as jnp
 import optax
 
+from electra_jax.finetune import heads as task_heads
 from electra_jax.models import encoder as enc
 from electra_jax.models import layers
 from electra_jax.pretrain.flops import matmul
@@ -126,7 +131,8 @@ class QuestionAnswerer(nn.Module):
     hidden = enc.Transformer(cfg, name=self.encoder_name)(embedded, input_mask, deterministic)
     return SpanHeads(cfg.hidden_size, cfg.initializer_range, cfg.dtype, self.joint_prediction,
                      self.beam_size, self.answerable_classifier,
-                     self.answerable_uses_start_logits, self.head_init, name=HEAD)(
+                     self.answerable_uses_start_logits, self.head_init,
+                     modern=cfg if cfg.is_modern else None, name=HEAD)(
                          hidden, answer_mask(input_mask, segment_ids), start_positions, beam)
 
 
@@ -140,9 +146,12 @@ class SpanHeads(nn.Module):
   answerable_classifier: bool
   answerable_uses_start_logits: bool
   head_init: str
+  modern: enc.EncoderConfig | None = None  # The modern encoder's config: its prediction head.
 
   @nn.compact
   def __call__(self, hidden, mask, start_positions, beam: bool):
+    if self.modern is not None:
+      hidden = task_heads.modern_prediction_head(self.modern, self.head_init, hidden)
     penalty = MASK_PENALTY * (mask - 1.0)
     dense = lambda n, name: _Dense(n, self.head_init, self.initializer_range, self.dtype,
                                    name=name)
