@@ -229,7 +229,8 @@ def modern_config(files, model, **fields):
   rows of 32), no position table needed."""
   config = testing.fast_config(files, model)
   config.model.update(architecture="modern", num_layers=2, local_attention=8,
-                      global_attn_every_n_layers=2, layer_norm_eps=1e-5)
+                      global_attn_every_n_layers=2, layer_norm_eps=1e-5,
+                      embedding_size=config.model.hidden_size)  # As ModernBERT: no projection.
   config.train.update(num_train_steps=4, checkpoint_every_steps=4, eval_every_steps=4)
   for key, value in fields.items():
     section, field = key.split(".")
@@ -244,7 +245,11 @@ def _losses(workdir):
 # The full tier's (a pretraining and a fine-tuning step of their own, about 25 s): the fast tier
 # checks the block against transformers and the config's refusals.
 @pytest.mark.full
-def test_a_modern_run_trains_fine_tunes_and_is_refused_by_to_hf(corpus_and_tokenizer, tmp_path):
+def test_a_modern_run_trains_exports_continues_and_fine_tunes(corpus_and_tokenizer, tmp_path):
+  """A modern run trains; to-hf writes its discriminator as ModernBertModel with the RTD head
+  beside it (its generator, narrower than the embeddings, is left out); from-hf of that folder
+  is the start of a continued RTD run with a fresh generator (how a released ModernBERT
+  continues, docs/modern.md); the checkpoint fine-tunes on RTE."""
   files, model = corpus_and_tokenizer
   workdir = str(tmp_path / "run")
   pretrain_loop.train_and_evaluate(modern_config(files, model), workdir)
@@ -257,8 +262,18 @@ def test_a_modern_run_trains_fine_tunes_and_is_refused_by_to_hf(corpus_and_token
   assert {"attn_norm", "attn", "mlp_norm", "mlp"} == set(layer)
   assert set(layer["mlp"]) == {"input", "gate", "output"} and "final_norm" in disc
   assert set(weights.params["embeddings"]) == {"word_embeddings", "LayerNorm"}  # No tables.
-  with pytest.raises(ElectraError, match="model.architecture='modern'; to-hf writes ELECTRA"):
-    convert.to_hf(workdir, str(tmp_path / "hf"))
+  dirs = convert.to_hf(workdir, str(tmp_path / "hf"))
+  assert list(dirs) == ["discriminator"]
+  assert "rtd_head.safetensors" in os.listdir(dirs["discriminator"])
+  convert.from_hf(dirs["discriminator"], str(tmp_path / "released"))
+  continued = modern_config(files, model)
+  continued.init_checkpoint = str(tmp_path / "released")
+  continued.init_generator = "fresh"
+  continued.model.architecture = "electra"  # The checkpoint's block wins (a shape field).
+  pretrain_loop.train_and_evaluate(continued, str(tmp_path / "continued"))
+  again = pretrained.load_pretrained(str(tmp_path / "continued"), parts=None)
+  assert again.model_config.architecture == "modern" and again.step == 4
+  assert np.all(np.isfinite(_losses(str(tmp_path / "continued"))))
   if os.path.isdir(GLUE_DIR):  # Fine-tuning builds the encoder from the checkpoint's config.
     summary = finetune.run(testing.small_rte_config(workdir, GLUE_DIR), str(tmp_path / "glue"))
     assert 0.0 <= summary["rte"]["median"]["dev/accuracy"] <= 1.0

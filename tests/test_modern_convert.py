@@ -434,3 +434,15 @@ def test_a_tokenizer_json_goes_out_with_the_model_and_gives_the_same_ids(tmp_pat
     assert auto(text, add_special_tokens=False)["input_ids"] == tok.encode(text)
   assert auto.cls_token == "[CLS]" and auto.mask_token_id == tok.mask_id
   del path
+
+
+def test_the_to_hf_line_names_the_modernbert_classes(tmp_path):
+  import types  # pylint: disable=import-outside-toplevel
+  from electra_jax.convert import __main__ as convert_cli  # pylint: disable=import-outside-toplevel
+  model_config = _modern_model_config(scan_layers=False)
+  pretrained.save_pretrained(str(tmp_path / "ckpt"), _init_pretrainer(model_config),
+                             model_config, None)
+  line = convert_cli._to_hf_command(types.SimpleNamespace(  # pylint: disable=protected-access
+      checkpoint=str(tmp_path / "ckpt"), output=str(tmp_path / "hf"), overwrite=False))
+  assert "(ModernBertModel," in line and "(ModernBertForMaskedLM," in line
+  assert "transformers.ModernBertModel.from_pretrained(" in line

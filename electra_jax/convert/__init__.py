@@ -36,6 +36,14 @@ ElectraForTokenClassification directory writes a fine-tuned checkpoint (`embeddi
 `discriminator`, `task_head`, and the labels, problem and max_seq_length in its meta) that
 fine-tuning continues from or predicts with (see `hf_heads.finetuned_from_hf_config`).
 
+Models with the modern block (`model.architecture="modern"`) go out and come in as
+transformers' ModernBERT classes (`hf_modernbert`, `hf_modernbert_models`): the discriminator
+as ModernBertModel with its replaced-token-detection head in rtd_head.safetensors beside it, the
+generator or an MLM objective's encoder as ModernBertForMaskedLM, fine-tuned models as
+ModernBertFor{Sequence,Token}Classification / ModernBertForQuestionAnswering. `from-hf` reads
+those, and a released ModernBertForMaskedLM (its encoder starts the discriminator), with the
+folder's tokenizer.json.
+
 `extend-vocab` appends new words to a checkpoint's vocabulary (every old id keeps its meaning),
 each row of the grown embeddings and output biases the mean of the rows of the pieces the word
 used to be split into, and writes the grown checkpoint (see `vocab_extension`).

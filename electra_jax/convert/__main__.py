@@ -6,6 +6,7 @@ See `electra_jax.convert` for what each subcommand reads and writes.
 
 from __future__ import annotations
 
+import json
 import os
 
 from absl import flags
@@ -53,16 +54,21 @@ def _define_flags() -> None:
                       "from-hf: the Hugging Face ElectraForPreTraining (discriminator) directory, "
                       "or a fine-tuned ElectraForSequenceClassification or "
                       "ElectraForTokenClassification one (as config.json's architectures "
-                      "says): config.json, model.safetensors or pytorch_model.bin, vocab.txt.")
+                      "says): config.json, model.safetensors or pytorch_model.bin, vocab.txt. "
+                      "Or a ModernBERT one: ModernBertModel or ModernBertForMaskedLM (the "
+                      "discriminator's start), ModernBertFor{Sequence,Token}Classification, "
+                      "ModernBertForQuestionAnswering, with its tokenizer.json.")
   flags.DEFINE_string("generator_dir", None,
-                      "from-hf: the matching ElectraForMaskedLM (generator) directory; omit it "
+                      "from-hf: the matching ElectraForMaskedLM (or ModernBertForMaskedLM) "
+                      "generator directory; omit it "
                       "to convert the discriminator alone (all fine-tuning needs). Not with a "
                       "fine-tuned --hf_dir.")
   flags.DEFINE_string("vocab_file", None,
-                      "from-hf, from-tf: the WordPiece vocab.txt, or a sentencepiece .model "
-                      "(e.g. the copy to-hf writes next to tokenizer.json); default: vocab.txt "
-                      "in --hf_dir (from-hf), next to the checkpoint files (from-tf), else the "
-                      "one .model there.")
+                      "from-hf, from-tf: the WordPiece vocab.txt, a sentencepiece .model "
+                      "(e.g. the copy to-hf writes next to tokenizer.json) or a Hugging Face "
+                      "tokenizer.json; default: vocab.txt in --hf_dir (from-hf), next to the "
+                      "checkpoint files (from-tf), else the one .model there, else (a "
+                      "ModernBERT folder) its tokenizer.json.")
   flags.DEFINE_enum("generator_embeddings", "auto", list(GENERATOR_EMBEDDINGS),
                     "from-hf: auto: share the discriminator's embeddings when the generator's "
                     "copy equals them (as in ELECTRA training), untied when only that fits; "
@@ -175,8 +181,10 @@ def _converted_summary(result) -> str:
 
 def _to_hf_command(fl) -> str:
   result = convert_to_hf(fl.checkpoint, fl.output, fl.overwrite)
-  def architecture(role):
-    return ARCHITECTURES.get(role, ARCHITECTURES[GENERATOR])  # masked_lm: ElectraForMaskedLM.
+  def architecture(role):  # As written in the folder's config.json (ELECTRA or ModernBERT).
+    with open(os.path.join(result.directories[role], "config.json"), encoding="utf-8") as f:
+      names = json.load(f).get("architectures") or []
+    return names[0] if names else ARCHITECTURES.get(role, ARCHITECTURES[GENERATOR])
   parts = [f"{path} ({architecture(role)}, {_millions(result.param_counts[role])} parameters)"
            for role, path in result.directories.items()]
   tokenizer = (f" with {', '.join(result.tokenizer_files)}" if result.tokenizer_files

@@ -573,6 +573,13 @@ def _check_exportable(loaded: pretrained.Pretrained, finetuned: Mapping[str, Any
                       head_role: str | None) -> None:
   """Raises ElectraError for a checkpoint that transformers has no class for, or that has no
   discriminator to export."""
+  model = loaded.model_config
+  if is_modern(model) and model.embedding_size != model.hidden_size:
+    raise ElectraError(
+        f"{loaded.path} has model.embedding_size={model.embedding_size} != model.hidden_size="
+        f"{model.hidden_size}: its embeddings pass a projection that ModernBERT has no layer "
+        "for, so it has no ModernBERT form; pretrain the modern block with embedding_size = "
+        "hidden_size (as configs/modern_*.py do) to export it")
   if finetuned.get("head_type") == ORIGINAL_HEAD_TYPE:
     raise ElectraError(
         f"{loaded.path} is a classifier fine-tuned with the original ELECTRA head (one dense "
