@@ -21,6 +21,7 @@ from electra_jax.models import encoder as enc
 from electra_jax.models import rotary
 from electra_jax.pretrain import loop as pretrain_loop
 from electra_jax.pretrain import validation
+from electra_jax.score import load_scorer as score_loader
 from electra_jax.training import metrics as metrics_lib
 from electra_jax.training import pretrained
 from tests import testing
@@ -265,6 +266,11 @@ def test_a_modern_run_trains_exports_continues_and_fine_tunes(corpus_and_tokeniz
   dirs = convert.to_hf(workdir, str(tmp_path / "hf"))
   assert list(dirs) == ["discriminator"]
   assert "rtd_head.safetensors" in os.listdir(dirs["discriminator"])
+  texts = ["def parse(self, text): return text.split()", "Return the sum of the values."]
+  exported, ours = (score_loader(dirs["discriminator"]), score_loader(workdir))
+  for got, want in zip(exported.text_logits(texts), ours.text_logits(texts)):  # The scorer.
+    assert got.ids == want.ids
+    np.testing.assert_allclose(got.logits, want.logits, atol=1e-5, rtol=1e-5)
   convert.from_hf(dirs["discriminator"], str(tmp_path / "released"))
   continued = modern_config(files, model)
   continued.init_checkpoint = str(tmp_path / "released")

@@ -446,3 +446,10 @@ def test_the_to_hf_line_names_the_modernbert_classes(tmp_path):
       checkpoint=str(tmp_path / "ckpt"), output=str(tmp_path / "hf"), overwrite=False))
   assert "(ModernBertModel," in line and "(ModernBertForMaskedLM," in line
   assert "transformers.ModernBertModel.from_pretrained(" in line
+
+
+def test_scoring_a_modernbert_without_its_rtd_head_is_one_error(tmp_path, bpe_tokenizer):
+  from electra_jax.score import load_scorer  # pylint: disable=import-outside-toplevel
+  _, folder = _released(tmp_path, "ModernBertForMaskedLM", bpe_tokenizer)
+  with pytest.raises(ElectraError, match="without rtd_head.safetensors"):
+    load_scorer(folder)

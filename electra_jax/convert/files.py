@@ -53,7 +53,7 @@ def _read_json(path: str, what: str) -> dict[str, Any]:
   return value
 
 
-def _load_safetensors(path: str) -> dict[str, Any]:
+def load_safetensors(path: str) -> dict[str, Any]:
   try:
     from safetensors.numpy import load_file  # pylint: disable=import-outside-toplevel
   except ImportError as e:
@@ -117,10 +117,10 @@ def read_hf_model(hf_dir: str, role: str = DISCRIMINATOR
         if not os.path.isfile(shard_path):
           raise ElectraError(f"{path} names the shard {shard}, which is missing from {hf_dir}; "
                              "download every shard")
-        state.update(_load_safetensors(shard_path) if shard.endswith(".safetensors")
+        state.update(load_safetensors(shard_path) if shard.endswith(".safetensors")
                      else _load_torch_bin(shard_path))
       return config, state, path
-    load = _load_safetensors if name == SAFETENSORS_FILE else _load_torch_bin
+    load = load_safetensors if name == SAFETENSORS_FILE else _load_torch_bin
     return config, load(path), path
   others = [n for n in ("tf_model.h5", "flax_model.msgpack") if os.path.isfile(
       os.path.join(hf_dir, n))]
@@ -255,7 +255,7 @@ def _modernbert_from_hf(hf_dir: str, config: dict[str, Any], state: dict[str, An
                                           extra_meta={"encoder": encoder, "finetuned": finetuned})
     return FromHfResult(step_dir, model_config, params, info, tokenizer.vocab_size, finetuned)
   rtd_path = os.path.join(hf_dir, modern_models.RTD_HEAD_FILE)
-  rtd_state = _load_safetensors(rtd_path) if os.path.isfile(rtd_path) else None
+  rtd_state = load_safetensors(rtd_path) if os.path.isfile(rtd_path) else None
   if rtd_state is None:
     logging.info("%s has no %s: the discriminator's replaced-token-detection head starts "
                  "afresh when pretraining continues from this checkpoint", hf_dir,

@@ -177,11 +177,23 @@ def _is_hf_directory(path: str) -> bool:
 
 
 def _from_hf_directory(path: str) -> pretrained.Pretrained:
-  """An ElectraForPreTraining directory as `Pretrained` weights (converted in memory)."""
+  """An ElectraForPreTraining directory, or a ModernBertModel one with its RTD head beside it
+  (as to-hf writes a modern discriminator), as `Pretrained` weights (converted in memory)."""
   from electra_jax.convert import files, hf_configs, hf_encoder  # pylint: disable=import-outside-toplevel
+  from electra_jax.convert import hf_modernbert_models as modern  # pylint: disable=import-outside-toplevel
   config, state, weights_file = files.read_hf_model(path)
-  params = hf_encoder.params_from_hf(state, config)
-  model_config = hf_configs.hf_config_to_model_config(config)
+  if config.get("model_type") == "modernbert":
+    head_file = fileio.join(path, modern.RTD_HEAD_FILE)
+    if not fileio.isfile(head_file):
+      raise ElectraError(
+          f"{path} is a ModernBERT model without {modern.RTD_HEAD_FILE}, the replaced-token-"
+          "detection head that scores tokens; score the discriminator that to-hf wrote (it has "
+          "one), or pretrain with RTD from this model first (docs/modern.md)")
+    params, model_config = modern.pretraining_from_hf(
+        config, state, files.load_safetensors(head_file))
+  else:
+    params = hf_encoder.params_from_hf(state, config)
+    model_config = hf_configs.hf_config_to_model_config(config)
   tokenizer = None
   vocab = fileio.join(path, files.VOCAB_FILE)
   models = [n for n in fileio.listdir(path) if n.endswith(".model")]
