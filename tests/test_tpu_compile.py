@@ -612,3 +612,19 @@ def test_the_modern_block_compiles_for_a_tpu_slice():
   report, _ = topology.compile_report(config, tpu_slices.parse("v5litepod-4"))
   assert report["fits"] and report["mesh"] == {"data": 4, "fsdp": 1, "tensor": 1}
   assert report["attention"] == "xla" and report["xla_to_analytic"] > 1.0
+
+
+@pytest.mark.full
+@needs_libtpu
+def test_modern_base_compiles_for_a_tpu_slice():
+  """configs/modern_base.py (ModernBERT-base's shape, 1,024 tokens, RTD with GDES) in bfloat16
+  with full rematerialisation, compiled for a v5e-4 slice at batch 8: it fits (docs/TPU.md has
+  the rows at the preset's batch)."""
+  config = testing.load_config("modern_base")
+  config.model.update(dtype="bfloat16", remat="full")
+  config.train.batch_size = 8
+  report, _ = topology.compile_report(config, tpu_slices.parse("v5litepod-4"),
+                                      with_xla_flops=False)
+  assert report["fits"], report
+  assert report["mesh"] == {"data": 4, "fsdp": 1, "tensor": 1}
+  assert report["attention"] == "xla"  # auto with local layers.
