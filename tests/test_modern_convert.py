@@ -368,6 +368,7 @@ TEXTS = ["the quick brown fox jumps over the lazy dog", "a lazy dog runs",
          "the fox and the dog", "quick quick brown"]
 
 
+@pytest.mark.full  # A fine-tuning run's compile each (about 15 s).
 def test_a_released_classifier_folder_predicts_as_transformers(tmp_path, bpe_tokenizer):
   from electra_jax.finetune.classify import task as classify  # pylint: disable=import-outside-toplevel
   from tests import testing  # pylint: disable=import-outside-toplevel
@@ -393,6 +394,7 @@ def test_a_released_classifier_folder_predicts_as_transformers(tmp_path, bpe_tok
                                atol=2e-6)  # Written with 6 decimals.
 
 
+@pytest.mark.full  # A fine-tuning run's compile each (about 15 s).
 def test_a_released_tagger_folder_predicts_as_transformers(tmp_path, bpe_tokenizer):
   from electra_jax.finetune.tagging import task as tagging  # pylint: disable=import-outside-toplevel
   from tests import testing  # pylint: disable=import-outside-toplevel
