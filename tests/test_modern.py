@@ -306,10 +306,13 @@ def test_the_modern_block_learns(corpus_and_tokenizer, tmp_path):
 @pytest.mark.parametrize("fields", [
     {"objective.name": "electric"},  # Rotary positions in the one-directional towers.
     {"objective.name": "mlm"},
+    {"objective.name": "electra_15"},
+    {"objective.name": "replace_mlm"},
+    {"objective.name": "all_tokens_mlm"},
     # DeBERTa-v3's generator: the discriminator's width, half its depth, GDES.
     {"model.weight_sharing": "gdes", "model.generator_hidden_size": 1.0,
      "model.generator_layers": 0.5},
-], ids=["electric", "mlm", "gdes_half_depth"])
+], ids=["electric", "mlm", "electra_15", "replace_mlm", "all_tokens_mlm", "gdes_half_depth"])
 def test_other_objectives_train_with_the_modern_block(corpus_and_tokenizer, tmp_path, fields):
   files, model = corpus_and_tokenizer
   workdir = str(tmp_path / "run")
