@@ -455,3 +455,12 @@ def test_scoring_a_modernbert_without_its_rtd_head_is_one_error(tmp_path, bpe_to
   _, folder = _released(tmp_path, "ModernBertForMaskedLM", bpe_tokenizer)
   with pytest.raises(ElectraError, match="without rtd_head.safetensors"):
     load_scorer(folder)
+
+
+def test_a_modernbert_folder_with_an_unbuilt_option_is_refused_before_anything_else(tmp_path):
+  """The model's option is named first (not, say, the tokenizer it also lacks)."""
+  model = transformers.ModernBertForMaskedLM(transformers.ModernBertConfig(
+      **{**HF_FIELDS, "hidden_activation": "silu"}))
+  model.save_pretrained(tmp_path / "silu")
+  with pytest.raises(ElectraError, match="hidden_activation='silu'; electra-jax builds 'gelu'"):
+    convert.from_hf(str(tmp_path / "silu"), str(tmp_path / "out"))

@@ -20,6 +20,7 @@ from electra_jax.data import tokenizer as tokenizer_lib
 from electra_jax.errors import ElectraError
 from electra_jax.convert import hf_encoder
 from electra_jax.convert import hf_heads
+from electra_jax.convert import hf_modernbert
 from electra_jax.convert import hf_modernbert_models as modern_models
 from electra_jax.convert import hf_tokenizer
 from electra_jax.models import electra
@@ -227,6 +228,7 @@ def _modernbert_from_hf(hf_dir: str, config: dict[str, Any], state: dict[str, An
   `...ForQuestionAnswering`."""
   role = modern_models.role_of(config, state)
   modern_models.check_supported(config, role)
+  hf_modernbert.encoder_config_from_hf(config)  # An option electra-jax does not build: first.
   vocab = find_tokenizer_file(vocab_file, hf_dir)
   source = "huggingface:" + os.path.abspath(weights_file)
   # A tokenizer.json normalises (lowercases or not) by itself.
