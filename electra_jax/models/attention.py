@@ -5,9 +5,12 @@ Every implementation is
   attend(query, key, value, input_mask, *, dropout_rng, dropout_rate, deterministic, dtype,
          causal="none") -> context
 
-with query, key, value: [B, T, N, D] (N heads of size D), input_mask: int [B, T] (1 for real
-tokens, 0 for padding; padded keys get no attention) and context: [B, T, N, D]. Outputs at
-padded query positions are unspecified (every caller ignores them). `causal` (`CAUSAL`) limits
+with query, key, value: [B, T, N, D] (N heads of size D), input_mask: int [B, T] and context:
+[B, T, N, D]. input_mask holds document ids: 0 for padding, k >= 1 for the k-th document of a
+packed row (an unpacked row is 1 ... 1 0 ... 0). Query i attends key j only when j is real and
+in i's document: input_mask[j] > 0 and input_mask[i] == input_mask[j] (`document_allowed`), so
+a packed row computes what its documents would alone. Outputs at padded query positions are
+unspecified (every caller ignores them) but finite. `causal` (`CAUSAL`) limits
 what each query sees further: "ltr", the keys at its position and to its left; "rtl", those at
 its position and to its right (the two towers of Electric's noise model, as the original's
 `ltr` / `rtl` attention masks, which include the diagonal). `window` (the modern block's local
@@ -17,13 +20,15 @@ traced layer index, so there it is a `Window` (a Python int size and a traced "i
 "xla" also takes a bare traced int scalar. "splash" takes a window (its kernel's own sparse
 local mask); "cudnn" refuses one.
 
-  "xla"     softmax(Q K^T / sqrt(D) + padding bias) V in plain XLA ops, with dropout on the
-            attention probabilities (`attention_dropout_prob`, the paper's 0.1). Any device,
-            any dtype.
+  "xla"     softmax(Q K^T / sqrt(D) + document/padding bias) V in plain XLA ops, with dropout
+            on the attention probabilities (`attention_dropout_prob`, the paper's 0.1). Any
+            device, any dtype; packed rows.
   "cudnn"   cuDNN's fused (flash) attention through `jax.nn.dot_product_attention`, padding
-            given as key lengths. NVIDIA GPUs, bfloat16 or float16 compute.
-  "splash"  the Pallas TPU splash-attention kernel (`jax.experimental.pallas.ops.tpu`), padding
-            given as segment ids, a window as the kernel's `LocalMask` (blocks outside the
+            given as key lengths. NVIDIA GPUs, bfloat16 or float16 compute. No packed rows:
+            `resolve(..., packed=True)` refuses it (the public API has no segment ids).
+  "splash"  the Pallas TPU splash-attention kernel (`jax.experimental.pallas.ops.tpu`), the
+            document ids (padding 0) as its segment ids, a window as the kernel's `LocalMask`
+            (blocks outside the
             band are skipped); sequence length a multiple of 128. Under a mesh of several
             devices it runs in `jax.shard_map` over the mesh axes of the logical "batch" and
             "heads" axes (XLA cannot partition the kernel); with no mesh, on the global arrays.
@@ -32,12 +37,13 @@ local mask); "cudnn" refuses one.
             the real kernel.
   "auto"    "cudnn" on a GPU with bfloat16/float16 compute, "splash" on a TPU with a length
             multiple of 128, "xla" otherwise; and "xla" whenever attention dropout is on or
-            some layer attends within a window (an explicit "splash" takes windows).
+            some layer attends within a window (an explicit "splash" takes windows), or the
+            rows are packed on a GPU.
 
 Attention dropout: the fused kernels have none, so "cudnn" and "splash" require
 `attention_dropout_prob=0` (one clear error otherwise, never a silent change of recipe) and
-"auto" picks them only then. Key lengths and segment ids assume the padding is at the end of
-each row, as every electra-jax input has it.
+"auto" picks them only then. cuDNN's key lengths assume the padding is at the end of each row,
+as every electra-jax input has it.
 """
 
 from __future__ import annotations
@@ -107,17 +113,35 @@ def _no_window(name: str, window) -> None:
 
 
 def bias_from_mask(input_mask: jax.Array, dtype: Any) -> jax.Array:
-  """[B, T] 1/0 mask -> additive bias [B, 1, 1, T]: 0 for real keys, a large negative for
-  padding."""
+  """[B, T] input mask (document ids, 0 padding) -> additive bias [B, 1, 1, T]: 0 for real
+  keys, a large negative for padding. Padding only: `document_bias` also keeps packed
+  documents apart."""
   big_negative = jnp.finfo(dtype).min / 2
   return jnp.where(input_mask[:, None, None, :] > 0, 0.0, big_negative).astype(dtype)
 
 
+def document_allowed(input_mask: jax.Array) -> jax.Array:
+  """bool [B, 1, T, T] (query i, key j) pairs the document ids `input_mask` [B, T] allow: key j
+  real (> 0) and in query i's document. A padding query (0) may attend every real key (as
+  before packing: its output is unused, and this keeps an unpacked row's numbers as they
+  were)."""
+  query_ids, key_ids = input_mask[:, None, :, None], input_mask[:, None, None, :]
+  return (key_ids > 0) & ((query_ids == key_ids) | (query_ids == 0))
+
+
+def document_bias(input_mask: jax.Array, dtype: Any) -> jax.Array:
+  """`document_allowed` as an additive bias [B, 1, T, T]: 0 where allowed, a large negative
+  elsewhere. On an unpacked row (1 ... 1 0 ... 0) it equals `bias_from_mask` broadcast."""
+  big_negative = jnp.finfo(dtype).min / 2
+  return jnp.where(document_allowed(input_mask), 0.0, big_negative).astype(dtype)
+
+
 def xla_attention(query, key, value, input_mask, *, dropout_rng, dropout_rate: float,
                   deterministic: bool, dtype, causal: str = "none", window=None) -> jax.Array:
-  """softmax(Q K^T / sqrt(D) + padding (and causal, and window) bias) V in plain XLA ops
-  (flax's `dot_product_attention`), with dropout on the attention probabilities."""
-  bias = bias_from_mask(input_mask, dtype)  # [B, 1, 1, T]
+  """softmax(Q K^T / sqrt(D) + document/padding (and causal, and window) bias) V in plain XLA
+  ops (flax's `dot_product_attention`), with dropout on the attention probabilities. A query
+  attends only the real keys of its own document (`document_allowed`)."""
+  bias = document_bias(input_mask, dtype)  # [B, 1, T, T]
   allowed = causal_allowed(query.shape[1], causal)
   if allowed is not None:
     bias = bias + jnp.where(jnp.asarray(allowed), 0.0, jnp.finfo(dtype).min / 2).astype(dtype)
@@ -138,12 +162,14 @@ def _no_dropout(name: str, dropout_rate: float, deterministic: bool) -> None:
 
 def cudnn_attention(query, key, value, input_mask, *, dropout_rng, dropout_rate: float,
                     deterministic: bool, dtype, causal: str = "none", window=None) -> jax.Array:
-  """cuDNN fused attention (GPU, bfloat16/float16); padded keys excluded by key lengths,
-  "ltr" as cuDNN's causal mask, "rtl" as an explicit [1, 1, T, T] mask."""
+  """cuDNN fused attention (GPU, bfloat16/float16); padded keys excluded by key lengths (the
+  real tokens of each row), "ltr" as cuDNN's causal mask, "rtl" as an explicit [1, 1, T, T]
+  mask. Key lengths cannot keep packed documents apart: `resolve(..., packed=True)` refuses
+  this implementation."""
   del dropout_rng
   _no_dropout("cudnn", dropout_rate, deterministic)
   _no_window("cudnn", window)
-  lengths = jnp.sum(input_mask, axis=-1).astype(jnp.int32)
+  lengths = jnp.sum(input_mask > 0, axis=-1).astype(jnp.int32)
   allowed = causal_allowed(query.shape[1], causal)
   mask = jnp.asarray(allowed)[None, None] if causal == "rtl" else None
   return jax.nn.dot_product_attention(
@@ -204,7 +230,8 @@ def _splash_local(query, key, value, segments, *, dtype, interpret: bool,
                   causal: str = "none", window: int = 0) -> jax.Array:
   """Splash attention on the arrays one device holds (or on global arrays with no mesh).
 
-  query, key, value: [B, T, N, D]; segments: int32 [B, T] (1 real, 0 padding) -> [B, T, N, D].
+  query, key, value: [B, T, N, D]; segments: int32 [B, T] (document ids, 0 padding) ->
+  [B, T, N, D].
   One kernel call per example (vmap), each over all N heads as [N, T, D]; `window` tokens
   (0: global).
   """
@@ -287,8 +314,10 @@ def _splash_attend(query, key, value, segments, *, dtype, causal: str, window: i
 def splash_attention(query, key, value, input_mask, *, dropout_rng, dropout_rate: float,
                      deterministic: bool, dtype, causal: str = "none", window=None) -> jax.Array:
   """The Pallas TPU splash-attention kernel: query, key, value [B, T, N, D], input_mask int
-  [B, T] -> context [B, T, N, D]. Padding as segment ids (real tokens 1, padding 0, so real
-  queries see only real keys). T must be a multiple of 128; no attention dropout.
+  [B, T] -> context [B, T, N, D]. The document ids (input_mask: k >= 1 the k-th document of a
+  packed row, 0 padding) are the kernel's segment ids for queries and keys alike, so a real
+  query sees only the keys of its own document (and a padding query only padding). T must be
+  a multiple of 128; no attention dropout.
 
   `window` (None / 0: global; a Python int; or a `Window`) is the kernel's `LocalMask`
   (`_splash_head_mask`), combined with the causal direction and the padding's segment ids.
@@ -346,14 +375,16 @@ def check_name(name: str) -> None:
 
 
 def resolve(name: str, *, dropout_rate: float, dtype: Any, seq_len: int | None = None,
-            platform: str | None = None, windowed: bool = False) -> str:
+            platform: str | None = None, windowed: bool = False, packed: bool = False) -> str:
   """The implementation `name` stands for on `platform` (default: JAX's backend).
 
   "auto" -> "cudnn" on a GPU with 16-bit compute, "splash" on a TPU when the sequence length
   is a multiple of 128, "xla" otherwise, and "xla" whenever attention dropout is on or some
-  layer attends within a window (`windowed`: the modern block's local layers). An explicit
-  "splash" takes windows. An explicit fused choice that cannot run (attention dropout, a
-  window for cuDNN, a float32 cuDNN, no GPU) is an ElectraError naming the fix.
+  layer attends within a window (`windowed`: the modern block's local layers) or, on a GPU,
+  the rows may be packed (`packed`: several documents per row, which cuDNN's key lengths
+  cannot keep apart). An explicit "splash" takes windows and packed rows. An explicit fused
+  choice that cannot run (attention dropout, a window or packed rows for cuDNN, a float32
+  cuDNN, no GPU) is an ElectraError naming the fix.
   """
   check_name(name)
   platform = platform or jax.default_backend()
@@ -361,7 +392,7 @@ def resolve(name: str, *, dropout_rate: float, dtype: Any, seq_len: int | None =
   if name == "auto":
     if dropout_rate > 0 or windowed:  # Windowed: cuDNN takes none; splash only when named.
       return "xla"
-    if platform == "gpu" and sixteen_bit:
+    if platform == "gpu" and sixteen_bit and not packed:
       return "cudnn"
     if platform == "tpu" and (seq_len is None or seq_len % SPLASH_BLOCK == 0):
       return "splash"
@@ -371,6 +402,10 @@ def resolve(name: str, *, dropout_rate: float, dtype: Any, seq_len: int | None =
                        f"attention_dropout_prob={dropout_rate}; set it to 0 (the fused kernels "
                        "cannot drop attention probabilities) or use attention 'xla' or 'auto'")
   if name == "cudnn":
+    if packed:
+      raise ElectraError("model.attention='cudnn' cannot keep the documents of a packed row "
+                         "apart (jax.nn.dot_product_attention takes no segment ids); with "
+                         "data.packing use attention 'xla' (or 'auto'), or 'splash' on a TPU")
     if windowed:
       raise ElectraError("model.attention='cudnn' has no local-attention window yet; with "
                          "model.architecture='modern' use attention 'splash' (TPU), 'xla' or "

@@ -47,6 +47,12 @@ class EncoderConfig:
       (`encoder/layers/...`, a leading axis of num_layers) instead of unrolling them
       (`encoder/layer_0/...`, ...): the same function, compiled once instead of L times.
       `encoder.stack_layers` / `encoder.unstack_layers` convert between the two layouts.
+    packed: whether rows may hold several documents (input_mask k >= 1: the k-th document of
+      the row, 0: padding). The encoder computes packed rows correctly whatever this says
+      (attention within each document, positions restarting per document); the flag only
+      tells `attention.resolve` to keep away from "cudnn", which cannot take them ("auto"
+      picks "xla" on a GPU instead; an explicit "cudnn" is an error). Set it where
+      data.packing is on.
     causal: which keys each position attends to (`attention.CAUSAL`): "none" (all, the
       encoders), "ltr" (itself and those to its left) or "rtl" (itself and those to its
       right): the two towers of Electric's noise model (`electra_jax.models.electric`).
@@ -84,6 +90,7 @@ class EncoderConfig:
   plain_dense_init: str = "glorot_uniform"
   scan_layers: bool = False
   causal: str = "none"
+  packed: bool = False
   architecture: str = "electra"
   local_attention: int = 128
   global_attn_every_n_layers: int = 3

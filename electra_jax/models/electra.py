@@ -188,12 +188,13 @@ def masked_lm_logits(embeddings: enc.Embeddings, transformer: enc.Transformer,
   """MLM logits (and hidden states) of one network, at `positions` or at every token.
 
   Args:
-    input_ids, input_mask, segment_ids: int32 [B, T] (input_ids already masked/corrupted).
+    input_ids, input_mask, segment_ids: int32 [B, T] (input_ids already masked/corrupted;
+      input_mask: document ids, 0 padding, k >= 1 the k-th document of a packed row).
     positions: int32 [B, P] positions to predict, or None for all T tokens.
   Returns:
     (float32 [B, P or T, V] logits, [B, P or T, H] hidden states there).
   """
-  embedded = embeddings(input_ids, segment_ids, deterministic)
+  embedded = embeddings(input_ids, segment_ids, deterministic, input_mask=input_mask)
   hidden = transformer(embedded, input_mask, deterministic)  # [B, T, H]
   if positions is not None:
     # Gathered in float32: the gradient of a gather is a scatter-add, which GPUs serialise
@@ -271,7 +272,8 @@ class ElectraPretrainer(nn.Module):
     if self.weight_sharing == "gdes":
       delta = self.discriminator_embeddings_delta(input_ids)
       word_offset = delta if word_offset is None else word_offset + delta
-    embedded = self.embeddings(input_ids, segment_ids, deterministic, word_offset)
+    embedded = self.embeddings(input_ids, segment_ids, deterministic, word_offset,
+                               input_mask=input_mask)
     hidden = self.discriminator(embedded, input_mask, deterministic)
     return self.discriminator_predictions(hidden)
 
@@ -299,7 +301,8 @@ class ReplacedTokenDetector(nn.Module):
   @nn.compact
   def __call__(self, input_ids, input_mask, segment_ids, deterministic: bool = True):
     embedded = enc.Embeddings(self.config, name="embeddings")(input_ids, segment_ids,
-                                                              deterministic)
+                                                              deterministic,
+                                                              input_mask=input_mask)
     hidden = enc.Transformer(self.config, name=self.encoder_name)(embedded, input_mask,
                                                                   deterministic)
     return DiscriminatorPredictions(self.config, name=self.head_name)(hidden)

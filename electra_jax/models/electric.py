@@ -14,7 +14,11 @@ generator's size read the *unmasked* input, one attending left-to-right and one 
 (each position sees itself and one side). Position t takes [ltr_{t-1}; rtl_{t+1}], the states
 of its neighbours that have not seen it, so q(x_t | x_\\t) never sees x_t; the ends wrap around
 (position 0 takes ltr_{T-1}, position T-1 takes rtl_0), as the original's `roll` does. Those
-two positions are [CLS] and padding or [SEP], which the objective never replaces. The cloze head
+two positions are [CLS] and padding or [SEP], which the objective never replaces. In a packed
+row (input_mask: document ids) the towers attend within each document, so every position
+inside a document gets what it would alone; a document's first and last tokens ([CLS] and
+[SEP], never scored) take the neighbouring document's states instead of a wrapped one, which
+still never saw them. The cloze head
 is the MLM head: dense(E, GELU) -> LayerNorm -> the tied word embeddings + a bias.
 
 The energy network is ELECTRA's discriminator with its head: one output per token, read as an
@@ -80,14 +84,14 @@ class ElectricPretrainer(nn.Module):
       float32 [B, T, V] logits (position t's do not depend on input_ids[:, t]).
     """
     embeddings = self.generator_embeddings if self.weight_sharing == "none" else self.embeddings
-    embedded = embeddings(input_ids, segment_ids, deterministic)
+    embedded = embeddings(input_ids, segment_ids, deterministic, input_mask=input_mask)
     ltr = self.generator_ltr(embedded, input_mask, deterministic)
     rtl = self.generator_rtl(embedded, input_mask, deterministic)
     return self.cloze_predictions(shift_towers(ltr, rtl), embeddings)
 
   def energies(self, input_ids, input_mask, segment_ids, deterministic: bool = True):
     """Per-token energies E(x)_t: int32 [B, T] inputs -> float32 [B, T]."""
-    embedded = self.embeddings(input_ids, segment_ids, deterministic)
+    embedded = self.embeddings(input_ids, segment_ids, deterministic, input_mask=input_mask)
     hidden = self.discriminator(embedded, input_mask, deterministic)
     return self.discriminator_predictions(hidden)
 

@@ -42,16 +42,31 @@ from electra_jax.models import rotary
 from electra_jax.models.config import Dtype, EncoderConfig  # pylint: disable=unused-import
 
 
+def document_positions(input_mask: jax.Array) -> jax.Array:
+  """int32 [B, T] position of each token within its document: i - (the index of the first
+  token of i's document), for input_mask int [B, T] holding document ids (0 padding, k >= 1
+  the k-th document of a packed row). A document starts where the id is > 0 and differs from
+  the previous token's; padding continues the count of the document before it, so an
+  unpacked row (1 ... 1 0 ... 0) gets 0, 1, ..., T - 1, the positions it always had."""
+  seq_len = input_mask.shape[-1]
+  index = jnp.arange(seq_len, dtype=jnp.int32)
+  previous = jnp.concatenate([jnp.zeros_like(input_mask[:, :1]), input_mask[:, :-1]], axis=1)
+  starts = (input_mask > 0) & (input_mask != previous)
+  first = jax.lax.cummax(jnp.where(starts, index[None], 0), axis=1)
+  return index[None] - first
+
+
 class Embeddings(nn.Module):
   """Word + position + token-type embeddings, LayerNorm, dropout.  [B, T] ids -> [B, T, E].
 
   The sum and its LayerNorm statistics are float32 whatever the compute dtype, and none of the
   three lookups has a 16-bit scatter in its gradient: word vectors are gathered from the
-  float32 table (the backward scatter-add is float32), position vectors are a slice of their
-  table, and token-type vectors a one-hot product with theirs (type_vocab_size rows, 2 for
-  BERT). A bfloat16 gather from the 2-row type table would make every token of the batch
-  scatter-add into the same two rows in bfloat16, which GPUs serialise (no native bfloat16
-  atomic add in XLA's emitter).
+  float32 table (the backward scatter-add is float32), position vectors are gathered from
+  theirs in float32 too when rows are packed (at `document_positions`, restarting at each
+  document; unpacked, a slice of the first T rows), and token-type vectors a one-hot
+  product with theirs (type_vocab_size rows, 2 for BERT). A bfloat16 gather from the 2-row
+  type table would make every token of the batch scatter-add into the same two rows in
+  bfloat16, which GPUs serialise (no native bfloat16 atomic add in XLA's emitter).
   """
   config: EncoderConfig
 
@@ -74,12 +89,18 @@ class Embeddings(nn.Module):
         embedding_init=nn.with_logical_partitioning(init, (None, "embed")))
     self.LayerNorm = layers.layer_norm(cfg, "embed")  # pylint: disable=invalid-name
 
-  def __call__(self, input_ids, segment_ids, deterministic: bool, word_offset=None):
+  def __call__(self, input_ids, segment_ids, deterministic: bool, word_offset=None,
+               input_mask=None):
     """input_ids, segment_ids: int [B, T]. Returns [B, T, E] in the compute dtype.
 
     `word_offset` (optional [B, T, E]) is added to the word vectors: a per-token correction
     (GDES's discriminator delta, or a straight-through estimator's zero-valued gradient path).
-    The modern block reads no segment ids (ModernBERT has no segment embeddings).
+    `input_mask` (optional int [B, T], document ids: 0 padding, k >= 1 the k-th document)
+    makes the learned positions restart at each document of a packed row
+    (`document_positions`) when the config says rows are packed (`packed`); otherwise the
+    positions are 0 .. T - 1 (an unpacked row's), a slice of the table with no scatter.
+    The modern block reads no segment ids (ModernBERT has no segment embeddings) and no
+    input mask here (its rotary positions are the attention's).
     """
     cfg = self.config
     if cfg.is_modern:
@@ -95,7 +116,10 @@ class Embeddings(nn.Module):
     words = self.word_embeddings(input_ids)  # float32 gather.
     if word_offset is not None:
       words = words + word_offset.astype(jnp.float32)
-    positions = self.position_embeddings.embedding[:seq_len][None]  # [1, T, E]
+    if input_mask is None or not cfg.packed:  # Unpacked rows: positions 0 .. T - 1.
+      positions = self.position_embeddings.embedding[:seq_len][None]  # [1, T, E]
+    else:  # float32 gather: the gradient is a float32 scatter-add (docs/PERFORMANCE.md).
+      positions = self.position_embeddings(document_positions(input_mask))  # [B, T, E]
     types = jnp.einsum("btk,ke->bte",
                        jax.nn.one_hot(segment_ids, cfg.type_vocab_size, dtype=jnp.float32),
                        self.token_type_embeddings.embedding)
@@ -133,7 +157,7 @@ class SelfAttention(nn.Module):
     if not deterministic and cfg.attention_dropout_prob > 0:
       dropout_rng = self.make_rng("dropout")
     implementation = attention.resolve(cfg.attention, dropout_rate=cfg.attention_dropout_prob,
-                                       dtype=cfg.dtype, seq_len=seq_len)
+                                       dtype=cfg.dtype, seq_len=seq_len, packed=cfg.packed)
     context = attention.get_attention(implementation)(
         query, key, value, input_mask, dropout_rng=dropout_rng,
         dropout_rate=cfg.attention_dropout_prob, deterministic=deterministic, dtype=cfg.dtype,
@@ -188,7 +212,8 @@ class ModernAttention(nn.Module):
 
   `theta` (rotary base) and `window` (tokens; None: global) are Python numbers in unrolled
   layers; in scanned ones `theta` is a traced scalar and `window` an `attention.Window` (the
-  local size and a traced "is local" flag).
+  local size and a traced "is local" flag). Rotary positions restart at each document of a
+  packed row (`document_positions` of the input mask; an unpacked row's are 0 .. T - 1).
   """
   config: EncoderConfig
 
@@ -196,7 +221,7 @@ class ModernAttention(nn.Module):
   def __call__(self, x, input_mask, theta, window, deterministic: bool):
     cfg = self.config
     batch, seq_len = x.shape[:2]
-    positions = jnp.arange(seq_len)
+    positions = document_positions(input_mask)  # [B, T]
 
     def project(name):
       h = layers.dense(cfg.hidden_size, cfg, ("hidden", "heads"), name,
@@ -212,7 +237,7 @@ class ModernAttention(nn.Module):
       dropout_rng = self.make_rng("dropout")
     implementation = attention.resolve(cfg.attention, dropout_rate=cfg.attention_dropout_prob,
                                        dtype=cfg.dtype, seq_len=seq_len,
-                                       windowed=cfg.has_local_layers)
+                                       windowed=cfg.has_local_layers, packed=cfg.packed)
     context = attention.get_attention(implementation)(
         query, key, value, input_mask, dropout_rng=dropout_rng,
         dropout_rate=cfg.attention_dropout_prob, deterministic=deterministic, dtype=cfg.dtype,
@@ -327,7 +352,8 @@ class Transformer(nn.Module):
 
   @nn.compact
   def __call__(self, embedded, input_mask, deterministic: bool):
-    """embedded: [B, T, E]; input_mask: int [B, T]. Returns hidden states [B, T, H]."""
+    """embedded: [B, T, E]; input_mask: int [B, T] document ids (0 padding; an unpacked row is
+    1 ... 1 0 ... 0). Returns hidden states [B, T, H]."""
     cfg = self.config
     x = embedded
     if cfg.embedding_size != cfg.hidden_size:
@@ -443,6 +469,8 @@ class ElectraModel(nn.Module):
 
   @nn.compact
   def __call__(self, input_ids, input_mask, segment_ids, deterministic: bool = True):
-    """int [B, T] ids, mask and segment ids -> hidden states [B, T, H]."""
-    embedded = Embeddings(self.config, name="embeddings")(input_ids, segment_ids, deterministic)
+    """int [B, T] ids, mask (document ids: 0 padding, k >= 1 the k-th document of a packed
+    row) and segment ids -> hidden states [B, T, H]."""
+    embedded = Embeddings(self.config, name="embeddings")(input_ids, segment_ids, deterministic,
+                                                          input_mask=input_mask)
     return Transformer(self.config, name=self.network)(embedded, input_mask, deterministic)

@@ -261,11 +261,12 @@ class ElectraObjective(Objective):
 
   def _disc_weights(self, masked: ops.MaskedInputs, input_mask: jax.Array) -> jax.Array:
     """[B, T] the tokens the discriminator's loss covers: every real token, or (ELECTRA-15%)
-    the masked ones."""
+    the masked ones. 0/1 whatever the input mask's document ids (a packed row's are > 1)."""
+    real = (input_mask > 0).astype(jnp.int32)
     if self.masked_only:
       return ops.positions_to_tokens(masked.positions, masked.weights,
-                                     input_mask.shape[1]) * input_mask
-    return input_mask
+                                     input_mask.shape[1]) * real
+    return real
 
   def prepare_batch(self, batch, rng, step=0):
     """Masked inputs, sampling keys; totals "masked" (used slots) and "disc" (the tokens the

@@ -144,7 +144,7 @@ class ElectricObjective(Objective):
     totals = rows_total(batch)
     totals["candidates"] = jnp.sum(candidates(batch["input_ids"], batch["input_mask"],
                                               self.special_ids).astype(jnp.float32))
-    totals["tokens"] = jnp.sum(batch["input_mask"].astype(jnp.float32))
+    totals["tokens"] = jnp.sum((batch["input_mask"] > 0).astype(jnp.float32))
     totals["masked"] = jnp.sum(masked.weights.astype(jnp.float32))
     return corruption.with_masked(batch, masked, sample_rng), totals
 
@@ -154,6 +154,7 @@ class ElectricObjective(Objective):
     input_ids, input_mask, segment_ids = (batch["input_ids"], batch["input_mask"],
                                           batch["segment_ids"])
     share = share_of(batch, totals)
+    real = (input_mask > 0).astype(jnp.int32)  # 0/1: input_mask holds document ids.
     variables = {"params": params}
     cloze_logits = self.model.apply(variables, input_ids, input_mask, segment_ids,
                                     deterministic, method="cloze_logits",
@@ -167,14 +168,14 @@ class ElectricObjective(Objective):
     corrupted, _ = ops.replace_tokens(input_ids, input_mask, masked.positions, sampled,
                                       masked.weights)
     seq_len = input_ids.shape[1]
-    labels = (ops.positions_to_tokens(masked.positions, masked.weights, seq_len) * input_mask
+    labels = (ops.positions_to_tokens(masked.positions, masked.weights, seq_len) * real
               ).astype(jnp.int32)  # Every chosen position is noise, sample == original or not.
     # log q_T(token there | x_\t) of the distribution sampled from, [B, T], no gradient.
     log_q = ops.noise_log_probs(cloze_logits / self.sampler.temperature, corrupted)
     energies = self.model.apply(variables, corrupted, input_mask, segment_ids, deterministic,
                                 method="energies", rngs={"dropout": disc_dropout})
     nce_logits = ops.electric_logits(energies, log_q, self.noise_share)
-    nce_loss = ops.discriminator_loss(nce_logits, labels, input_mask, totals["tokens"])
+    nce_loss = ops.discriminator_loss(nce_logits, labels, real, totals["tokens"])
     loss = self.gen_weight * gen_loss + self.disc_weight * nce_loss
 
     metrics: dict[str, Any] = {"loss": ratio(loss, share), "cloze_loss": ratio(gen_loss, share)}
@@ -183,9 +184,9 @@ class ElectricObjective(Objective):
     metrics.update(ops.mlm_metrics(
         gen_logits, masked.target_ids, masked.weights, sampled,
         ops.mlm_loss(gen_logits, masked.target_ids, masked.weights, totals["masked"]), share))
-    metrics.update(ops.discriminator_metrics(nce_logits, labels, input_mask, nce_loss, share))
+    metrics.update(ops.discriminator_metrics(nce_logits, labels, real, nce_loss, share))
     outputs = {"disc_probs": jax.nn.sigmoid(nce_logits), "disc_labels": labels,
-               "energies": energies, "input_mask": input_mask.astype(jnp.int32)}
+               "energies": energies, "input_mask": real}
     return loss, metrics, outputs
 
   def eval_extras(self, metrics: Mapping[str, float],

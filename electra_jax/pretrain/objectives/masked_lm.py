@@ -122,7 +122,7 @@ class MaskedLMObjective(Objective):
     masked = self.masking(mask_rng, batch)
     totals = rows_total(batch)
     totals["masked"] = jnp.sum(masked.weights.astype(jnp.float32))
-    totals["tokens"] = jnp.sum(batch["input_mask"].astype(jnp.float32))
+    totals["tokens"] = jnp.sum((batch["input_mask"] > 0).astype(jnp.float32))
     return corruption.with_masked(batch, masked, sample_rng), totals
 
   def _corrupt(self, params, batch, rng, deterministic, totals):
@@ -219,7 +219,7 @@ class AllTokensMLMObjective(MaskedLMObjective):
         {"params": params}, inputs, batch["input_mask"], batch["segment_ids"], None,
         deterministic, method="mlm_logits", rngs={"dropout": dropout_rng})  # [B,T,V], [B,T]
     targets = batch["input_ids"]
-    real = batch["input_mask"].astype(jnp.float32)
+    real = (batch["input_mask"] > 0).astype(jnp.float32)  # Document ids -> 0/1.
     log_p = ops.all_tokens_log_prob(logits, gate, inputs, targets)  # [B, T]
     all_loss = -ops.weighted_mean(log_p, real, totals["tokens"])
     loss = all_loss + self.gen_weight * gen_loss

@@ -218,11 +218,13 @@ def _candidates_and_count(input_ids: jax.Array, input_mask: jax.Array,
                           max_predictions: int) -> tuple[jax.Array, jax.Array]:
   """(candidates bool [B, T]: the real tokens that are not special, count int32 [B]: the
   tokens to choose per sequence, round(real tokens * mask_prob) clipped to
-  [1, max_predictions])."""
-  candidates = input_mask.astype(bool)
+  [1, max_predictions]). A packed row (input_mask: document ids) counts all its documents'
+  real tokens."""
+  real = input_mask > 0
+  candidates = real
   for special in special_ids:
     candidates &= input_ids != special
-  num_real = jnp.sum(input_mask, axis=-1).astype(jnp.float32)
+  num_real = jnp.sum(real, axis=-1).astype(jnp.float32)
   count = jnp.clip(jnp.round(num_real * mask_prob).astype(jnp.int32), 1, max_predictions)
   return candidates, count
 
@@ -388,7 +390,8 @@ def discriminator_loss(logits: jax.Array, labels: jax.Array, input_mask: jax.Arr
                        total: jax.Array | None = None) -> jax.Array:
   """Sigmoid cross-entropy averaged over the tokens where `input_mask` is set (every real
   token for ELECTRA, the masked positions for ELECTRA-15%).  All [B, T]; `total`: see
-  `weighted_mean`."""
+  `weighted_mean`. `input_mask` here is a 0/1 weight (callers pass `batch["input_mask"] > 0`,
+  not document ids)."""
   losses = optax.sigmoid_binary_cross_entropy(logits.astype(jnp.float32),
                                               labels.astype(jnp.float32))
   return weighted_mean(losses, input_mask, total)
@@ -411,7 +414,7 @@ def sampled_accuracy(sampled_ids, target_ids, weights):
 
 def discriminator_metrics(logits, labels, input_mask, loss, share=1.0) -> Metrics:
   """Discriminator loss, accuracy, precision and recall of "replaced" over real tokens
-  (`share`: see `mlm_metrics`)."""
+  (`share`: see `mlm_metrics`; `input_mask`: 0/1 weights, as `discriminator_loss`'s)."""
   weights = input_mask.astype(jnp.float32)
   predicted = (logits > 0).astype(jnp.float32) * weights
   actual = labels.astype(jnp.float32) * weights
