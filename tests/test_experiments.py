@@ -2,6 +2,7 @@
 configs that change under a running experiment, and configs/experiments/smoke.py end to end
 (results.json, results.md, the plots, resuming)."""
 
+import importlib.util
 import json
 import os
 
@@ -17,12 +18,19 @@ from tests import cli_forks
 from tests import testing
 
 GLUE_DIR = os.path.join(testing.REPO, "..", "shared", "data", "glue")
-SHIPPED = ("smoke", "table1", "table5", "generator_size", "weight_sharing", "masking")
+SHIPPED = ("smoke", "table1", "table5", "generator_size", "weight_sharing", "masking",
+           "backbone")
 
 
-def experiment(name="smoke"):
-  return spec.load_config_file(os.path.join(testing.REPO, "configs", "experiments",
-                                            f"{name}.py"))
+def experiment(name="smoke", scale=None):
+  """A shipped experiment config at its default scale, or at `scale` (its config argument)."""
+  path = os.path.join(testing.REPO, "configs", "experiments", f"{name}.py")
+  if scale is None:
+    return spec.load_config_file(path)
+  module_spec = importlib.util.spec_from_file_location(f"experiment_{name}", path)
+  module = importlib.util.module_from_spec(module_spec)
+  module_spec.loader.exec_module(module)
+  return module.get_config(scale)
 
 
 @pytest.mark.parametrize("name", SHIPPED)
@@ -48,6 +56,60 @@ def test_shipped_experiments_resolve(name):
   if name == "masking":  # The modes cost the same FLOPs, so the same steps.
     assert {v.config.objective.masking: v.steps for v in variants} == {
         "token": 1000, "whole_word": 1000, "span": 1000}
+  if name == "backbone":  # Only the block and the objective differ between the variants.
+    assert {(v.config.model.architecture, v.config.objective.name) for v in variants} == {
+        ("electra", "electra"), ("modern", "electra"), ("electra", "mlm"), ("modern", "mlm")}
+
+
+def test_backbone_variants_spend_equal_flops_counted_by_hand():
+  """configs/experiments/backbone.py at the tiny scale: the modern block's step differs from
+  the 2020 block's by exactly its GeGLU (three matrices of width 344 against two of 512) and
+  its local layer (65 keys of the 128-token row), in the discriminator and in the quarter-width
+  generator; each variant's steps spend electra_rtd's 1000 steps' FLOPs to within half a step."""
+  variants = {v.name: v for v in spec.resolve(experiment("backbone"))}
+  electra, modern = variants["electra_rtd"], variants["modern_rtd"]
+  d, m = electra.config.model, modern.config.model
+  assert (d.hidden_size, d.num_layers, d.num_heads, d.embedding_size, d.intermediate_size) == (
+      m.hidden_size, m.num_layers, m.num_heads, m.embedding_size, 512)
+  assert (m.intermediate_size, m.local_attention, m.global_attn_every_n_layers) == (344, 64, 2)
+  assert abs(3 * 344 - 2 * 512) / (2 * 512) < 0.01  # Equal feed-forward parameters (1%).
+  tokens, seq = 32 * 128, 128
+  def forward_difference(h, ffn_2020, ffn_modern):
+    # 2 FLOPs per multiply-add; layer 0 global, layer 1 local (32 keys each side and itself).
+    ffn = 2 * tokens * h * (3 * ffn_modern - 2 * ffn_2020)
+    attention = 2 * (2 * tokens * h * (65 - seq))  # Q K^T and probs @ V of the local layer.
+    return 2 * ffn + attention
+  # Discriminator (H=128) and generator (H=32: FFN 4 x 32 against 344 / 128 x 32 = 86).
+  difference = 3 * (forward_difference(128, 512, 344) + forward_difference(32, 128, 86))
+  assert modern.flops_per_step - electra.flops_per_step == pytest.approx(difference, rel=1e-9)
+  assert variants["modern_mlm"].flops_per_step - variants["electra_mlm"].flops_per_step == (
+      pytest.approx(3 * forward_difference(128, 512, 344), rel=1e-9))  # No generator.
+  assert {n: v.steps for n, v in variants.items()} == {
+      "electra_rtd": 1000, "modern_rtd": 1031, "electra_mlm": 1111, "modern_mlm": 1141}
+  budget = 1000 * electra.flops_per_step
+  assert budget == pytest.approx(1.4715e13, rel=1e-4)
+  for v in variants.values():
+    assert v.steps == round(budget / v.flops_per_step)
+    assert abs(v.pretrain_flops - budget) <= v.flops_per_step / 2
+    assert abs(v.pretrain_flops / budget - 1) < 1e-3
+    assert v.config.train.warmup_steps == round(0.1 * v.steps)
+
+
+def test_backbone_small_scale_keeps_electra_small_and_a_real_window():
+  """At the small scale the modern variants are ELECTRA-Small's shape with GeGLU 680 (2/3 of
+  1024, to a multiple of 8) and a 64-token window on 128-token rows (not the full row)."""
+  variants = {v.name: v for v in spec.resolve(experiment("backbone", scale="small"))}
+  electra, modern = variants["electra_rtd"].config, variants["modern_mlm"].config
+  assert (electra.model.hidden_size, electra.model.num_layers, electra.data.max_seq_length) == (
+      256, 12, 128)
+  assert (modern.model.hidden_size, modern.model.num_layers, modern.model.intermediate_size,
+          modern.model.local_attention, modern.model.global_attn_every_n_layers) == (
+              256, 12, 680, 64, 3)
+  assert abs(3 * 680 - 2 * 1024) / (2 * 1024) < 0.01
+  assert modern.model.local_attention < modern.data.max_seq_length
+  assert {n: v.steps for n, v in variants.items()} == {
+      "electra_rtd": 100_000, "modern_rtd": 103_072, "electra_mlm": 107_903,
+      "modern_mlm": 110_791}
 
 
 def test_flop_budget_gives_cheaper_objectives_more_steps():
