@@ -32,6 +32,7 @@ def get_config():
   config.model.generator_layers = 0.5  # ... and half its depth (11 layers).
   config.model.weight_sharing = "gdes"  # Gradient-disentangled embedding sharing.
   config.data.max_seq_length = 1024  # ModernBERT's pretraining length.
+  config.data.packing = True  # Examples back to back in each row, as ModernBERT trains.
   config.train.batch_size = 256  # Global batch (262,144 tokens).
   config.train.learning_rate = 2e-4  # ELECTRA-Base's peak rate.
   config.train.num_train_steps = 766_000  # ELECTRA-Base's steps.

@@ -21,4 +21,5 @@ def get_config():
   config.model.layer_norm_eps = 1e-5  # ModernBERT's.
   config.model.generator_hidden_size = 0.25  # ELECTRA's generator: width 64, 12 layers.
   config.data.max_seq_length = 128  # ELECTRA-Small's length.
+  config.data.packing = True  # Examples back to back in each row, as ModernBERT trains.
   return config

@@ -32,4 +32,5 @@ def get_config():
   config.model.local_rope_theta = 10_000.0
   config.model.layer_norm_eps = 1e-5  # ModernBERT's.
   config.model.embedding_size = 128  # E = H: no projection, as in ModernBERT.
+  config.data.packing = True  # Examples back to back in each row, as ModernBERT trains.
   return config

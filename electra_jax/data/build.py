@@ -2,7 +2,8 @@ r"""Offline preprocessing: text files or a tfds dataset -> tokenized example sha
 
   python -m electra_jax.data.build --input='books/*.txt' --tokenizer_model=DIR/spm.model \
       --output=shards/ --num_shards=64 [--processes=N] [--max_seq_length=128] \
-      [--eval_fraction=0.01] [--text_cleanup=gutenberg] [--document_boundary=file] [--overwrite]
+      [--eval_fraction=0.01] [--text_cleanup=gutenberg] [--document_boundary=file] \
+      [--packing] [--overwrite]
 
   python -m electra_jax.data.build --tfds_name=wikipedia/20230601.en --tfds_split=train \
       --tokenizer_model=vocab.txt --output=shards/ --num_shards=256
@@ -27,7 +28,10 @@ A shard is written under a hidden temporary name and renamed when complete, and
 `manifest.json` is written last; training refuses a directory without it, so a killed job
 never leaves a half shard that training reads. Rerunning with --overwrite starts over.
 Train with `--config.data.source=shards --config.data.shards_dir=DIR`; see
-`electra_jax.data.shards` for the format.
+`electra_jax.data.shards` for the format. `--packing` stores packed rows (several examples
+back to back, `electra_jax.data.packing`) for `--config.data.packing=True`: the rows are made
+as each shard's examples are built, so a shard's records are a function of its input and seed
+as before.
 """
 
 from __future__ import annotations
@@ -50,6 +54,7 @@ from electra_jax import cli
 from electra_jax import fileio
 from electra_jax.data import documents as documents_lib
 from electra_jax.data import examples as examples_lib
+from electra_jax.data import packing as packing_lib
 from electra_jax.data import shards as shards_lib
 from electra_jax.data import text_files
 from electra_jax.data import tokenizer as tokenizer_lib
@@ -77,6 +82,7 @@ class BuildSpec:
     units_per_shard: the (path, start, end) input units of each shard (text input), else None.
     tfds: tfds_documents keyword arguments (tfds input), else None.
     token_dtype: record element type.
+    packing: write packed rows (`electra_jax.data.packing`), one record each, not examples.
   """
 
   output: str
@@ -93,6 +99,7 @@ class BuildSpec:
   units_per_shard: list[list[Unit]] | None
   tfds: dict[str, Any] | None
   token_dtype: str
+  packing: bool = False
 
 
 Unit = tuple[str, int, int]  # (path, first byte, end byte); end -1: the whole file
@@ -233,6 +240,36 @@ def _write_shard(path: str, records: list[bytes]) -> None:
     raise
 
 
+class _RecordWriter:
+  """One split's records: an example each, or (spec.packing) a packed row each, the rows
+  decided as the examples arrive (`packing.RowPacker`)."""
+
+  def __init__(self, spec: BuildSpec):
+    self.dtype = spec.token_dtype
+    self.packer = packing_lib.RowPacker(spec.max_seq_length) if spec.packing else None
+    self.records: list[bytes] = []
+    self.waiting: dict[int, tuple[list[int], int]] = {}  # Examples in open rows, by number.
+    self.added = 0
+
+  def add(self, example: tuple[list[int], int]) -> None:
+    if self.packer is None:
+      self.records.append(shards_lib.encode_record(example[0], example[1], self.dtype))
+      return
+    self.waiting[self.added] = example
+    self.added += 1
+    self._write(self.packer.add(len(example[0])))
+
+  def finish(self) -> list[bytes]:
+    if self.packer is not None:
+      self._write(self.packer.finish())
+    return self.records
+
+  def _write(self, rows: list[list[int]]) -> None:
+    for row in rows:
+      self.records.append(shards_lib.encode_packed_record(
+          [self.waiting.pop(number) for number in row], self.dtype))
+
+
 def build_shard(spec: BuildSpec, shard: int) -> dict[str, Any]:
   """Builds train (and eval) shard number `shard`; returns its ShardInfos and text stats."""
   tokenizer = _tokenizer(spec)
@@ -240,7 +277,7 @@ def build_shard(spec: BuildSpec, shard: int) -> dict[str, Any]:
   builders = {split: examples_lib.ExampleBuilder(
       tokenizer, spec.max_seq_length, [spec.seed, shard, stream], spec.single_segment_prob,
       spec.short_seq_prob) for split, stream in (("train", 0), ("eval", 2))}
-  records: dict[str, list[bytes]] = {"train": [], "eval": []}
+  records = {split: _RecordWriter(spec) for split in ("train", "eval")}
   counts = np.zeros(tokenizer.vocab_size, np.int64)  # Train tokens, for a unigram generator.
   tokens = {"train": 0, "eval": 0}
   documents = {"train": 0, "eval": 0}
@@ -251,9 +288,9 @@ def build_shard(spec: BuildSpec, shard: int) -> dict[str, Any]:
     builder.add_documents(pending[split])
     documents[split] += len(pending[split])
     pending[split] = []
-    for ids, first_length in builder.examples:
-      records[split].append(shards_lib.encode_record(ids, first_length, spec.token_dtype))
-      tokens[split] += len(ids)
+    for example in builder.examples:
+      records[split].add(example)
+      tokens[split] += len(example[0])
     if split == "train" and builder.examples:  # One count per chunk, not per example.
       chunk = np.concatenate([np.asarray(ids, np.int64) for ids, _ in builder.examples])
       counts[:] += np.bincount(chunk, minlength=tokenizer.vocab_size)
@@ -266,11 +303,12 @@ def build_shard(spec: BuildSpec, shard: int) -> dict[str, Any]:
   infos = {}
   for stream, split in enumerate(("train", "eval")):
     flush(split)
+    written = records[split].finish()
     if split == "eval" and not spec.eval_fraction:
       continue
-    order = np.random.default_rng([spec.seed, shard, 3 + stream]).permutation(len(records[split]))
+    order = np.random.default_rng([spec.seed, shard, 3 + stream]).permutation(len(written))
     name = shards_lib.shard_name(split, shard, spec.num_shards)
-    _write_shard(fileio.join(spec.output, name), [records[split][i] for i in order])
+    _write_shard(fileio.join(spec.output, name), [written[i] for i in order])
     infos[split] = shards_lib.ShardInfo(file=name, examples=len(order), tokens=tokens[split],
                                         documents=documents[split])
   return {"shard": shard, "infos": infos, "stats": stats, "counts": counts}
@@ -346,7 +384,8 @@ def build(*, output: str, num_shards: int, tokenizer_model: str, input_patterns:
           lowercase: bool = True, processes: int = 0, max_seq_length: int = 128,
           single_segment_prob: float = 0.1, short_seq_prob: float = 0.05, seed: int = 0,
           eval_fraction: float = 0.0, text: text_files.TextOptions | None = None,
-          overwrite: bool = False, progress: bool = True) -> shards_lib.Manifest:
+          overwrite: bool = False, progress: bool = True, packing: bool = False
+          ) -> shards_lib.Manifest:
   """Builds a shard directory (see the module docstring); returns its manifest.
 
   Args:
@@ -364,6 +403,7 @@ def build(*, output: str, num_shards: int, tokenizer_model: str, input_patterns:
     text: how text files become documents (cleanup, document boundary, long lines).
     overwrite: replace existing shards in `output`.
     progress: print a line per finished shard.
+    packing: store packed rows (several examples each) for `--config.data.packing=True`.
 
   Raises:
     ElectraError: bad arguments or input (see the messages).
@@ -383,7 +423,7 @@ def build(*, output: str, num_shards: int, tokenizer_model: str, input_patterns:
       tokenizer_type=tokenizer.kind, lowercase=lowercase, max_seq_length=max_seq_length,
       single_segment_prob=single_segment_prob, short_seq_prob=short_seq_prob, seed=seed,
       eval_fraction=eval_fraction, text=text, units_per_shard=units_per_shard, tfds=tfds,
-      token_dtype=shards_lib.token_dtype(tokenizer.vocab_size))
+      token_dtype=shards_lib.token_dtype(tokenizer.vocab_size), packing=packing)
   results = _build_shards(spec, processes, progress, start)
   manifest = _manifest_of(spec, results, tokenizer, tokenizer_model, source)
   if manifest.examples("train") == 0:
@@ -484,7 +524,8 @@ def _build_shards(spec: BuildSpec, processes: int, progress: bool, start: float
         results.append(result)
         if progress:
           info = result["infos"]["train"]
-          print(f"[{len(results)}/{num_shards}] {info.file}: {info.examples:,} examples, "
+          print(f"[{len(results)}/{num_shards}] {info.file}: {info.examples:,} "
+                f"{'packed rows' if spec.packing else 'examples'}, "
                 f"{info.tokens:,} tokens, {info.documents:,} documents "
                 f"({time.perf_counter() - start:.1f}s)", flush=True)
   except Interrupted as e:
@@ -520,7 +561,7 @@ def _manifest_of(spec: BuildSpec, results: list[dict[str, Any]], tokenizer,
       recipe={"seed": spec.seed, "single_segment_prob": spec.single_segment_prob,
               "short_seq_prob": spec.short_seq_prob, "eval_fraction": spec.eval_fraction,
               **dataclasses.asdict(spec.text)},
-      source=source, splits=splits, text_stats=dataclasses.asdict(stats))
+      source=source, splits=splits, text_stats=dataclasses.asdict(stats), packed=spec.packing)
 
 
 # --------------------------------------------------------------------------------------------
@@ -562,6 +603,8 @@ def _define_flags() -> None:
                     "blank_line: a blank line ends a document; file: one document per file.")
   flags.DEFINE_integer("max_line_chars", 20_000, "Longer lines are skipped and counted.")
   flags.DEFINE_bool("overwrite", False, "Replace existing shards in --output.")
+  flags.DEFINE_bool("packing", False, "Store packed rows, several examples back to back in "
+                    "each (train with --config.data.packing=True).")
 
 
 def _main(argv: list[str]) -> None:
@@ -586,15 +629,17 @@ def _main(argv: list[str]) -> None:
       single_segment_prob=fl.single_segment_prob, short_seq_prob=fl.short_seq_prob,
       seed=fl.seed, eval_fraction=fl.eval_fraction,
       text=text_files.TextOptions(fl.text_cleanup, fl.document_boundary, fl.max_line_chars),
-      overwrite=fl.overwrite)
+      overwrite=fl.overwrite, packing=fl.packing)
   seconds = time.perf_counter() - start
   tokens = manifest.tokens("train") + manifest.tokens("eval")
   print(f"wrote {fl.output}: {len(manifest.splits['train'])} train shard(s), "
-        f"{manifest.examples('train'):,} train and {manifest.examples('eval'):,} eval examples, "
+        f"{manifest.examples('train'):,} train and {manifest.examples('eval'):,} eval "
+        f"{'packed rows' if manifest.packed else 'examples'}, "
         f"{tokens:,} tokens in {seconds:.1f}s ({tokens / seconds:,.0f} tokens/s); train with "
         f"--config.data.source=shards --config.data.shards_dir={fl.output} "
         f"--config.model.vocab_size={manifest.vocab_size} "
-        f"--config.data.max_seq_length={manifest.max_seq_length}", flush=True)
+        f"--config.data.max_seq_length={manifest.max_seq_length}"
+        + (" --config.data.packing=True" if manifest.packed else ""), flush=True)
 
 
 if __name__ == "__main__":

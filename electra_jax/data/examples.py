@@ -29,6 +29,7 @@ from typing import Protocol
 
 import numpy as np
 
+from electra_jax.data import packing as packing_lib
 from electra_jax.errors import ElectraError
 
 MIN_TARGET_LENGTH = 5
@@ -185,7 +186,8 @@ def pad_flat(flat_ids: np.ndarray, lengths: np.ndarray, first_lengths: np.ndarra
 
 def build_examples(documents: Sequence[Sequence[str]], tokenizer: TokenizerLike,
                    max_seq_length: int, seed: int, single_segment_prob: float = 0.1,
-                   short_seq_prob: float = 0.05) -> dict[str, np.ndarray]:
+                   short_seq_prob: float = 0.05, packing: bool = False
+                   ) -> dict[str, np.ndarray]:
   """Builds padded pretraining examples from documents (see the module docstring).
 
   Args:
@@ -195,11 +197,13 @@ def build_examples(documents: Sequence[Sequence[str]], tokenizer: TokenizerLike,
     seed: seeds the one random generator of the recipe.
     single_segment_prob: probability that an example is forced to be `[CLS] A [SEP]`.
     short_seq_prob: probability that the next example's target length is random.
+    packing: put several examples back to back in each row (`electra_jax.data.packing`).
 
   Returns:
-    int32 arrays of shape [num_examples, T]: `input_ids` (padded with `tokenizer.pad_id`),
-    `input_mask` (1 on tokens, 0 on padding) and `segment_ids` (0 for [CLS] A [SEP], 1 for
-    B [SEP], 0 on padding). num_examples may be 0.
+    int32 arrays of shape [rows, T]: `input_ids` (padded with `tokenizer.pad_id`),
+    `input_mask` (1 on tokens, 0 on padding; packed: k on the row's k-th example) and
+    `segment_ids` (0 for [CLS] A [SEP], 1 for B [SEP], 0 on padding). One row per example
+    unpacked; rows may be 0.
 
   Raises:
     ElectraError: max_seq_length < 5 or a probability outside [0, 1].
@@ -207,4 +211,6 @@ def build_examples(documents: Sequence[Sequence[str]], tokenizer: TokenizerLike,
   builder = ExampleBuilder(tokenizer, max_seq_length, seed, single_segment_prob,
                            short_seq_prob)
   builder.add_documents(documents)
+  if packing:
+    return packing_lib.pack_examples(builder.examples, max_seq_length, tokenizer.pad_id)
   return pad_examples(builder.examples, max_seq_length, tokenizer.pad_id)

@@ -182,9 +182,13 @@ def _load_tokenizer(data_config: Any, workdir: str, vocab_size: int,
 
 def _log_split(name: str, documents: list, arrays: Arrays) -> None:
   n, t = arrays["input_ids"].shape
-  tokens = int(arrays["input_mask"].sum())
-  logging.info("%s: %d documents, %d examples of length %d, %d tokens (%.1f%% of positions)",
-               name, len(documents), n, t, tokens, 100.0 * tokens / max(1, n * t))
+  mask = arrays["input_mask"]
+  tokens = int((mask > 0).sum())
+  examples = int(mask.max(axis=1, initial=0).sum())  # A packed row's examples are 1 .. k.
+  packed = f" packed into {n} rows" if examples != n else ""
+  logging.info("%s: %d documents, %d examples%s of length %d, %d tokens (%.1f%% of positions)",
+               name, len(documents), examples, packed, t, tokens,
+               100.0 * tokens / max(1, n * t))
 
 
 @dataclasses.dataclass
@@ -284,6 +288,12 @@ def _shard_data(data_config: Any, vocab_size: int, eval_cap: int) -> Pretraining
         f"the shards in {directory} hold examples of length {manifest.max_seq_length} but "
         f"--config.data.max_seq_length={data_config.max_seq_length}; set it to "
         f"{manifest.max_seq_length} or rebuild the shards with --max_seq_length")
+  packing = bool(data_config.get("packing", False))
+  if manifest.packed != packing:
+    raise ElectraError(
+        f"the shards in {directory} hold {'packed' if manifest.packed else 'unpacked'} rows but "
+        f"--config.data.packing={packing}; set --config.data.packing={manifest.packed} or "
+        f"rebuild the shards {'without' if manifest.packed else 'with'} --packing")
   if data_config.shuffle_buffer < 0:
     raise ElectraError(f"--config.data.shuffle_buffer={data_config.shuffle_buffer} must be >= 0")
   tokenizer = tokenizer_lib.load_tokenizer(
@@ -381,7 +391,7 @@ def build_pretraining_data(data_config: Any, workdir: str, vocab_size: int, seed
     return examples_lib.build_examples(
         docs, tokenizer, data_config.max_seq_length, seed=seed * 2 + stream,
         single_segment_prob=data_config.single_segment_prob,
-        short_seq_prob=data_config.short_seq_prob)
+        short_seq_prob=data_config.short_seq_prob, packing=data_config.get("packing", False))
 
   train = build(train_docs, 0)
   evaluation = build(eval_docs, 1)

@@ -9,8 +9,11 @@ A shard directory (written by `python -m electra_jax.data.build`) holds
 
 Each record is one example, unpadded: the little-endian array `[len([CLS] A [SEP]), *ids]` in
 the manifest's `token_dtype` (uint16 when the vocabulary fits, else int32), about 2 bytes per
-token. ArrayRecord gives random access by record index, so any position in the stream can be
-read directly; that makes the reader's state a single number.
+token. Shards built with `--packing` (the manifest's `packed`) hold one packed row per record
+instead (`electra_jax.data.packing`): `[n, first_1 .. first_n, length_1 .. length_n, *ids]`,
+its n examples' segment lengths, lengths and ids one after the other. ArrayRecord gives random
+access by record index, so any position in the stream can be read directly; that makes the
+reader's state a single number (a packed directory's positions count rows).
 
 `ShardStream` deals one host's batches. Host h of P reads only shards h, h+P, h+2P, ... Each
 epoch visits the host's shards in a seeded order and reads them as one stream cut into windows
@@ -31,6 +34,7 @@ from typing import Any
 import numpy as np
 
 from electra_jax.data import examples as examples_lib
+from electra_jax.data import packing as packing_lib
 from electra_jax import fileio
 from electra_jax.errors import ElectraError
 
@@ -56,15 +60,65 @@ def encode_record(ids: Sequence[int], first_length: int, dtype: str) -> bytes:
   return np.asarray([first_length, *ids], dtype=np.dtype(dtype).newbyteorder("<")).tobytes()
 
 
+def encode_packed_record(examples: Sequence[tuple[Sequence[int], int]], dtype: str) -> bytes:
+  """One packed row as record bytes: `[n, first lengths, lengths, *ids]` of its n examples
+  ((ids, first segment length) pairs) in `dtype`, little-endian."""
+  header = [len(examples), *(f for _, f in examples), *(len(ids) for ids, _ in examples)]
+  return np.asarray([*header, *(t for ids, _ in examples for t in ids)],
+                    dtype=np.dtype(dtype).newbyteorder("<")).tobytes()
+
+
+_CORRUPT = ("a shard record is malformed ({what}); the shard files are corrupt: rebuild them "
+            "with python -m electra_jax.data.build")
+
+
+def decode_packed_records(records: Sequence[bytes], dtype: str, max_seq_length: int,
+                          pad_id: int) -> Arrays:
+  """Packed-row record bytes -> int32 `input_ids`, `input_mask` (example k of its row: k),
+  `segment_ids`, each [N, T] (`packing.packed_flat`).
+
+  Raises:
+    ElectraError: a record is malformed or holds more than T tokens.
+  """
+  dt = np.dtype(dtype).newbyteorder("<")
+  ids, lengths, firsts, counts = [], [], [], []
+  for record in records:
+    if len(record) % dt.itemsize:
+      raise ElectraError(_CORRUPT.format(what="not a whole number of tokens"))
+    values = np.frombuffer(record, dtype=dt)
+    n = int(values[0]) if len(values) else 0
+    header = values[1:1 + 2 * n].astype(np.int64)
+    if n < 1 or len(header) != 2 * n or int(header[n:].sum()) != len(values) - 1 - 2 * n:
+      raise ElectraError(_CORRUPT.format(what="its header does not match its tokens"))
+    if int(header[n:].sum()) > max_seq_length:
+      raise ElectraError(
+          f"a shard row holds {int(header[n:].sum())} tokens, more than max_seq_length="
+          f"{max_seq_length}; the shards were built for another length")
+    counts.append(n)
+    firsts.append(header[:n])
+    lengths.append(header[n:])
+    ids.append(values[1 + 2 * n:])
+  if not records:
+    return packing_lib.packed_flat(np.zeros(0, np.int32), np.zeros(0, np.int64),
+                                   np.zeros(0, np.int64), np.zeros(0, np.int64),
+                                   max_seq_length, pad_id)
+  return packing_lib.packed_flat(np.concatenate(ids).astype(np.int32), np.concatenate(lengths),
+                                 np.concatenate(firsts), np.array(counts, np.int64),
+                                 max_seq_length, pad_id)
+
+
 def decode_records(records: Sequence[bytes], dtype: str, max_seq_length: int,
-                   pad_id: int) -> Arrays:
-  """Record bytes -> padded int32 `input_ids`, `input_mask`, `segment_ids`, each [N, T].
+                   pad_id: int, packed: bool = False) -> Arrays:
+  """Record bytes -> padded int32 `input_ids`, `input_mask`, `segment_ids`, each [N, T]
+  (`packed`: records of packed rows, `decode_packed_records`).
 
   Vectorised: one concatenation and one masked assignment for all N records.
 
   Raises:
     ElectraError: a record is malformed or longer than T (shards built for another length).
   """
+  if packed:
+    return decode_packed_records(records, dtype, max_seq_length, pad_id)
   dt = np.dtype(dtype).newbyteorder("<")
   if not records:
     return examples_lib.pad_flat(np.zeros(0, np.int32), np.zeros(0, np.int64),
@@ -115,6 +169,8 @@ class Manifest:
     source: a description of the input (files or tfds dataset).
     splits: "train" (and "eval" when held out) -> the shards of that split.
     text_stats: counts from reading the input (skipped lines, empty files, ...).
+    packed: each record is a packed row of several examples (built with --packing); a shard's
+      `examples` then counts rows.
   """
 
   max_seq_length: int
@@ -125,6 +181,7 @@ class Manifest:
   source: str
   splits: dict[str, list[ShardInfo]]
   text_stats: dict[str, Any] = dataclasses.field(default_factory=dict)
+  packed: bool = False
 
   def to_json(self) -> str:
     data = dataclasses.asdict(self)
@@ -302,7 +359,7 @@ class ShardStream:
         records.extend(self._readers.read(self.paths[order[k]], lo - shard_begin,
                                           hi - shard_begin, int(self.counts[order[k]])))
     arrays = decode_records(records, self.manifest.token_dtype, self.manifest.max_seq_length,
-                            self.pad_id)
+                            self.pad_id, packed=self.manifest.packed)
     if self.shuffle:
       permutation = np.random.default_rng([*self.host_seed, epoch, window]).permutation(
           end - begin)

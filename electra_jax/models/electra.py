@@ -69,9 +69,10 @@ def remat_name(value) -> str:
   return str(value)
 
 
-def encoder_configs(model_config: ml_collections.ConfigDict
+def encoder_configs(model_config: ml_collections.ConfigDict, packed: bool = False
                     ) -> tuple[enc.EncoderConfig, enc.EncoderConfig]:
-  """The discriminator's and the generator's `EncoderConfig` from `config.model`.
+  """The discriminator's and the generator's `EncoderConfig` from `config.model` (`packed`:
+  rows hold several documents, `config.data.packing`; see `EncoderConfig.packed`).
 
   The generator follows the original `get_generator_config`: hidden = round(H * ratio),
   layers = round(L * generator_layers), heads = max(1, hidden // 64), FFN = 4 * hidden (the
@@ -101,6 +102,7 @@ def encoder_configs(model_config: ml_collections.ConfigDict
       attention=m.get("attention", "xla"),
       plain_dense_init=m.get("plain_dense_init", "glorot_uniform"),
       scan_layers=bool(m.get("scan_layers", False)),
+      packed=packed,
       **{name: type(getattr(enc.EncoderConfig, name))(m[name])
          for name in MODERN_FIELDS if name in m})
   gen_hidden = int(round(m.hidden_size * m.generator_hidden_size))
@@ -309,9 +311,11 @@ class ReplacedTokenDetector(nn.Module):
 
 
 def build_pretrainer(model_config: ml_collections.ConfigDict, learned_generator: bool = True,
-                     reinforce_baseline: bool = False) -> ElectraPretrainer:
-  """The `ElectraPretrainer` described by `config.model` (a learned generator by default)."""
-  discriminator, generator = encoder_configs(model_config)
+                     reinforce_baseline: bool = False, packed: bool = False
+                     ) -> ElectraPretrainer:
+  """The `ElectraPretrainer` described by `config.model` (a learned generator by default;
+  `packed`: rows hold several documents)."""
+  discriminator, generator = encoder_configs(model_config, packed)
   return ElectraPretrainer(discriminator, generator,
                            weight_sharing=weight_sharing_of(model_config),
                            learned_generator=learned_generator,

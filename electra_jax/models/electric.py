@@ -102,8 +102,10 @@ class ElectricPretrainer(nn.Module):
             "energies": self.energies(input_ids, input_mask, segment_ids, deterministic)}
 
 
-def build_pretrainer(model_config: ml_collections.ConfigDict) -> ElectricPretrainer:
-  """The `ElectricPretrainer` described by `config.model`.
+def build_pretrainer(model_config: ml_collections.ConfigDict, packed: bool = False
+                     ) -> ElectricPretrainer:
+  """The `ElectricPretrainer` described by `config.model` (`packed`: rows hold several
+  documents).
 
   Raises:
     ValueError: a weight_sharing Electric does not take.
@@ -112,5 +114,5 @@ def build_pretrainer(model_config: ml_collections.ConfigDict) -> ElectricPretrai
   if sharing not in WEIGHT_SHARING:
     raise ValueError(f"objective 'electric' takes model.weight_sharing "
                      f"{' or '.join(map(repr, WEIGHT_SHARING))}, not {sharing!r}")
-  discriminator, generator = electra.encoder_configs(model_config)
+  discriminator, generator = electra.encoder_configs(model_config, packed)
   return ElectricPretrainer(discriminator, generator, weight_sharing=sharing)

@@ -96,9 +96,9 @@ class MaskedLMPretrainer(nn.Module):
 
 
 def build_masked_lm(model_config: ml_collections.ConfigDict, learned_generator: bool,
-                    copy_gate: bool) -> MaskedLMPretrainer:
-  """The `MaskedLMPretrainer` of `config.model`."""
-  encoder_config, generator_config = electra.encoder_configs(model_config)
+                    copy_gate: bool, packed: bool = False) -> MaskedLMPretrainer:
+  """The `MaskedLMPretrainer` of `config.model` (`packed`: rows hold several documents)."""
+  encoder_config, generator_config = electra.encoder_configs(model_config, packed)
   return MaskedLMPretrainer(
       encoder_config, generator_config, learned_generator=learned_generator,
       untied_generator_embeddings=electra.weight_sharing_of(model_config) == "none",

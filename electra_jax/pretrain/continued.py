@@ -133,6 +133,26 @@ def check_choices(config: ml_collections.ConfigDict) -> None:
                            "pass --config.init_checkpoint=PATH as well, or drop it")
 
 
+# How a continued run may change a shape field on purpose: context extension.
+_EXTENSION_HINTS = {
+    "global_rope_theta": ": context extension raises the global layers' rotary base (as "
+                         "ModernBERT went from 10,000 to 160,000 for 8,192 tokens), never "
+                         "lowers it",
+}
+
+
+def _extends(config: ml_collections.ConfigDict, name: str, ours: Any, theirs: Any) -> bool:
+  """Whether an explicit `model.<name>` that differs from the checkpoint's is a context
+  extension: a longer position table (tiled with init_extend_positions=copy; the modern block
+  has no table, only a longest length), or a larger global rotary base."""
+  if name == "max_position_embeddings":
+    modern = config.model.get("architecture", "electra") == "modern"
+    return ours > theirs and (modern or config.init_extend_positions == "copy")
+  if name == "global_rope_theta":
+    return ours > theirs
+  return False
+
+
 def resolve_config(config: ml_collections.ConfigDict, source_model: ml_collections.ConfigDict,
                    source_tokenizer: pretrained.TokenizerInfo | None,
                    explicit: Collection[str] = (), check_explicit: bool = True,
@@ -174,10 +194,9 @@ def resolve_config(config: ml_collections.ConfigDict, source_model: ml_collectio
         # A checkpoint written before the modern block: ELECTRA's block, the defaults.
         theirs = model_default_config.get_config()[name]
       if f"model.{name}" in explicit:
-        if (check_explicit and ours != theirs
-            and not (name == "max_position_embeddings"
-                     and config.init_extend_positions == "copy" and ours > theirs)):
-          conflicts.append(f"model.{name}={ours!r} (the checkpoint has {theirs!r})")
+        if check_explicit and ours != theirs and not _extends(config, name, ours, theirs):
+          conflicts.append(f"model.{name}={ours!r} (the checkpoint has {theirs!r})"
+                           + _EXTENSION_HINTS.get(name, ""))
         continue
       if ours != theirs:
         taken[name] = (ours, theirs)
@@ -191,11 +210,19 @@ def resolve_config(config: ml_collections.ConfigDict, source_model: ml_collectio
   if taken and check_explicit:
     logging.info("From the initial checkpoint: %s", ", ".join(
         f"model.{k}={v[1]!r} (config: {v[0]!r})" for k, v in sorted(taken.items())))
-  table = int(source_model.max_position_embeddings)
+  table = int(resolved.model.max_position_embeddings
+              if resolved.model.get("architecture", "electra") == "modern"
+              else source_model.max_position_embeddings)
   length = int(config.data.max_seq_length)
   if config.init_extend_positions == "copy":
     target = max(length, int(resolved.model.max_position_embeddings))
     resolved.model.max_position_embeddings = target
+  elif length > table and resolved.model.get("architecture", "electra") == "modern":
+    raise ElectraError(
+        f"data.max_seq_length={length} is longer than the {table} tokens {where}'s modern "
+        f"encoder allows; raise --config.model.max_position_embeddings to {length} (the modern "
+        "block has no position table; a larger --config.model.global_rope_theta is the "
+        "published way to extend its context)")
   elif length > table:
     raise ElectraError(
         f"data.max_seq_length={length} is longer than {where}'s position table "

@@ -100,6 +100,11 @@ def get_config() -> ml_collections.ConfigDict:
   data.max_seq_length = 128  # T: tokens per example, [CLS] and [SEP]s included.
   data.single_segment_prob = 0.1  # Share of examples with one segment instead of A and B.
   data.short_seq_prob = 0.05  # Chance that the next example targets a random shorter length.
+  # Several examples back to back in each row (electra_jax/data/packing.py): positions restart
+  # and attention stays within each example (the input mask numbers them), so short examples
+  # stop costing a whole row. Off in the paper's recipe, on in the modern_* presets. Shards:
+  # build them with --packing (packing happens when the examples are built).
+  data.packing = False
 
   train = config.train = ml_collections.ConfigDict()
   train.batch_size = 128  # Global batch (sequences per step, over all devices).

@@ -21,6 +21,7 @@ from typing import Any, Sequence
 
 from absl import logging
 import jax
+import jax.numpy as jnp
 import ml_collections
 import numpy as np
 
@@ -113,6 +114,19 @@ def flops_per_step(config: ml_collections.ConfigDict) -> float:
   return objective.flops_per_step(config.train.batch_size, config.data.max_seq_length)
 
 
+def with_real_token_share(loss_fn):
+  """`loss_fn` (an objective's `microbatch_loss`) with one more metric: the share of the
+  batch's positions that hold a token, `loop.REAL_TOKEN_SHARE` (what packing raises; the
+  progress line shows it)."""
+  def loss(params, batch, *args):
+    value, step_metrics, outputs = loss_fn(params, batch, *args)
+    real = batch["input_mask"] > 0
+    step_metrics = {**step_metrics, loop.REAL_TOKEN_SHARE: (
+        jnp.sum(real, dtype=jnp.float32), jnp.float32(real.size))}
+    return value, step_metrics, outputs
+  return loss
+
+
 def build_setup(config: ml_collections.ConfigDict, special_ids: objectives.SpecialIds,
                 devices=None, unigram_counts: np.ndarray | None = None,
                 starts_word: np.ndarray | None = None) -> Setup:
@@ -139,7 +153,8 @@ def setup_of_validated(config: ml_collections.ConfigDict, special_ids: objective
   settings = optimizer_settings(t)
   groups = group_settings(config, objective)
   trainer = trainer_lib.build_trainer(
-      init_params=objective.init_params, loss_fn=objective.microbatch_loss,
+      init_params=objective.init_params,
+      loss_fn=with_real_token_share(objective.microbatch_loss),
       prepare_batch=objective.prepare_batch,
       make_optimizer=lambda params: optimizer_lib.build_optimizer(
           params, settings, objective.group_of, groups),

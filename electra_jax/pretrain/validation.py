@@ -23,9 +23,11 @@ def _require(condition: bool, message: str) -> None:
     raise ElectraError(message)
 
 
-def check_model_choices(m: ml_collections.ConfigDict, seq_len: int | None = None) -> None:
+def check_model_choices(m: ml_collections.ConfigDict, seq_len: int | None = None,
+                        packed: bool = False) -> None:
   """model.dtype, model.remat and model.attention name things that exist and can run here
-  (`seq_len`: the sequence length the model will see, for the attention kernels)."""
+  (`seq_len`: the sequence length the model will see, for the attention kernels; `packed`:
+  rows hold several documents, which some kernels cannot keep apart)."""
   _require(m.dtype in electra.DTYPES,
            f"model.dtype={m.dtype!r}; choose one of {', '.join(sorted(electra.DTYPES))}")
   remat = electra.remat_name(m.remat)
@@ -34,7 +36,7 @@ def check_model_choices(m: ml_collections.ConfigDict, seq_len: int | None = None
   _check_architecture(m)
   attention.resolve(m.attention, dropout_rate=m.attention_dropout_prob,
                     dtype=electra.DTYPES[m.dtype], seq_len=seq_len,
-                    windowed=electra.encoder_configs(m)[0].has_local_layers)
+                    windowed=electra.encoder_configs(m)[0].has_local_layers, packed=packed)
   init = m.get("plain_dense_init", "glorot_uniform")
   _require(init in layers.KERNEL_INITS,
            f"model.plain_dense_init={init!r}; choose one of {', '.join(layers.KERNEL_INITS)}")
@@ -106,7 +108,7 @@ def validate(config: ml_collections.ConfigDict) -> None:
   _require(int(round(m.num_layers * m.generator_layers)) >= 1,
            "model.generator_layers leaves the generator with no layers; raise it")
   _require(m.vocab_size > 5, f"model.vocab_size={m.vocab_size} is too small")
-  check_model_choices(m, d.max_seq_length)
+  check_model_choices(m, d.max_seq_length, packed=bool(d.get("packing", False)))
   _require(0.0 < o.mask_prob <= 1.0, f"objective.mask_prob={o.mask_prob} must be in (0, 1]")
   _require(0.0 <= o.mask_token_prob <= 1.0,
            f"objective.mask_token_prob={o.mask_token_prob} must be in [0, 1]")

@@ -36,6 +36,9 @@ NONFINITE_POLICIES = ("stop", "skip")
 # requested while step s runs ends after step s + MAX_STEPS_AHEAD at the latest, where an
 # unbounded queue ran on to the next log step (dozens of steps, seconds to minutes).
 MAX_STEPS_AHEAD = 2
+# The metric with the share of a batch's positions that hold tokens (not padding), which the
+# progress line shows when a job reports it (pretraining does: `pretrain.loop`).
+REAL_TOKEN_SHARE = "real_token_share"
 
 
 def format_duration(seconds: float) -> str:
@@ -62,6 +65,8 @@ class Progress:
     parts.append(f"{steps_per_s:.2f} steps/s")
     if "tokens_per_s" in values:
       parts.append(f"{values['tokens_per_s']:,.0f} tokens/s")
+    if REAL_TOKEN_SHARE in values:
+      parts.append(f"real tokens {100 * values[REAL_TOKEN_SHARE]:.1f}%")
     if "model_tflops_per_s" in values:
       parts.append(f"{values['model_tflops_per_s']:.3g} TFLOP/s")
     if "mfu" in values:

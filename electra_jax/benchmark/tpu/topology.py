@@ -303,7 +303,8 @@ def for_tpu(config: ml_collections.ConfigDict) -> ml_collections.ConfigDict:
   m.attention = attention.resolve(m.attention, dropout_rate=m.attention_dropout_prob,
                                   dtype=electra.DTYPES[m.dtype], seq_len=config.data.max_seq_length,
                                   platform="tpu",
-                                  windowed=electra.encoder_configs(m)[0].has_local_layers)
+                                  windowed=electra.encoder_configs(m)[0].has_local_layers,
+                                  packed=bool(config.data.get("packing", False)))
   return config
 
 

@@ -37,6 +37,11 @@ Metrics = dict[str, tuple[jax.Array, jax.Array]]
 Totals = dict[str, jax.Array]
 
 
+def packed_rows(config: ml_collections.ConfigDict) -> bool:
+  """Whether the config's rows hold several documents (`config.data.packing`)."""
+  return bool(config.data.get("packing", False))
+
+
 def rows_total(batch: Mapping[str, jax.Array]) -> Totals:
   """The totals every objective has: {"rows": B}."""
   return {"rows": jnp.float32(batch["input_ids"].shape[0])}

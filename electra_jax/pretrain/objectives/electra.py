@@ -37,7 +37,7 @@ from electra_jax.pretrain import flops
 from electra_jax.pretrain.objectives import ops
 from electra_jax.pretrain.objectives import corruption
 from electra_jax.pretrain.objectives.base import (Objective, SpecialIds, init_pretrainer,
-                                                  rows_total, share_of)
+                                                  packed_rows, rows_total, share_of)
 from electra_jax.pretrain.objectives.corruption import Masking, Sampler, max_predictions
 from electra_jax.training import metrics as metrics_lib
 from electra_jax.training import parallel
@@ -181,7 +181,8 @@ class ElectraObjective(Objective):
                          "train one network to fool itself; use another weight_sharing")
     model = electra_models.build_pretrainer(
         config.model, learned_generator=sampler.learned,
-        reinforce_baseline=algorithm == "adversarial" and estimator == "reinforce")
+        reinforce_baseline=algorithm == "adversarial" and estimator == "reinforce",
+        packed=packed_rows(config))
     return cls(model=model, masking=Masking.from_config(config, special_ids, starts_word),
                sampler=sampler,
                gen_weight=o.gen_weight, disc_weight=o.disc_weight,

@@ -40,7 +40,7 @@ from electra_jax.pretrain import flops
 from electra_jax.pretrain.objectives import ops
 from electra_jax.pretrain.objectives import corruption
 from electra_jax.pretrain.objectives.base import (Objective, SpecialIds, init_pretrainer,
-                                                  rows_total, share_of)
+                                                  packed_rows, rows_total, share_of)
 from electra_jax.pretrain.objectives.corruption import Masking, Sampler
 from electra_jax.pretrain.objectives.electra import replaced_token_extras, scored_tokens
 from electra_jax.training import metrics as metrics_lib
@@ -121,7 +121,7 @@ class ElectricObjective(Objective):
       raise ElectraError(f"objective.mask_prob={o.mask_prob} must be in (0, 1): it is also "
                          "Electric's noise share rho in log(rho / (1 - rho))")
     try:
-      model = electric_models.build_pretrainer(config.model)
+      model = electric_models.build_pretrainer(config.model, packed=packed_rows(config))
     except ValueError as e:
       raise ElectraError(f"{e}; set --config.model.weight_sharing=embeddings") from e
     return cls(model=model, masking=Masking.from_config(config, special_ids, starts_word),

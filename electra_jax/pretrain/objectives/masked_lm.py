@@ -30,7 +30,7 @@ from electra_jax.pretrain import flops
 from electra_jax.pretrain.objectives import ops
 from electra_jax.pretrain.objectives import corruption
 from electra_jax.pretrain.objectives.base import (Objective, SpecialIds, init_pretrainer,
-                                                  rows_total, share_of)
+                                                  packed_rows, rows_total, share_of)
 from electra_jax.pretrain.objectives.corruption import Masking, Sampler
 from electra_jax.pretrain.objectives.electra import GENERATOR_TOPS
 from electra_jax.training import parallel
@@ -84,7 +84,7 @@ class MaskedLMObjective(Objective):
                if cls.uses_generator else None)
     model = mlm_models.build_masked_lm(config.model,
                                        learned_generator=bool(sampler and sampler.learned),
-                                       copy_gate=cls.all_tokens)
+                                       copy_gate=cls.all_tokens, packed=packed_rows(config))
     return cls(model=model, masking=Masking.from_config(config, special_ids, starts_word),
                sampler=sampler,
                gen_weight=config.objective.gen_weight,

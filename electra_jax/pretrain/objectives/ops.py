@@ -46,20 +46,30 @@ MASKING_SAMPLERS = ("without_replacement", "with_replacement")  # objective.mask
 MASKING_MODES = ("token", "whole_word", "span")
 
 
-def word_starts(input_ids: jax.Array, candidates: jax.Array, starts_word: jax.Array
-                ) -> jax.Array:
+def _continues(candidates: jax.Array, documents: jax.Array | None) -> jax.Array:
+  """bool [B, T]: the position before is a candidate of the same document (`documents`: the
+  input mask's document ids; None: one document a row)."""
+  previous = jnp.pad(candidates, ((0, 0), (1, 0)))[:, :-1]
+  if documents is not None:
+    previous &= jnp.pad(documents, ((0, 0), (1, 0)), constant_values=-1)[:, :-1] == documents
+  return previous
+
+
+def word_starts(input_ids: jax.Array, candidates: jax.Array, starts_word: jax.Array,
+                documents: jax.Array | None = None) -> jax.Array:
   """bool [B, T]: the candidate positions that begin a word.
 
   A candidate begins a word when its piece does (`starts_word`: bool [V], e.g. WordPiece's
   pieces without "##", sentencepiece's pieces with the word-boundary mark) or when the position
-  before it is not a candidate (the sequence start, [CLS], [SEP]): a word never spans a special
-  token. `candidates`: bool [B, T], the positions that may be masked."""
-  previous = jnp.pad(candidates, ((0, 0), (1, 0)))[:, :-1]
-  return candidates & (jnp.take(starts_word, input_ids) | ~previous)
+  before it is not a candidate of the same document (the sequence start, [CLS], [SEP], the
+  start of a packed row's next document): a word never spans a special token or a document.
+  `candidates`: bool [B, T], the positions that may be masked; `documents`: int [B, T] the
+  input mask's document ids (None: one document a row)."""
+  return candidates & (jnp.take(starts_word, input_ids) | ~_continues(candidates, documents))
 
 
 def span_starts(rng: jax.Array, starts: jax.Array, candidates: jax.Array, p: float,
-                max_words: int) -> jax.Array:
+                max_words: int, documents: jax.Array | None = None) -> jax.Array:
   """bool [B, T]: the word starts (`starts`, from `word_starts`) that begin a span.
 
   The words of each run of candidates are cut into consecutive spans whose lengths in words
@@ -67,10 +77,10 @@ def span_starts(rng: jax.Array, starts: jax.Array, candidates: jax.Array, p: flo
   mean (1 - (1 - p)^max_words) / p words): every word begins a new span with probability p, a
   run's first word always does, and a span that reaches `max_words` words ends there (memory-
   lessness makes the next span's length a fresh draw). The last span of a run may be cut
-  short by the run's end."""
+  short by the run's end. A run ends where a document does (`documents`, as in
+  `word_starts`), so no span crosses one."""
   batch, seq_len = starts.shape
-  previous = jnp.pad(candidates, ((0, 0), (1, 0)))[:, :-1]
-  first_of_run = candidates & ~previous
+  first_of_run = candidates & ~_continues(candidates, documents)
   drawn = (jax.random.uniform(rng, (batch, seq_len)) < p) & starts
   random_start = drawn | first_of_run
   word_index = jnp.cumsum(starts.astype(jnp.int32), axis=1)  # Per word, from 1.
@@ -178,9 +188,10 @@ def mask_tokens(rng: jax.Array, input_ids: jax.Array, input_mask: jax.Array, *,
   slots = jnp.arange(max_predictions)[None, :] < count[:, None]  # [B, P]: the slots to fill.
   if mode != "token":
     unit_rng, span_rng = jax.random.split(position_rng)
-    starts = word_starts(input_ids, candidates, jnp.asarray(starts_word))
+    starts = word_starts(input_ids, candidates, jnp.asarray(starts_word), input_mask)
     units = (starts if mode == "whole_word"
-             else span_starts(span_rng, starts, candidates, span_p, span_max_words))
+             else span_starts(span_rng, starts, candidates, span_p, span_max_words,
+                              input_mask))
     positions, used = choose_units(unit_rng, units, starts, candidates, count,
                                    max_predictions)
   else:
