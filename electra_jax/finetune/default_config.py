@@ -100,6 +100,11 @@ def add_encoder_fields(config: ml_collections.ConfigDict) -> None:
   # Attention implementation, as model.attention in pretraining ("auto": the platform's fused
   # kernel when attention_dropout_prob is 0, else "xla"); the checkpoint's choice is not used.
   config.attention = "auto"
+  # Pack each batch's examples back to back into fewer rows of max_seq_length (the same
+  # examples a step; electra_jax/finetune/batches.py): no compute on padding, and the same
+  # logits, losses and predictions as padded rows (within float rounding; dropout draws its
+  # masks over other shapes, so runs with dropout agree in distribution). One host only.
+  config.packing = False
 
 
 def add_run_fields(config: ml_collections.ConfigDict) -> None:

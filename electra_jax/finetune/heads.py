@@ -43,6 +43,33 @@ HEAD_TYPES = (ORIGINAL_HEAD, HF_HEAD)
 POOLINGS = ("cls", "mean")
 
 
+def encode(cfg: enc.EncoderConfig, encoder_name: str, input_ids, input_mask, segment_ids,
+           deterministic: bool, examples=None):
+  """The encoder (its `embeddings` and `encoder_name` layers join the calling compact module):
+  (hidden float [B, T, H], input_mask int [B, T], segment_ids int [B, T]) in the padded
+  layout, one example a row.
+
+  Padded inputs ([B, T] each) come back with their own mask and segment ids. A packed batch
+  (`examples`: the (row, first column, length) int [B] arrays of `finetune.batches`' packed
+  layout, the inputs [R, T] rows of several examples) is encoded as rows, each example's
+  states gathered back into a row of its own (zeros after its end, its mask 1 then 0): what
+  the heads see is what the padded batch gives them.
+  """
+  embedded = enc.Embeddings(cfg, name="embeddings")(input_ids, segment_ids, deterministic,
+                                                    input_mask=input_mask)
+  hidden = enc.Transformer(cfg, name=encoder_name)(embedded, input_mask, deterministic)
+  if examples is None:
+    return hidden, input_mask, segment_ids
+  rows, starts, lengths = examples
+  seq_len = input_ids.shape[1]
+  offsets = jnp.arange(seq_len)[None, :]
+  real = offsets < lengths[:, None]  # [B, T]
+  cols = jnp.minimum(starts[:, None] + offsets, seq_len - 1)
+  gathered = jnp.where(real[..., None], hidden[rows[:, None], cols], 0).astype(hidden.dtype)
+  return (gathered, real.astype(jnp.int32),
+          jnp.where(real, segment_ids[rows[:, None], cols], 0))
+
+
 def _dense(features: int, cfg: enc.EncoderConfig, head_init: str, name: str) -> nn.Dense:
   return nn.Dense(
       features, dtype=cfg.dtype, param_dtype=jnp.float32,
@@ -74,10 +101,12 @@ class SequenceClassifier(nn.Module):
   pooling: str = "cls"
 
   @nn.compact
-  def __call__(self, input_ids, input_mask, segment_ids, deterministic: bool = True):
+  def __call__(self, input_ids, input_mask, segment_ids, deterministic: bool = True,
+               examples=None):
+    """Logits of each example; `examples`: a packed batch's layout (see `encode`)."""
     cfg = self.config
-    embedded = enc.Embeddings(cfg, name="embeddings")(input_ids, segment_ids, deterministic)
-    hidden = enc.Transformer(cfg, name=self.encoder_name)(embedded, input_mask, deterministic)
+    hidden, input_mask, _ = encode(cfg, self.encoder_name, input_ids, input_mask, segment_ids,
+                                   deterministic, examples)
     if self.pooling not in POOLINGS or (
         self.pooling != "cls" and not (cfg.is_modern and self.head_type == HF_HEAD)):
       raise ValueError(f"pooling={self.pooling!r}: the modern encoder's 'hf' head takes "
@@ -162,10 +191,13 @@ class TokenClassifier(nn.Module):
   head_init: str = "glorot_uniform"
 
   @nn.compact
-  def __call__(self, input_ids, input_mask, segment_ids, deterministic: bool = True):
+  def __call__(self, input_ids, input_mask, segment_ids, deterministic: bool = True,
+               examples=None):
+    """Logits of every position of each example; `examples`: a packed batch's layout (see
+    `encode`)."""
     cfg = self.config
-    embedded = enc.Embeddings(cfg, name="embeddings")(input_ids, segment_ids, deterministic)
-    hidden = enc.Transformer(cfg, name=self.encoder_name)(embedded, input_mask, deterministic)
+    hidden, _, _ = encode(cfg, self.encoder_name, input_ids, input_mask, segment_ids,
+                          deterministic, examples)
     if cfg.is_modern:  # ModernBERT's head on every position.
       return ModernClassificationHead(cfg, self.num_labels, self.head_dropout, self.head_init,
                                       name=HEAD)(hidden, deterministic).astype(jnp.float32)

@@ -107,6 +107,12 @@ def _training_checks(config: ml_collections.ConfigDict) -> list[tuple[bool, str]
        f"head_init={config.head_init!r}; choose one of {', '.join(heads.HEAD_INITS)}"),
       (config.get("grad_accum_steps", 1) >= 1,
        f"grad_accum_steps={config.get('grad_accum_steps')} must be at least 1"),
+      (not config.get("packing", False) or config.get("grad_accum_steps", 1) == 1,
+       f"packing=True with grad_accum_steps={config.get('grad_accum_steps')}: packed rows are "
+       "not split into microbatches; set --config.grad_accum_steps=1 or --config.packing=False"),
+      (not config.get("packing", False) or jax.process_count() == 1,
+       f"packing=True on {jax.process_count()} hosts: packed fine-tuning batches are built on "
+       "one host; set --config.packing=False for a multi-host run"),
       (config.checkpoint_every_steps >= 0,
        f"checkpoint_every_steps={config.checkpoint_every_steps} must be >= 0"),
       (config.nonfinite_policy in loop.NONFINITE_POLICIES,
@@ -134,4 +140,5 @@ def validate_training(config: ml_collections.ConfigDict,
                          f"default) or in {default} (--config.{field})")
   ranges.check_ranges(config, field_ranges)
   attention.resolve(config.attention, dropout_rate=config.attention_dropout_prob,
-                    dtype=electra.DTYPES[config.dtype], seq_len=config.max_seq_length)
+                    dtype=electra.DTYPES[config.dtype], seq_len=config.max_seq_length,
+                    packed=bool(config.get("packing", False)))

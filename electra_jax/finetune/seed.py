@@ -22,7 +22,8 @@ from electra_jax import fileio
 from electra_jax.data import tokenizer as tokenizer_lib
 from electra_jax.errors import Interrupted
 from electra_jax.finetune import task as task_lib
-from electra_jax.finetune.batches import train_batches
+from electra_jax.finetune.batches import (PackedRows, example_lengths, train_batch_rows,
+                                         train_batches)
 from electra_jax.finetune.recipe import Hyperparameters
 from electra_jax.finetune.setup import FinetuneSetup, initial_state
 from electra_jax.training import checkpoints
@@ -91,7 +92,8 @@ def train_seed(config: ml_collections.ConfigDict, name: str, setup: FinetuneSetu
   try:
     result = loop.run(
         trainer=setup.trainer, state=state, batches=batches(start_step),
-        global_batch=config.batch_size, start_step=start_step,
+        # A packed batch's rows are not config.batch_size (one host: each array as it is).
+        global_batch=None if setup.packing else config.batch_size, start_step=start_step,
         schedule=loop.Schedule(total_steps=num_steps, stop_at=num_steps,
                                log_every=config.log_every_steps,
                                checkpoint_every=config.checkpoint_every_steps),
@@ -159,6 +161,21 @@ class Preempted(Interrupted):
   """Fine-tuning stopped at a preemption or a signal after saving; rerunning resumes it."""
 
 
+def packed_rows(prepared: task_lib.Prepared, batch_size: int, num_steps: int, seed: int
+                ) -> PackedRows | None:
+  """How this seed's training batches pack (R for all of them), or None when the run pads."""
+  if not prepared.setup.packing:
+    return None
+  train = prepared.train
+  rows = PackedRows.for_batches(
+      example_lengths(train["input_mask"]),
+      train_batch_rows(len(train["input_ids"]), batch_size, num_steps, seed),
+      train["input_ids"].shape[1], jax.device_count())
+  logging.info("Packing: %d examples a step in %d rows of %d (padded: %d rows)", batch_size,
+               rows.rows, rows.row_length, batch_size)
+  return rows
+
+
 def run_seed(task: task_lib.Task, run: task_lib.Run, unit: str, prepared: task_lib.Prepared,
              hyper: Hyperparameters, seed: int, seed_dir: str) -> dict[str, Any]:
   """Trains one seed of `unit` with `prepared` (shared by the unit's seeds, so compiled once),
@@ -175,10 +192,13 @@ def run_seed(task: task_lib.Task, run: task_lib.Run, unit: str, prepared: task_l
                config.batch_size, hyper.learning_rate, hyper.layer_decay, hyper.size,
                task.plan_details(run))
 
+  packed = packed_rows(prepared, config.batch_size, num_steps, seed)
+
   def batches(start_step):
     stream = itertools.islice(train_batches(prepared.train, config.batch_size, num_steps, seed),
                               start_step, None)
-    return (task.train_batch(prepared, batch) for batch in stream)
+    stream = (task.train_batch(prepared, batch) for batch in stream)
+    return stream if packed is None else map(packed.pack, stream)
 
   trained = train_seed(config, unit, prepared.setup, weights, batches, num_steps, seed, seed_dir)
   evaluation = task.evaluate(run, prepared, trained.state)

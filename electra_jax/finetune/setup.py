@@ -15,7 +15,8 @@ import numpy as np
 
 from electra_jax.data import tokenizer as tokenizer_lib
 from electra_jax.errors import ElectraError
-from electra_jax.finetune.batches import INPUT_KEYS
+from electra_jax.finetune.batches import (INPUT_KEYS, PACKED_KEYS, PackedRows, example_lengths,
+                                         packed_examples, padded_batch_rows)
 from electra_jax.finetune.recipe import Hyperparameters, reduce_losses
 from electra_jax.models import attention
 from electra_jax.models import electra
@@ -34,12 +35,13 @@ def encoder_config(config: ml_collections.ConfigDict, model_config: ml_collectio
   model.attention_dropout_prob = config.attention_dropout_prob
   model.dtype = config.dtype
   model.attention = config.attention  # A property of the run, not of the weights.
-  discriminator, _ = electra.encoder_configs(model)
+  packed = bool(config.get("packing", False))
+  discriminator, _ = electra.encoder_configs(model, packed=packed)
   # Once the checkpoint says whether some layers attend within a window (the modern block):
   # a fused kernel that cannot take one is refused here, with the field to change.
   attention.resolve(config.attention, dropout_rate=config.attention_dropout_prob,
                     dtype=discriminator.dtype, seq_len=config.max_seq_length,
-                    windowed=discriminator.has_local_layers)
+                    windowed=discriminator.has_local_layers, packed=packed)
   if config.max_seq_length > discriminator.max_position_embeddings:
     raise ElectraError(
         f"max_seq_length={config.max_seq_length} exceeds the checkpoint's "
@@ -82,6 +84,22 @@ class FinetuneSetup:
   # head, to continue fine-tuning it); empty: the head starts fresh.
   restored_groups: tuple[str, ...] = ()
 
+  @property
+  def packing(self) -> bool:
+    """Whether the steps take packed batches (`config.packing`; `finetune.batches`)."""
+    return PACKED_KEYS[0] in self.trainer.batch_shardings
+
+  def putter(self, data: dict[str, np.ndarray], batch_size: int
+             ) -> Callable[[dict[str, np.ndarray]], dict[str, jax.Array]]:
+    """batch -> device arrays, for the batches `padded_batches(data, batch_size)` gives (their
+    labels added): as they are, or packed (R from these batches) when the run packs."""
+    if not self.packing:
+      return lambda batch: self.trainer.put_batch(batch, batch_size)
+    rows = PackedRows.for_batches(example_lengths(data["input_mask"]),
+                                  padded_batch_rows(len(data["input_ids"]), batch_size),
+                                  data["input_ids"].shape[1], jax.device_count())
+    return lambda batch: self.trainer.put_batch(rows.pack(batch))
+
 
 def init_params_fn(model: Any, max_seq_length: int) -> Callable[[jax.Array], Any]:
   """key -> (boxed parameters, state rng) of a fine-tuning `model` that takes (input_ids,
@@ -110,7 +128,8 @@ def build_model_setup(config: ml_collections.ConfigDict, model: Any, encoder: An
   def loss_fn(params, batch, rng, deterministic, step=None):
     del step
     logits = model.apply({"params": params}, *(batch[k] for k in INPUT_KEYS),
-                         deterministic=deterministic, rngs={"dropout": rng})
+                         deterministic=deterministic, rngs={"dropout": rng},
+                         examples=packed_examples(batch))
     losses = losses_of(logits, batch["labels"])
     loss = reduce_losses(losses, config.loss_reduction)
     # The logged loss is the mean per example whatever is optimised, so runs compare.
@@ -140,6 +159,8 @@ def build_trainer(config: ml_collections.ConfigDict, encoder: Any, hyper: Hyperp
       bias_correction=config.adam_bias_correction)
   group_of, groups = optim.layerwise_decay_groups(encoder.num_layers, hyper.layer_decay,
                                                   config.original_layer_decay)
+  if config.get("packing", False):  # Packed batches also say where each example is.
+    batch_ranks = {**batch_ranks, **{k: 1 for k in PACKED_KEYS}}
   trainer = trainer_lib.build_trainer(
       init_params=init_params, loss_fn=loss_fn,
       make_optimizer=lambda params: optim.build_optimizer(params, settings, group_of, groups),

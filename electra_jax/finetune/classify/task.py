@@ -215,9 +215,9 @@ def predict_logits(setup: FinetuneSetup, state: Any, split: Split, batch_size: i
   """float32 [N, K] logits of every row (regression: [N, 1] on the labels' scale)."""
   outputs = []
   rng = jax.random.PRNGKey(0)  # Unused: the eval step has no dropout.
+  put = setup.putter(split.arrays, batch_size)
   for batch, real in padded_batches(split.arrays, batch_size):
-    _, out = setup.trainer.eval_step(
-        state, setup.trainer.put_batch(with_labels(batch, problem, num_labels), batch_size), rng)
+    _, out = setup.trainer.eval_step(state, put(with_labels(batch, problem, num_labels)), rng)
     outputs.append(np.asarray(jax.device_get(out["logits"]), np.float32)[:real])
   logits = (np.concatenate(outputs) if outputs
             else np.zeros((0, num_labels), np.float32))

@@ -214,9 +214,9 @@ def predict(setup: FinetuneSetup, state: TrainState, data: dict[str, np.ndarray]
   from the normalised targets) for every row of `data`."""
   outputs = []
   rng = jax.random.PRNGKey(0)  # Unused: the eval step has no dropout.
+  put = setup.putter(data, batch_size)
   for batch, real in padded_batches(data, batch_size):
-    _, out = setup.trainer.eval_step(
-        state, setup.trainer.put_batch(with_labels(batch, task), batch_size), rng)
+    _, out = setup.trainer.eval_step(state, put(with_labels(batch, task)), rng)
     logits = np.asarray(jax.device_get(out["logits"]))[:real]
     outputs.append(logits[:, 0] if task.is_regression else logits.argmax(-1))
   if not outputs:

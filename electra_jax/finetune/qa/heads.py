@@ -110,7 +110,7 @@ class QuestionAnswerer(nn.Module):
 
   @nn.compact
   def __call__(self, input_ids, input_mask, segment_ids, start_positions=None,
-               deterministic: bool = True, beam: bool = False):
+               deterministic: bool = True, beam: bool = False, examples=None):
     """Span scores of each window.
 
     Args:
@@ -119,6 +119,7 @@ class QuestionAnswerer(nn.Module):
         when `beam` is False.
       deterministic: dropout off.
       beam: prediction with joint_prediction: return the beam instead of end logits.
+      examples: a packed batch's layout (`finetune.heads.encode`; the inputs [R, T] rows).
 
     Returns:
       start_logits [B, T] (masked), answerable_logit [B] (zeros without the classifier), and
@@ -127,8 +128,8 @@ class QuestionAnswerer(nn.Module):
       end_top_index int32 [B, K, K] with K = min(beam_size, T).
     """
     cfg = self.config
-    embedded = enc.Embeddings(cfg, name="embeddings")(input_ids, segment_ids, deterministic)
-    hidden = enc.Transformer(cfg, name=self.encoder_name)(embedded, input_mask, deterministic)
+    hidden, input_mask, segment_ids = task_heads.encode(
+        cfg, self.encoder_name, input_ids, input_mask, segment_ids, deterministic, examples)
     return SpanHeads(cfg.hidden_size, cfg.initializer_range, cfg.dtype, self.joint_prediction,
                      self.beam_size, self.answerable_classifier,
                      self.answerable_uses_start_logits, self.head_init,

@@ -40,7 +40,7 @@ from electra_jax.errors import ElectraError
 from electra_jax.finetune import driver
 from electra_jax.finetune import seed as seed_lib
 from electra_jax.finetune import task as task_lib
-from electra_jax.finetune.batches import padded_batches
+from electra_jax.finetune.batches import packed_examples, padded_batches
 from electra_jax.finetune.recipe import (TRAINING_RANGES, Hyperparameters, check_all,
                                          resolve_recipe as resolve_any_recipe, steps_for,
                                          validate_training)
@@ -136,10 +136,11 @@ def build_setup(config: ml_collections.ConfigDict, encoder: Any, recipe: Recipe,
     inputs = (batch["input_ids"], batch["input_mask"], batch["segment_ids"])
     if deterministic:  # Prediction: no loss, the outputs postprocessing needs.
       out = model.apply({"params": params}, *inputs, deterministic=True,
-                        beam=config.joint_prediction)
+                        beam=config.joint_prediction, examples=packed_examples(batch))
       return jnp.zeros((), jnp.float32), {}, out
     out = model.apply({"params": params}, *inputs, batch["start_positions"],
-                      deterministic=False, rngs={"dropout": rng})
+                      deterministic=False, rngs={"dropout": rng},
+                      examples=packed_examples(batch))
     losses = heads.span_losses(out, batch["start_positions"], batch["end_positions"],
                                batch["is_impossible"], config.answerable_weight, answerable)
     loss = jnp.sum(losses) if config.loss_reduction == "sum" else jnp.mean(losses)
@@ -155,8 +156,9 @@ def predict_outputs(setup: FinetuneSetup, state: TrainState,
   """The eval step's outputs for every window, as numpy arrays over the windows."""
   chunks: dict[str, list[np.ndarray]] = {}
   rng = jax.random.PRNGKey(0)  # Unused: the eval step has no dropout.
+  put = setup.putter(features.arrays, batch_size)
   for batch, real in padded_batches(features.arrays, batch_size, tuple(BATCH_RANKS)):
-    _, out = setup.trainer.eval_step(state, setup.trainer.put_batch(batch, batch_size), rng)
+    _, out = setup.trainer.eval_step(state, put(batch), rng)
     for key, value in jax.device_get(out).items():
       chunks.setdefault(key, []).append(np.asarray(value)[:real])
   return {k: np.concatenate(v) for k, v in chunks.items()}

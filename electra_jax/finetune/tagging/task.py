@@ -54,7 +54,7 @@ from electra_jax.errors import ElectraError
 from electra_jax.finetune import heads
 from electra_jax.finetune import driver
 from electra_jax.finetune import task as task_lib
-from electra_jax.finetune.batches import padded_batches
+from electra_jax.finetune.batches import packed_examples, padded_batches
 from electra_jax.finetune.recipe import (FINETUNE_RANGES, LOSS_REDUCTIONS, Hyperparameters,
                                          check_all, resolve_recipe, steps_for,
                                          validate_training)
@@ -247,7 +247,7 @@ def build_setup(config: ml_collections.ConfigDict, encoder: Any, num_labels: int
     del step
     logits = model.apply({"params": params}, batch["input_ids"], batch["input_mask"],
                          batch["segment_ids"], deterministic=deterministic,
-                         rngs={"dropout": rng})
+                         rngs={"dropout": rng}, examples=packed_examples(batch))
     losses, labeled = token_losses(logits, batch["label_ids"])
     loss = tagging_loss(logits, batch["label_ids"], config.loss_reduction)
     # The logged loss is the mean per labeled word whatever is optimised, so runs compare.
@@ -266,8 +266,9 @@ def predict_windows(setup: FinetuneSetup, state: TrainState,
   """int [N, T]: the predicted label id at every position of every window."""
   chunks = []
   rng = jax.random.PRNGKey(0)  # Unused: the eval step has no dropout.
+  put = setup.putter(features.arrays, batch_size)
   for batch, real in padded_batches(features.arrays, batch_size, windows.MODEL_KEYS):
-    _, out = setup.trainer.eval_step(state, setup.trainer.put_batch(batch, batch_size), rng)
+    _, out = setup.trainer.eval_step(state, put(batch), rng)
     chunks.append(np.asarray(jax.device_get(out["predictions"]))[:real])
   if not chunks:
     return np.zeros(features.predicts.shape, np.int64)
