@@ -185,3 +185,45 @@ def test_the_packing_benchmark_reports_both_runs(pretrained_fast, capsys):
   assert "cola padded:" in out and "cola packed:" in out
   with pytest.raises(ElectraError, match="--steps=0 must be at least 1"):
     packing_benchmark.measure(pretrained_fast, GLUE_DIR, "rte", steps=0)
+
+
+def _files(directory, names):
+  return {name: open(os.path.join(directory, name), encoding="utf-8").read() for name in names}
+
+
+@pytest.mark.full  # Four fine-tuning runs (tagging and SQuAD 2.0, padded and packed).
+def test_tagging_and_squad_runs_predict_the_same_packed(pretrained_fast, tmp_path):
+  """The runners' own batches and predictions (windows with stride, the span beam and the
+  answerability head) padded and packed, dropout off: the same prediction files."""
+  from electra_jax.finetune.qa import task as qa_task  # pylint: disable=import-outside-toplevel
+  from electra_jax.finetune.tagging import task as tag_task  # pylint: disable=import-outside-toplevel
+  from tests import squad_testing, tagging_testing  # pylint: disable=import-outside-toplevel
+  ner = tagging_testing.write_ner_task(str(tmp_path / "ner"), num_train=64, num_dev=24,
+                                       num_test=8)
+  squad_dir = squad_testing.write_category_task(str(tmp_path / "squad"), squad2=True,
+                                                num_train=64, num_dev=24)
+  squad_checkpoint = squad_testing.random_checkpoint(str(tmp_path / "squad_model"))
+  outputs = {}
+  for packing in (False, True):
+    tag = testing.load_config("tag")
+    tag.update({"init_checkpoint": pretrained_fast, "train_file": ner["train"],
+                "dev_file": ner["dev"], "test_file": ner["test"], "max_seq_length": 16,
+                "doc_stride": 8, "hidden_dropout_prob": 0.0, "attention_dropout_prob": 0.0,
+                "head_dropout": 0.0, "num_epochs": 1.0, "batch_size": 16,
+                "eval_batch_size": 32, "log_every_steps": 1000, "packing": packing})
+    tag_dir = tmp_path / f"tag_{packing}"
+    tag_summary = tag_task.run(tag, str(tag_dir))
+    squad = testing.load_config("squad")
+    squad.update({"init_checkpoint": squad_checkpoint, "data_dir": squad_dir,
+                  "task": "squad2", "max_seq_length": 48, "max_query_length": 8,
+                  "doc_stride": 16, "hidden_dropout_prob": 0.0,
+                  "attention_dropout_prob": 0.0, "num_epochs": 1.0, "batch_size": 16,
+                  "eval_batch_size": 32, "log_every_steps": 1000, "packing": packing})
+    squad_dir_run = tmp_path / f"squad_{packing}"
+    squad_summary = qa_task.run(squad, str(squad_dir_run))
+    outputs[packing] = (tag_summary, squad_summary,
+                        _files(tag_dir / "tag" / "seed_0", ["dev_predictions.conll", "test_predictions.conll"]),
+                        _files(squad_dir_run / "squad2", ["predictions.json"]))
+  padded, packed = outputs[False], outputs[True]
+  assert packed[2] == padded[2]  # Every word's tag.
+  assert packed[3] == padded[3]  # Every answer (or no answer).
