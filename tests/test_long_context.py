@@ -75,12 +75,7 @@ def long_config(files, model, seq_len):
   config = testing.load_config("modern_tiny")
   config.data.train_files = files
   config.data.tokenizer_model = model
-  config.model.vocab_size = 512
-  config.model.num_layers = 2
-  config.model.hidden_size = 64
-  config.model.embedding_size = 64
-  config.model.num_heads = 2
-  config.model.intermediate_size = 96
+  config.model.vocab_size = 512  # The test corpus's tokenizer; the sizes are modern_tiny's.
   config.model.max_position_embeddings = seq_len
   config.data.max_seq_length = seq_len
   config.train.batch_size = 2

@@ -25,6 +25,7 @@ from electra_jax.finetune import setup as setup_lib
 from electra_jax.finetune.qa import default_config as qa_config
 from electra_jax.finetune.qa import heads
 from electra_jax.pretrain import flops
+from electra_jax.pretrain import loop as pretrain_loop
 from electra_jax.training import compiled_step
 from electra_jax.training import parallel
 from tests import testing
@@ -628,3 +629,25 @@ def test_modern_base_compiles_for_a_tpu_slice():
   assert report["fits"], report
   assert report["mesh"] == {"data": 4, "fsdp": 1, "tensor": 1}
   assert report["attention"] == "xla"  # auto with local layers.
+
+
+@pytest.mark.full
+@needs_libtpu
+def test_modern_base_at_8192_tokens_compiles_with_splash_for_a_tpu_slice():
+  """configs/modern_base.py at 8,192-token packed rows (issue 44's long context), splash on its
+  local and global layers with the documents' segment ids, bfloat16 and full remat, compiled
+  for a v5litepod-8 at batch 8: it fits, and the step's FLOPs count each local layer's window
+  (analytic FLOPs a fraction of what full attention on every layer would be)."""
+  config = testing.load_config("modern_base")
+  assert config.data.packing
+  config.data.max_seq_length = 8192
+  config.model.update(dtype="bfloat16", remat="full", attention="splash")
+  config.train.batch_size = 8
+  report, compiled = topology.compile_report(config, tpu_slices.parse("v5litepod-8"),
+                                             with_xla_flops=False)
+  assert report["fits"], report
+  assert report["attention"] == "splash"
+  assert "tpu_custom_call" in compiled.as_text()
+  full = config.copy_and_resolve_references()
+  full.model.global_attn_every_n_layers = 1  # Every layer global.
+  assert pretrain_loop.flops_per_step(config) < 0.6 * pretrain_loop.flops_per_step(full)
