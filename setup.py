@@ -22,6 +22,7 @@ setuptools.setup(
         "ml_collections>=1.0,<2",
         "numpy>=1.26",
         "optax>=0.2.5,<0.3",
+        "pyarrow>=14",  # Parquet and Arrow corpora (electra_jax/data/records.py).
         "orbax-checkpoint>=0.11,<0.13",
         "safetensors>=0.4",  # convert to-hf writes model.safetensors.
         "sentencepiece>=0.2,<0.3",
@@ -29,6 +30,7 @@ setuptools.setup(
         "tensorflow-cpu>=2.18,<3",
         "tensorflow-datasets>=4.9,<5",
         "tokenizers>=0.20,<1",
+        "zstandard>=0.22",  # .jsonl.zst corpora.
     ],
     extras_require={
         # The TPU runtime (libtpu) pinned by jax[tpu] for this jax: runs on TPU VMs, and on any

@@ -55,6 +55,7 @@ from electra_jax import fileio
 from electra_jax.data import documents as documents_lib
 from electra_jax.data import examples as examples_lib
 from electra_jax.data import packing as packing_lib
+from electra_jax.data import records
 from electra_jax.data import shards as shards_lib
 from electra_jax.data import text_files
 from electra_jax.data import tokenizer as tokenizer_lib
@@ -143,7 +144,8 @@ def assign_files(files: Sequence[str], sizes: Sequence[int], num_shards: int,
   if len(files) < num_shards:
     raise ElectraError(
         f"--num_shards={num_shards} is more than the {len(files)} input file(s), and with "
-        "--text_cleanup or --document_boundary=file each shard is built from whole files; use "
+        "record files (JSON Lines, Parquet, datasets), --text_cleanup or "
+        "--document_boundary=file each shard is built from whole files; use "
         f"--num_shards={len(files)} or less, or split the text into more files")
   return _balance([(f, 0, -1) for f in files], sizes, num_shards)
 
@@ -152,7 +154,7 @@ def _documents(spec: BuildSpec, shard: int, stats: text_files.TextStats) -> Iter
   if spec.units_per_shard is not None:
     for path, begin, end in spec.units_per_shard[shard]:
       if end < 0:
-        yield from text_files.read_documents(path, spec.text, stats)
+        yield from text_files.iter_documents([path], spec.text, stats)
       else:
         yield from text_files.byte_range_documents(path, begin, end, spec.text, stats)
   else:
@@ -478,8 +480,10 @@ def _plan_input(input_patterns: str, tfds: dict[str, Any] | None,
   evenly), the source as the manifest describes it). A tfds input is checked to exist."""
   if input_patterns:
     files = text_files.expand_patterns(input_patterns, "--input")
-    splittable = text.cleanup == "none" and text.document_boundary == "blank_line"
-    units_per_shard = assign_files(files, [fileio.size(f) for f in files], num_shards,
+    # Record files (JSON Lines, Parquet, datasets) go to shards whole.
+    splittable = (text.cleanup == "none" and text.document_boundary == "blank_line"
+                  and not any(records.record_format(f) for f in files))
+    units_per_shard = assign_files(files, [records.source_size(f) for f in files], num_shards,
                                    splittable)
     return units_per_shard, f"text files: {input_patterns}"
   from electra_jax.data import tfds_source  # pylint: disable=import-outside-toplevel
@@ -571,7 +575,9 @@ def _manifest_of(spec: BuildSpec, results: list[dict[str, Any]], tokenizer,
 def _define_flags() -> None:
   """Registers the command's flags (only when run as the program; absl flags are global)."""
   flags.DEFINE_string("input", "", "Comma-separated globs of UTF-8 text files (local or gs://), "
-                      "one sentence per line.")
+                      "one sentence per line, or of record files, each record a document: "
+                      "JSON Lines (.jsonl, .jsonl.gz, .jsonl.zst), Parquet, Arrow, datasets "
+                      "save_to_disk directories.")
   flags.DEFINE_string("tfds_name", "", "A tfds text dataset instead of --input, e.g. "
                       "wikipedia/20230601.en or c4/en.")
   flags.DEFINE_string("tfds_split", "train", "The tfds split to read.")
@@ -602,6 +608,9 @@ def _define_flags() -> None:
   flags.DEFINE_enum("document_boundary", "blank_line", list(text_files.DOCUMENT_BOUNDARIES),
                     "blank_line: a blank line ends a document; file: one document per file.")
   flags.DEFINE_integer("max_line_chars", 20_000, "Longer lines are skipped and counted.")
+  flags.DEFINE_string("text_field", "text", "Record inputs (JSON Lines, Parquet, Arrow, a "
+                      "datasets save_to_disk directory): the field with each record's text "
+                      "('a/b' for a nested field).")
   flags.DEFINE_bool("overwrite", False, "Replace existing shards in --output.")
   flags.DEFINE_bool("packing", False, "Store packed rows, several examples back to back in "
                     "each (train with --config.data.packing=True).")
@@ -628,7 +637,8 @@ def _main(argv: list[str]) -> None:
       lowercase=fl.lowercase, processes=fl.processes, max_seq_length=fl.max_seq_length,
       single_segment_prob=fl.single_segment_prob, short_seq_prob=fl.short_seq_prob,
       seed=fl.seed, eval_fraction=fl.eval_fraction,
-      text=text_files.TextOptions(fl.text_cleanup, fl.document_boundary, fl.max_line_chars),
+      text=text_files.TextOptions(fl.text_cleanup, fl.document_boundary, fl.max_line_chars,
+                                  fl.text_field),
       overwrite=fl.overwrite, packing=fl.packing)
   seconds = time.perf_counter() - start
   tokens = manifest.tokens("train") + manifest.tokens("eval")

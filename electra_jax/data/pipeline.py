@@ -26,6 +26,7 @@ from absl import logging
 from electra_jax.data import corpus as corpus_lib
 from electra_jax.data import documents as documents_lib
 from electra_jax.data import examples as examples_lib
+from electra_jax.data import records
 from electra_jax import fileio
 from electra_jax.data import shards as shards_lib
 from electra_jax.data import text_files
@@ -142,6 +143,8 @@ def _train_tokenizer(data_config: Any, workdir: str, vocab_size: int,
     return path
   start = time.time()
   files = list(text.files)
+  if any(records.record_format(f) for f in files):  # Record files: their texts, not bytes.
+    files = []
   sentences = None if files else list(documents_lib.sentences(documents))
   if wordpiece:
     tokenizer_lib.train_wordpiece(files, path, vocab_size, lowercase=data_config.lowercase,

@@ -22,6 +22,7 @@ from collections.abc import Callable, Iterator, Sequence
 from absl import logging
 
 from electra_jax import fileio
+from electra_jax.data import records
 from electra_jax.data.documents import Document
 from electra_jax.errors import ElectraError
 
@@ -88,18 +89,22 @@ class TextOptions:
     max_line_chars: lines longer than this many characters are skipped (and counted); a
       sentence is truncated to max_seq_length tokens anyway, so such lines are almost always
       data errors (minified text, binary junk).
+    text_field: the field that holds a record's text in JSON Lines, Parquet and Arrow files
+      (`electra_jax.data.records`; "a/b" for a nested field).
   """
 
   cleanup: str = "none"
   document_boundary: str = "blank_line"
   max_line_chars: int = 20_000
+  text_field: str = "text"
 
   @classmethod
   def from_config(cls, data_config) -> "TextOptions":
-    """From `config.data` (text_cleanup, document_boundary, max_line_chars)."""
+    """From `config.data` (text_cleanup, document_boundary, max_line_chars, text_field)."""
     return cls(cleanup=data_config.text_cleanup,
                document_boundary=data_config.document_boundary,
-               max_line_chars=data_config.max_line_chars)
+               max_line_chars=data_config.max_line_chars,
+               text_field=data_config.get("text_field", "text"))
 
   def validate(self, prefix: str = "--config.data.") -> None:
     get_cleanup(self.cleanup, prefix + "text_cleanup")
@@ -109,6 +114,9 @@ class TextOptions:
           f"{' or '.join(repr(b) for b in DOCUMENT_BOUNDARIES)}")
     if self.max_line_chars < 1:
       raise ElectraError(f"{prefix}max_line_chars={self.max_line_chars} must be at least 1")
+    if not self.text_field or any(not part for part in self.text_field.split("/")):
+      raise ElectraError(f"{prefix}text_field={self.text_field!r} is not a field name; give "
+                         "the field that holds each record's text (e.g. text, or a/b nested)")
 
 
 @dataclasses.dataclass
@@ -125,6 +133,10 @@ class TextStats:
   first_invalid_utf8: str = ""
   first_long_line: str = ""
   first_empty_file: str = ""
+  # Record files (JSON Lines, Parquet, Arrow): lines that are not JSON, null or empty texts.
+  invalid_records: int = 0
+  empty_records: int = 0
+  first_invalid_record: str = ""
 
   def merge(self, other: "TextStats") -> None:
     """Adds `other`'s counts (keeping the first places already recorded)."""
@@ -148,6 +160,12 @@ class TextStats:
     if self.long_lines:
       logging.warning("%s: %d line(s) longer than max_line_chars skipped (first: %s)", name,
                       self.long_lines, self.first_long_line)
+    if self.invalid_records:
+      logging.warning("%s: %d JSON line(s) that do not parse skipped (first: %s)", name,
+                      self.invalid_records, self.first_invalid_record)
+    if self.empty_records:
+      logging.warning("%s: %d record(s) with a null or empty text skipped", name,
+                      self.empty_records)
 
 
 def expand_patterns(patterns: str | Sequence[str], flag: str = "input files") -> list[str]:
@@ -170,7 +188,8 @@ def expand_patterns(patterns: str | Sequence[str], flag: str = "input files") ->
     raise ElectraError(f"{flag} is empty; give one or more comma-separated file paths or globs")
   files = set()
   for pattern in items:
-    matches = fileio.glob(pattern)
+    # A directory names a dataset (`save_to_disk`, or a folder of record files).
+    matches = [pattern.rstrip("/")] if fileio.isdir(pattern) else fileio.glob(pattern)
     if not matches:
       raise ElectraError(f"no files match {flag}={pattern!r}; check the path or glob")
     files.update(matches)
@@ -289,9 +308,16 @@ def read_documents(path: str, options: TextOptions | None = None,
 
 def iter_documents(files: Sequence[str], options: TextOptions | None = None,
                    stats: TextStats | None = None) -> Iterator[Document]:
-  """Streams the documents of `files` in order, one file in memory at a time."""
+  """Streams the documents of `files` in order, one text file in memory at a time; record
+  files (JSON Lines, Parquet, Arrow, dataset directories: `electra_jax.data.records`) a
+  record at a time, each record one document."""
+  options = options or TextOptions()
+  stats = stats if stats is not None else TextStats()
   for path in files:
-    yield from read_documents(path, options, stats)
+    if records.record_format(path):
+      yield from records.read_record_documents(path, options, stats)
+    else:
+      yield from read_documents(path, options, stats)
 
 
 def byte_range_documents(path: str, start: int, end: int, options: TextOptions | None = None,

@@ -75,12 +75,16 @@ def get_config() -> ml_collections.ConfigDict:
   # startup), "tfds" (a tfds dataset, in memory) or "shards" (built offline by
   # `python -m electra_jax.data.build`; for corpora larger than memory).
   data.source = "text"
-  data.train_files = ""  # source=text: comma-separated globs, local or gs://; "": embedded corpus.
+  # source=text: comma-separated globs, local or gs://; "": the embedded corpus. Text files
+  # (one sentence a line), or records, each a document (electra_jax/data/records.py): JSON Lines
+  # (.jsonl, .jsonl.gz, .jsonl.zst), Parquet, Arrow, or a datasets save_to_disk directory.
+  data.train_files = ""
   data.eval_files = ""  # source=text: held-out text files; "": hold out eval_fraction of documents.
   data.eval_fraction = 0.02  # source=text/tfds: share of documents held out when none are given.
   data.text_cleanup = "none"  # Cleanup of each file's (or record's) text: "none" or "gutenberg".
   data.document_boundary = "blank_line"  # "blank_line" ends a document; "file": one per file.
   data.max_line_chars = 20_000  # Longer lines are skipped and counted (almost always junk).
+  data.text_field = "text"  # Records: the field with the text ("a/b": nested).
   data.tfds_name = ""  # source=tfds: dataset name, e.g. "wikipedia/20230601.en".
   data.tfds_split = "train"  # source=tfds: split to train on.
   data.tfds_eval_split = ""  # source=tfds: split to evaluate on; "": hold out eval_fraction.
