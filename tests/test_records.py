@@ -168,3 +168,40 @@ def test_sentence_ends(monkeypatch):
                                               "\u201cNo,\u201d she said."]
   assert records.split_sentences("e.g. lower case stays. Version 2.0 too") == [
       "e.g. lower case stays.", "Version 2.0 too"]
+
+
+def test_a_real_save_to_disk_and_a_dataset_by_name(tmp_path, monkeypatch):
+  datasets = pytest.importorskip("datasets")
+  monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")  # Nothing here reaches the Hub.
+  monkeypatch.setenv("HF_HOME", str(tmp_path / "hf_home"))
+  table = datasets.Dataset.from_dict({"text": TEXTS, "id": list(range(len(TEXTS)))})
+  table.save_to_disk(str(tmp_path / "saved"))
+  want, _ = documents(write_formats(str(tmp_path / "formats"), TEXTS)["jsonl"])
+  assert documents(str(tmp_path / "saved"))[0] == want
+  datasets.DatasetDict({"train": table}).save_to_disk(str(tmp_path / "dict"))
+  with pytest.raises(ElectraError, match=r"DatasetDict with the splits \['train'\]; point at "
+                     r"one of them, e.g. .*dict/train"):
+    documents(str(tmp_path / "dict"))
+  # By name: a local folder of data files, as load_dataset reads a Hub repository.
+  folder = tmp_path / "repo"
+  folder.mkdir()
+  pq.write_table(pa.table({"text": TEXTS}), str(folder / "train.parquet"))
+  assert documents(f"hf:{folder}@train")[0] == want
+  with pytest.raises(ElectraError, match="load_dataset.*failed"):
+    documents(f"hf:{tmp_path}/nothing_here@train")
+  assert records.parse_hf("hf:org/name:config@validation") == ("org/name", "config",
+                                                                "validation")
+
+
+def test_a_compressed_file_cut_short_and_a_line_that_is_not_utf8(formats, tmp_path):
+  for name in ("gz", "zst"):
+    data = open(formats[name], "rb").read()
+    cut = tmp_path / f"cut.jsonl.{name}"
+    cut.write_bytes(data[:len(data) // 2])
+    with pytest.raises(ElectraError, match="cut short"):
+      documents(str(cut))
+  mixed = tmp_path / "mixed.jsonl"
+  mixed.write_bytes(b'{"text": "Good."}\n{"text": "\xff\xfe bad"}\n{"text": "Fine."}\n')
+  got, stats = documents(str(mixed))
+  assert got == [["Good."], ["Fine."]]
+  assert stats.invalid_utf8_lines == 1 and stats.first_invalid_utf8 == f"{mixed}:2"

@@ -9,6 +9,9 @@ A path is read by what it is:
   *.arrow                        Arrow IPC (a Hugging Face datasets cache file)
   a directory                    a `datasets` `save_to_disk` directory (its state.json lists
                                  its Arrow files), or any directory of the files above
+  hf:NAME[:CONFIG][@SPLIT]       a dataset through `datasets.load_dataset` (split "train" by
+                                 default): from its local cache, or the Hub where the machine
+                                 reaches it (pip install datasets)
 
 local or gs://. Every record's `text_field` (default "text"; "a/b" for a nested field) is one
 document. ELECTRA's example recipe needs sentences: a record's text is cut at its line breaks,
@@ -25,7 +28,6 @@ file, the record and the fields it has (`--config.data.text_field` is probably w
 from __future__ import annotations
 
 import gzip
-import io
 import json
 import re
 from collections.abc import Iterator
@@ -45,10 +47,18 @@ SENTENCE_SPLIT_CHARS = 200
 _SENTENCE_END = re.compile(r"[.!?\u3002\uff01\uff1f][\"')\]\u201d\u2019]?\s+"
                            r"(?=[\"'(\[\u201c\u2018]?[A-Z0-9\u00c0-\u024f\u0370-\u03ff\u0400-\u04ff])")
 _STATE_FILE = "state.json"  # What `datasets.Dataset.save_to_disk` writes beside its Arrow files.
+# datasets' own metadata, never records.
+_METADATA_FILES = (_STATE_FILE, "dataset_info.json", "dataset_dict.json")
+
+
+HF_PREFIX = "hf:"  # A dataset by name (`hf_dataset`).
 
 
 def record_format(path: str) -> str | None:
-  """"jsonl", "parquet", "arrow" or "dataset" (a directory), or None for a plain text file."""
+  """"jsonl", "parquet", "arrow", "dataset" (a directory) or "hf" (a dataset by name), or None
+  for a plain text file."""
+  if path.startswith(HF_PREFIX):
+    return "hf"
   lower = path.lower().rstrip("/")
   if any(lower.endswith(s + c) for s in JSONL_SUFFIXES for c in COMPRESSIONS):
     return "jsonl"
@@ -77,7 +87,12 @@ def dataset_files(directory: str) -> list[str]:
                          "the Arrow files instead") from e
     return [fileio.join(directory, n) for n in names]
   files = sorted(fileio.join(directory, n) for n in fileio.listdir(directory)
-                 if n.lower().endswith(RECORD_SUFFIXES))
+                 if n.lower().endswith(RECORD_SUFFIXES) and n not in _METADATA_FILES)
+  splits_file = fileio.join(directory, "dataset_dict.json")
+  if not files and fileio.exists(splits_file):
+    splits = json.loads(fileio.read_bytes(splits_file)).get("splits", [])
+    raise ElectraError(f"{directory} is a datasets DatasetDict with the splits {splits}; point "
+                       f"at one of them, e.g. {fileio.join(directory, (splits or ['train'])[0])}")
   if not files:
     raise ElectraError(f"{directory} is a directory with no record files (*.jsonl[.gz|.zst], "
                        "*.parquet, *.arrow) and no datasets state.json; point at files or a "
@@ -86,10 +101,54 @@ def dataset_files(directory: str) -> list[str]:
 
 
 def source_size(path: str) -> int:
-  """Bytes of a file, or of a directory's record files (for balancing shards)."""
-  if record_format(path) == "dataset":
+  """Bytes of a file, or of a directory's record files (for balancing shards; a dataset by
+  name: 1)."""
+  kind = record_format(path)
+  if kind == "hf":
+    return 1
+  if kind == "dataset":
     return sum(fileio.size(f) for f in dataset_files(path))
   return fileio.size(path)
+
+
+def parse_hf(spec: str) -> tuple[str, str | None, str]:
+  """"hf:NAME[:CONFIG][@SPLIT]" -> (name, config or None, split)."""
+  rest = spec[len(HF_PREFIX):]
+  rest, _, split = rest.partition("@")
+  name, _, config = rest.partition(":")
+  if not name:
+    raise ElectraError(f"{spec!r} names no dataset; write hf:NAME[:CONFIG][@SPLIT], e.g. "
+                       "hf:wikitext:wikitext-103-raw-v1@train")
+  return name, config or None, split or "train"
+
+
+def hf_texts(spec: str, text_field: str) -> Iterator[tuple[object, str]]:
+  """(text value, where) of every record of a dataset loaded by name (`parse_hf`)."""
+  name, config, split = parse_hf(spec)
+  try:
+    import datasets  # pylint: disable=import-outside-toplevel
+  except ImportError as e:
+    raise ElectraError(f"{spec} needs the datasets library: pip install datasets (or save the "
+                       "dataset to disk elsewhere and give its directory)") from e
+  try:
+    dataset = datasets.load_dataset(name, config, split=split)
+  except Exception as e:  # pylint: disable=broad-except
+    raise ElectraError(f"{spec}: datasets.load_dataset({name!r}, {config!r}, split={split!r}) "
+                       f"failed ({type(e).__name__}: {str(e)[:300]}); check the name, config "
+                       "and split, and that it is in the local cache or the Hub is "
+                       "reachable") from e
+  top = text_field.split("/")[0]
+  if top not in dataset.column_names:
+    raise ElectraError(
+        f"{spec} has no field {text_field!r} (its fields: {sorted(dataset.column_names)}); "
+        "set --config.data.text_field (or --text_field for data.build) to the field with the "
+        "text")
+  rest = "/".join(text_field.split("/")[1:])
+  for index, row in enumerate(dataset.select_columns([top])):
+    value = row[top]
+    if rest and value is not None:
+      value = _field(value, rest, f"the record {index} of {spec}")
+    yield value, f"{spec} record {index}"
 
 
 def split_sentences(line: str) -> list[str]:
@@ -121,35 +180,92 @@ def _field(record, text_field: str, where: str):
   return value
 
 
-def _open_decompressed(path: str):
-  handle = fileio.open_file(path, "rb")
-  lower = path.lower()
-  if lower.endswith(".gz"):
-    return gzip.GzipFile(fileobj=handle)
-  if lower.endswith(".zst"):
+class _ZstdLines:
+  """The lines (bytes) of a zstd-compressed file, decompressed a chunk at a time; a stream that
+  ends inside a frame raises EOFError (zstandard's stream reader would just stop)."""
+
+  def __init__(self, path: str):
     try:
       import zstandard  # pylint: disable=import-outside-toplevel
     except ImportError as e:
       raise ElectraError(f"{path} is zstd-compressed; pip install zstandard to read it") from e
-    return zstandard.ZstdDecompressor().stream_reader(handle, closefd=True)
-  return handle
+    self.zstandard = zstandard
+    self.handle = fileio.open_file(path, "rb")
+
+  def __enter__(self):
+    return self
+
+  def __exit__(self, *exc):
+    self.handle.close()
+
+  def lines(self) -> Iterator[bytes]:
+    decompressor = self.zstandard.ZstdDecompressor().decompressobj()
+    pending = b""
+    while True:
+      chunk = self.handle.read(1 << 20)
+      if not chunk:
+        break
+      pending += decompressor.decompress(chunk)
+      *complete, pending = pending.split(b"\n")
+      for line in complete:
+        yield line + b"\n"
+    if not decompressor.eof:
+      raise EOFError("the zstd stream ends inside a frame")
+    if pending:
+      yield pending
+
+
+class _PlainLines:
+  """The lines (bytes) of a plain or gzip-compressed file."""
+
+  def __init__(self, path: str):
+    self.handle = fileio.open_file(path, "rb")
+    self.reader = gzip.GzipFile(fileobj=self.handle) if path.lower().endswith(".gz") else (
+        self.handle)
+
+  def __enter__(self):
+    return self
+
+  def __exit__(self, *exc):
+    self.reader.close()
+    self.handle.close()
+
+  def lines(self) -> Iterator[bytes]:
+    return iter(self.reader.readline, b"")
 
 
 def jsonl_texts(path: str, text_field: str, stats) -> Iterator[tuple[object, str]]:
-  """(text value, where) of each JSON line; lines that do not parse are counted and skipped."""
-  with _open_decompressed(path) as raw:
-    reader = io.TextIOWrapper(raw, encoding="utf-8", errors="replace")
-    for number, line in enumerate(reader, start=1):
-      if not line.strip():
-        continue
-      where = f"{path}:{number}"
-      try:
-        record = json.loads(line)
-      except ValueError:
-        stats.invalid_records += 1
-        stats.first_invalid_record = stats.first_invalid_record or where
-        continue
-      yield _field(record, text_field, f"the record at {where}"), where
+  """(text value, where) of each JSON line; lines that are not UTF-8 or do not parse are
+  counted and skipped; a compressed file cut short is an error naming it."""
+  number = 0
+  opener = _ZstdLines if path.lower().endswith(".zst") else _PlainLines
+  try:
+    with opener(path) as source:
+      for number, data in enumerate(source.lines(), start=1):
+        where = f"{path}:{number}"
+        try:
+          line = data.decode("utf-8")
+        except UnicodeDecodeError:
+          stats.invalid_utf8_lines += 1
+          stats.first_invalid_utf8 = stats.first_invalid_utf8 or where
+          continue
+        if not line.strip():
+          continue
+        try:
+          record = json.loads(line)
+        except ValueError:
+          stats.invalid_records += 1
+          stats.first_invalid_record = stats.first_invalid_record or where
+          continue
+        yield _field(record, text_field, f"the record at {where}"), where
+  except (EOFError, OSError) as e:
+    raise ElectraError(f"{path} ends early after line {number} ({type(e).__name__}: {e}): the "
+                       "file is cut short or corrupt; download or compress it again") from e
+  except Exception as e:  # zstandard.ZstdError, without importing zstandard here.
+    if type(e).__name__ != "ZstdError":
+      raise
+    raise ElectraError(f"{path} is not a readable zstd stream after line {number} ({e}): the "
+                       "file is corrupt; compress it again") from e
 
 
 def _arrow_column(table_or_batch, text_field: str, where: str):
@@ -201,7 +317,9 @@ def arrow_texts(path: str, text_field: str, kind: str) -> Iterator[tuple[object,
 def record_texts(path: str, text_field: str, stats) -> Iterator[tuple[object, str]]:
   """(text value, where) of every record of a record file or dataset directory."""
   kind = record_format(path)
-  if kind == "dataset":
+  if kind == "hf":
+    yield from hf_texts(path, text_field)
+  elif kind == "dataset":
     for file in dataset_files(path):
       yield from record_texts(file, text_field, stats)
   elif kind == "jsonl":
@@ -219,7 +337,7 @@ def read_record_documents(path: str, options, stats) -> Iterator[Document]:
   single = text_files.TextOptions(cleanup=options.cleanup, document_boundary="file",
                                   max_line_chars=options.max_line_chars)
   stats.files += 1
-  if not record_format(path) == "dataset":
+  if record_format(path) not in ("dataset", "hf"):
     stats.bytes += fileio.size(path)
   found = False
   for value, where in record_texts(path, options.text_field, stats):

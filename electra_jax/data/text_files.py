@@ -188,8 +188,12 @@ def expand_patterns(patterns: str | Sequence[str], flag: str = "input files") ->
     raise ElectraError(f"{flag} is empty; give one or more comma-separated file paths or globs")
   files = set()
   for pattern in items:
-    # A directory names a dataset (`save_to_disk`, or a folder of record files).
-    matches = [pattern.rstrip("/")] if fileio.isdir(pattern) else fileio.glob(pattern)
+    # A directory names a dataset (`save_to_disk`, or a folder of record files); hf:NAME one
+    # to load by name (`electra_jax.data.records`).
+    if pattern.startswith(records.HF_PREFIX):
+      matches = [pattern]
+    else:
+      matches = [pattern.rstrip("/")] if fileio.isdir(pattern) else fileio.glob(pattern)
     if not matches:
       raise ElectraError(f"no files match {flag}={pattern!r}; check the path or glob")
     files.update(matches)
