@@ -68,6 +68,7 @@ class PretrainingData:
     shuffle_buffer: the shard reader's window size.
     corpus_sha256: the embedded corpus's SHA-256 (`corpus.embedded_corpus_sha256`) when the
       text came from it, else "".
+    mixture: with data.mixture, its sources (`mixture_sources.MixtureData`; `train` is None).
   """
 
   tokenizer: Any
@@ -78,12 +79,15 @@ class PretrainingData:
   manifest: shards_lib.Manifest | None = None
   shuffle_buffer: int = 10_000
   corpus_sha256: str = ""
+  mixture: Any = None  # data.mixture's sources (`mixture_sources.MixtureData`), else None.
 
   def provenance(self) -> dict[str, str]:
     """Where the training text came from, as a run records it with its checkpoints: the
     source, and for the embedded corpus its SHA-256 (equal in two runs that read the same
     corpus)."""
     record = {"source": self.source}
+    if self.mixture is not None:
+      record["mixture"] = self.mixture.describe()
     if self.corpus_sha256:
       record["embedded_corpus_sha256"] = self.corpus_sha256
     return record
@@ -95,6 +99,8 @@ class PretrainingData:
     The returned iterator has a `position` attribute: the batches delivered so far.
     """
     local = local_batch_size(global_batch, process_count)
+    if self.mixture is not None:
+      return self.mixture.iterator(local, seed, position, process_index, process_count)
     if self.manifest is not None:
       return shards_lib.ShardStream(
           self.shards_dir, self.manifest, "train", local, seed, self.shuffle_buffer,
@@ -111,6 +117,8 @@ class PretrainingData:
     Raises:
       ElectraError: shards built before the counts were stored.
     """
+    if self.mixture is not None:
+      return self.mixture.token_counts(vocab_size)
     if self.manifest is not None:
       path = fileio.join(self.shards_dir, unigram.FILE)
       if not fileio.exists(path):
@@ -318,6 +326,25 @@ def _shard_data(data_config: Any, vocab_size: int, eval_cap: int) -> Pretraining
                          shuffle_buffer=data_config.shuffle_buffer)
 
 
+class _MixtureText:
+  """What a tokenizer trained for a mixture trains on: its in-memory documents' sentences."""
+  files = ()
+  name = "the mixture's in-memory sources"
+
+
+def _mixture_data(data_config: Any, workdir: str, vocab_size: int, seed: int,
+                  eval_cap: int) -> PretrainingData:
+  """PretrainingData of data.mixture (`electra_jax.data.mixture_sources`)."""
+  from electra_jax.data import mixture_sources  # pylint: disable=import-outside-toplevel
+  tokenizer, mixture, evaluation = mixture_sources.build_mixture_data(
+      data_config, workdir, vocab_size, seed, eval_cap,
+      lambda documents: _load_tokenizer(data_config, workdir, vocab_size, _MixtureText(),
+                                        documents))
+  return PretrainingData(tokenizer=tokenizer, train=None, eval=evaluation,
+                         source=f"the mixture {data_config.mixture}",
+                         shuffle_buffer=data_config.shuffle_buffer, mixture=mixture)
+
+
 def prepare_tokenizer(data_config: Any, workdir: str, vocab_size: int, seed: int) -> str:
   """The tokenizer file the data config uses: `data.tokenizer_model`, or one trained on the
   configured text into WORKDIR/tokenizer/ (reused when it is there already), or "" for shards
@@ -378,6 +405,8 @@ def build_pretraining_data(data_config: Any, workdir: str, vocab_size: int, seed
   if data_config.source not in SOURCES:
     raise ElectraError(f"--config.data.source={data_config.source!r} is not a source; use one "
                        f"of {', '.join(repr(s) for s in SOURCES)}")
+  if data_config.get("mixture", ""):
+    return _mixture_data(data_config, workdir, vocab_size, seed, eval_cap)
   if data_config.source == "shards":
     return _shard_data(data_config, vocab_size, eval_cap)
   options = text_files.TextOptions.from_config(data_config)

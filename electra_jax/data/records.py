@@ -27,6 +27,7 @@ file, the record and the fields it has (`--config.data.text_field` is probably w
 
 from __future__ import annotations
 
+import dataclasses
 import gzip
 import json
 import re
@@ -330,12 +331,11 @@ def record_texts(path: str, text_field: str, stats) -> Iterator[tuple[object, st
     raise ValueError(f"{path} is not a record file")
 
 
-def read_record_documents(path: str, options, stats) -> Iterator[Document]:
+def read_record_documents(path: str, options, stats, documents_of_text) -> Iterator[Document]:
   """One document per record of `path` (text_files.TextOptions `options`: cleanup, long
-  lines, `text_field`), its lines cut into sentences (`split_sentences`)."""
-  from electra_jax.data import text_files  # pylint: disable=import-outside-toplevel
-  single = text_files.TextOptions(cleanup=options.cleanup, document_boundary="file",
-                                  max_line_chars=options.max_line_chars)
+  lines, `text_field`), its lines cut into sentences (`split_sentences`);
+  `documents_of_text(text, options, stats, where)` is text_files' splitting of one text."""
+  single = dataclasses.replace(options, document_boundary="file")
   stats.files += 1
   if record_format(path) not in ("dataset", "hf"):
     stats.bytes += fileio.size(path)
@@ -348,7 +348,7 @@ def read_record_documents(path: str, options, stats) -> Iterator[Document]:
       raise ElectraError(f"the field {options.text_field!r} of {where} is a "
                          f"{type(value).__name__}, not text; set --config.data.text_field to "
                          "a field that holds a string")
-    for document in text_files.documents_of_text(value, single, stats, where=where):
+    for document in documents_of_text(value, single, stats, where=where):
       stats.sentences -= len(document)
       sentences = [s for line in document for s in split_sentences(line)]
       stats.sentences += len(sentences)

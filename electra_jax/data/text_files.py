@@ -319,7 +319,7 @@ def iter_documents(files: Sequence[str], options: TextOptions | None = None,
   stats = stats if stats is not None else TextStats()
   for path in files:
     if records.record_format(path):
-      yield from records.read_record_documents(path, options, stats)
+      yield from records.read_record_documents(path, options, stats, documents_of_text)
     else:
       yield from read_documents(path, options, stats)
 

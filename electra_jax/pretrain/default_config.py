@@ -85,6 +85,11 @@ def get_config() -> ml_collections.ConfigDict:
   data.document_boundary = "blank_line"  # "blank_line" ends a document; "file": one per file.
   data.max_line_chars = 20_000  # Longer lines are skipped and counted (almost always junk).
   data.text_field = "text"  # Records: the field with the text ("a/b": nested).
+  # Weighted sources instead of train_files: "W:SOURCE,W:SOURCE" (weight first; a SOURCE is a
+  # glob of text or record files, "|" joining several, a datasets directory, hf:NAME,
+  # tfds:NAME[@SPLIT] or shards:DIR). Batches hold each source's share of rows exactly over every
+  # 100 batches (electra_jax/data/mixture.py); "": off.
+  data.mixture = ""
   data.tfds_name = ""  # source=tfds: dataset name, e.g. "wikipedia/20230601.en".
   data.tfds_split = "train"  # source=tfds: split to train on.
   data.tfds_eval_split = ""  # source=tfds: split to evaluate on; "": hold out eval_fraction.

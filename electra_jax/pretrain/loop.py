@@ -446,7 +446,8 @@ def _run_steps(start: _Start, train_iter, eval_batches: list[dict[str, np.ndarra
       flops_per_step=setup.flops_per_step, peak_flops_per_device=peak,
       evaluate=lambda step, state: evaluate(setup, state, eval_batches, config.seed),
       save=save, preemption=checkpoints.reached_preemption,
-      prefetch=t.prefetch_batches, nonfinite_policy=t.nonfinite_policy)
+      prefetch=t.prefetch_batches, nonfinite_policy=t.nonfinite_policy,
+      host_metrics=getattr(train_iter, "take_shares", None))
 
 
 def _finish(result: loop.Result, workdir: str, total: int, exportable: bool = True

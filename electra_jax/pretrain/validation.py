@@ -10,6 +10,7 @@ from electra_jax.models import attention
 from electra_jax.models import electra
 from electra_jax.models import encoder
 from electra_jax.models import layers
+from electra_jax.data import mixture_sources
 from electra_jax.pretrain import continued
 from electra_jax.pretrain import objectives
 from electra_jax.pretrain.objectives.base import SpecialIds
@@ -89,6 +90,8 @@ def validate(config: ml_collections.ConfigDict) -> None:
   """Raises ElectraError naming the first field that cannot work, and how to fix it."""
   m, d, t, o = config.model, config.data, config.train, config.objective
   continued.check_choices(config)
+  if d.get("mixture", ""):  # Its syntax and weights, before any source is read.
+    mixture_sources.check_config(d)
   extends = bool(config.get("init_checkpoint", "")) and config.init_extend_positions == "copy"
   _require(extends or d.max_seq_length <= m.max_position_embeddings,
            f"data.max_seq_length={d.max_seq_length} exceeds model.max_position_embeddings="

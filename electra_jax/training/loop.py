@@ -39,6 +39,8 @@ MAX_STEPS_AHEAD = 2
 # The metric with the share of a batch's positions that hold tokens (not padding), which the
 # progress line shows when a job reports it (pretraining does: `pretrain.loop`).
 REAL_TOKEN_SHARE = "real_token_share"
+# Metrics named "mixture/<source>": each source's share of the real tokens (data.mixture).
+MIXTURE_PREFIX = "mixture/"
 
 
 def format_duration(seconds: float) -> str:
@@ -67,6 +69,10 @@ class Progress:
       parts.append(f"{values['tokens_per_s']:,.0f} tokens/s")
     if REAL_TOKEN_SHARE in values:
       parts.append(f"real tokens {100 * values[REAL_TOKEN_SHARE]:.1f}%")
+    mixture = [f"{name[len(MIXTURE_PREFIX):]} {100 * value:.0f}%"
+               for name, value in values.items() if name.startswith(MIXTURE_PREFIX)]
+    if mixture:
+      parts.append("mix " + " ".join(mixture))
     if "model_tflops_per_s" in values:
       parts.append(f"{values['model_tflops_per_s']:.3g} TFLOP/s")
     if "mfu" in values:
@@ -109,7 +115,8 @@ def run(*, trainer: Trainer, state: TrainState, batches: Iterator[Mapping[str, A
         evaluate: Callable[[int, TrainState], dict[str, float]] | None = None,
         save: Callable[[int, TrainState], None] | None = None,
         preemption: Callable[[int], bool] | None = None, prefetch: int = 2,
-        nonfinite_policy: str = "stop", stop_on_signals: bool = True) -> Result:
+        nonfinite_policy: str = "stop", stop_on_signals: bool = True,
+        host_metrics: Callable[[], dict[str, float]] | None = None) -> Result:
   """Runs steps start_step+1 .. schedule.stop_at.
 
   The host never waits on the devices' results between log steps: the next `prefetch` batches
@@ -132,6 +139,8 @@ def run(*, trainer: Trainer, state: TrainState, batches: Iterator[Mapping[str, A
       before anything is saved; "skip" counts it (`train/nonfinite_steps`) and goes on.
     stop_on_signals: on SIGTERM/SIGINT, finish the step, save and return (`Result.signal`);
       see `electra_jax.interrupt`.
+    host_metrics: () -> metrics the host knows (e.g. a mixture's source shares of the batches
+      made since the last call), added to each log step's values.
   Returns:
     the final state, the step reached, the last evaluation and whether it stopped early.
   Raises:
@@ -166,7 +175,7 @@ def run(*, trainer: Trainer, state: TrainState, batches: Iterator[Mapping[str, A
         window.restart()
       if step % schedule.log_every == 0 or step == schedule.stop_at:
         _log_window(window, nonfinite, step, saver.last_saved, throughput, log, progress,
-                    schedule.total_steps)
+                    schedule.total_steps, host_metrics)
       elif window.pending and nonfinite_policy == "stop" and (
           stop.requested or saver.due(schedule, step)):
         # About to save between log steps: never save past a non-finite step.
@@ -273,7 +282,8 @@ class _Throughput:
 
 def _log_window(window: _Window, nonfinite: _NonfiniteSteps, step: int, last_saved: int | None,
                 throughput: _Throughput, log: metrics_lib.MetricsLog, progress: Progress,
-                total_steps: int) -> None:
+                total_steps: int,
+                host_metrics: Callable[[], dict[str, float]] | None = None) -> None:
   """A log step: the window's metrics averaged exactly, checked for non-finite steps, with its
   speed, written as train/<name> and shown as the progress line; the next window starts."""
   metrics = window.take()
@@ -285,6 +295,8 @@ def _log_window(window: _Window, nonfinite: _NonfiniteSteps, step: int, last_sav
   if nonfinite.skipped:
     values[NONFINITE] = float(nonfinite.skipped)
   values.update(throughput.values(step, window.steps_per_s()))
+  if host_metrics is not None:
+    values.update(host_metrics())
   log.write_scalars(step, {f"train/{k}": v for k, v in values.items()})
   logging.info("%s", progress.line(step, total_steps, values))
   window.restart()
