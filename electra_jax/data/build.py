@@ -31,7 +31,8 @@ Train with `--config.data.source=shards --config.data.shards_dir=DIR`; see
 `electra_jax.data.shards` for the format. `--packing` stores packed rows (several examples
 back to back, `electra_jax.data.packing`) for `--config.data.packing=True`: the rows are made
 as each shard's examples are built, so a shard's records are a function of its input and seed
-as before.
+as before. `--runner=beam` runs the same shard jobs as an Apache Beam pipeline, Beam's options
+after `--` (`electra_jax.data.build_beam`): the same shards and manifest.
 """
 
 from __future__ import annotations
@@ -64,6 +65,7 @@ from electra_jax.errors import ElectraError
 from electra_jax.errors import Interrupted
 
 DOCUMENTS_PER_CHUNK = 256  # documents tokenized in one batch
+RUNNERS = ("local", "beam")  # --runner: this machine's processes, or an Apache Beam pipeline.
 ARRAY_RECORD_OPTIONS = "group_size:256"  # records per compressed chunk (random-access unit)
 
 
@@ -370,14 +372,16 @@ def _clear_output(output: str, overwrite: bool) -> None:
   manifest = fileio.join(output, shards_lib.MANIFEST)
   names = fileio.listdir(output)
   ours = [n for n in names if n.endswith(".arrayrecord") or n == shards_lib.MANIFEST
-          or n.startswith(".tmp-")]
+          or n.startswith(".tmp-") or n == ".beam-results"]
   if ours and not overwrite:
     raise ElectraError(f"--output={output!r} already holds shards; pass --overwrite to replace "
                        "them, or choose another --output")
   if fileio.exists(manifest):
     fileio.remove(manifest)  # first, so an interrupted overwrite leaves no valid directory
   for name in ours:
-    if name != shards_lib.MANIFEST:
+    if name == ".beam-results":
+      fileio.rmtree(fileio.join(output, name))
+    elif name != shards_lib.MANIFEST:
       fileio.remove(fileio.join(output, name))
 
 
@@ -386,8 +390,8 @@ def build(*, output: str, num_shards: int, tokenizer_model: str, input_patterns:
           lowercase: bool = True, processes: int = 0, max_seq_length: int = 128,
           single_segment_prob: float = 0.1, short_seq_prob: float = 0.05, seed: int = 0,
           eval_fraction: float = 0.0, text: text_files.TextOptions | None = None,
-          overwrite: bool = False, progress: bool = True, packing: bool = False
-          ) -> shards_lib.Manifest:
+          overwrite: bool = False, progress: bool = True, packing: bool = False,
+          runner: str = "local", beam_args: Sequence[str] = ()) -> shards_lib.Manifest:
   """Builds a shard directory (see the module docstring); returns its manifest.
 
   Args:
@@ -406,12 +410,21 @@ def build(*, output: str, num_shards: int, tokenizer_model: str, input_patterns:
     overwrite: replace existing shards in `output`.
     progress: print a line per finished shard.
     packing: store packed rows (several examples each) for `--config.data.packing=True`.
+    runner: "local" (this machine's processes) or "beam" (an Apache Beam pipeline,
+      `electra_jax.data.build_beam`; the same shards and manifest).
+    beam_args: Beam's pipeline options (runner, project, ...); none: the DirectRunner in
+      `processes` processes.
 
   Raises:
     ElectraError: bad arguments or input (see the messages).
   """
   start = time.perf_counter()
   text = text or text_files.TextOptions()
+  if runner not in RUNNERS:
+    raise ElectraError(f"--runner={runner!r}; choose one of {', '.join(RUNNERS)}")
+  if beam_args and runner != "beam":
+    raise ElectraError(f"options after -- ({' '.join(beam_args)}) are Beam's; they need "
+                       "--runner=beam")
   _check_arguments(num_shards=num_shards, input_patterns=input_patterns, tfds=tfds,
                    tokenizer_model=tokenizer_model, processes=processes,
                    max_seq_length=max_seq_length, single_segment_prob=single_segment_prob,
@@ -426,7 +439,11 @@ def build(*, output: str, num_shards: int, tokenizer_model: str, input_patterns:
       single_segment_prob=single_segment_prob, short_seq_prob=short_seq_prob, seed=seed,
       eval_fraction=eval_fraction, text=text, units_per_shard=units_per_shard, tfds=tfds,
       token_dtype=shards_lib.token_dtype(tokenizer.vocab_size), packing=packing)
-  results = _build_shards(spec, processes, progress, start)
+  if runner == "beam":
+    from electra_jax.data import build_beam  # pylint: disable=import-outside-toplevel
+    results = build_beam.build_shards(spec, list(beam_args), processes, progress, build_shard)
+  else:
+    results = _build_shards(spec, processes, progress, start)
   manifest = _manifest_of(spec, results, tokenizer, tokenizer_model, source)
   if manifest.examples("train") == 0:
     raise ElectraError("the input produced no training examples (no text after cleanup and "
@@ -612,14 +629,18 @@ def _define_flags() -> None:
                       "datasets save_to_disk directory): the field with each record's text "
                       "('a/b' for a nested field).")
   flags.DEFINE_bool("overwrite", False, "Replace existing shards in --output.")
+  flags.DEFINE_enum("runner", "local", list(RUNNERS), "local: this machine's processes; beam: "
+                    "an Apache Beam pipeline (pip install -e '.[beam]'), Beam's own options "
+                    "after -- (default: the DirectRunner in --processes processes).")
   flags.DEFINE_bool("packing", False, "Store packed rows, several examples back to back in "
                     "each (train with --config.data.packing=True).")
 
 
 def _main(argv: list[str]) -> None:
-  if len(argv) > 1:
+  if len(argv) > 1 and flags.FLAGS.runner != "beam":
     raise ElectraError(f"unexpected arguments: {' '.join(argv[1:])}; values are given as flags "
-                       "(quote globs so the shell does not expand them)")
+                       "(quote globs so the shell does not expand them; Beam's options go after "
+                       "-- with --runner=beam)")
   fl = flags.FLAGS
   missing = [f"--{n}" for n in ("output", "num_shards", "tokenizer_model") if fl[n].value is None]
   if missing:
@@ -639,7 +660,7 @@ def _main(argv: list[str]) -> None:
       seed=fl.seed, eval_fraction=fl.eval_fraction,
       text=text_files.TextOptions(fl.text_cleanup, fl.document_boundary, fl.max_line_chars,
                                   fl.text_field),
-      overwrite=fl.overwrite, packing=fl.packing)
+      overwrite=fl.overwrite, packing=fl.packing, runner=fl.runner, beam_args=argv[1:])
   seconds = time.perf_counter() - start
   tokens = manifest.tokens("train") + manifest.tokens("eval")
   print(f"wrote {fl.output}: {len(manifest.splits['train'])} train shard(s), "

@@ -1,0 +1,60 @@
+"""The offline build on Apache Beam (issue 45): `data.build --runner=beam` writes the local
+build's shards, counts and manifest byte for byte (Beam's DirectRunner in two processes), and
+its errors are one line."""
+
+import os
+
+import pytest
+
+from electra_jax.data import build as build_lib
+from electra_jax.errors import ElectraError
+
+beam = pytest.importorskip("apache_beam")
+
+
+def _files(directory):
+  out = {}
+  for root, _, names in os.walk(directory):
+    for name in names:
+      path = os.path.join(root, name)
+      out[os.path.relpath(path, directory)] = open(path, "rb").read()
+  return out
+
+
+@pytest.mark.parametrize("packing", [False, True])
+def test_the_beam_build_is_the_local_build(corpus_and_tokenizer, tmp_path, packing):
+  files, model = corpus_and_tokenizer
+  kwargs = dict(num_shards=3, tokenizer_model=model, input_patterns=files, processes=2,
+                max_seq_length=32, eval_fraction=0.1, seed=5, progress=False, packing=packing)
+  local = build_lib.build(output=str(tmp_path / "local"), **kwargs)
+  beam_manifest = build_lib.build(output=str(tmp_path / "beam"), runner="beam", **kwargs)
+  assert beam_manifest == local
+  want, got = _files(tmp_path / "local"), _files(tmp_path / "beam")
+  assert sorted(got) == sorted(want) and len(want) >= 8  # 3+3 shards, counts, manifest, ...
+  for name in want:
+    assert got[name] == want[name], name
+
+
+def test_beam_options_need_the_beam_runner(corpus_and_tokenizer, tmp_path):
+  files, model = corpus_and_tokenizer
+  with pytest.raises(ElectraError, match="are Beam's; they need --runner=beam"):
+    build_lib.build(output=str(tmp_path / "x"), num_shards=1, tokenizer_model=model,
+                    input_patterns=files, beam_args=["--runner=DirectRunner"])
+  with pytest.raises(ElectraError, match="--runner='spark'; choose one of local, beam"):
+    build_lib.build(output=str(tmp_path / "x"), num_shards=1, tokenizer_model=model,
+                    input_patterns=files, runner="spark")
+
+
+def test_a_failed_pipeline_leaves_no_manifest(corpus_and_tokenizer, tmp_path, monkeypatch):
+  from electra_jax.data import build_beam  # pylint: disable=import-outside-toplevel
+  files, model = corpus_and_tokenizer
+
+  def broken(shard, spec, job):
+    raise RuntimeError(f"shard {shard} broke")
+  monkeypatch.setattr(build_beam, "run_shard", broken)
+  with pytest.raises(ElectraError, match="the Beam pipeline failed .*shard 0 broke|the Beam "
+                     "pipeline failed"):
+    build_lib.build(output=str(tmp_path / "out"), num_shards=1, tokenizer_model=model,
+                    input_patterns=files, runner="beam", progress=False,
+                    beam_args=["--runner=DirectRunner"])
+  assert not os.path.exists(tmp_path / "out" / "manifest.json")
