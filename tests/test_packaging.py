@@ -9,8 +9,9 @@ import sys
 from tests import testing
 
 # Imported only by optional features that say what to install when missing: the PyTorch
-# comparisons and checkpoints (--compare=hf, pytorch_model.bin), and the TPU runtime.
-OPTIONAL = {"torch", "transformers", "libtpu"}
+# comparisons and checkpoints (--compare=hf, pytorch_model.bin), the TPU runtime, datasets by
+# name (hf:NAME, the [hf] extra) and the Beam build (--runner=beam, the [beam] extra).
+OPTIONAL = {"torch", "transformers", "libtpu", "datasets", "apache_beam"}
 
 
 def _requirement_names(setup_text: str, key: str) -> set[str]:
