@@ -176,3 +176,16 @@ def test_a_mixture_run_reports_shares_and_refuses_other_weights_on_resume(corpus
     loop.train_and_evaluate(config, str(workdir))
   loop.train_and_evaluate(config, str(workdir), allow_config_change=True)
   assert "data.mixture" in (workdir / "log.txt").read_text()
+
+
+def test_a_shared_tokenizer_trains_on_every_in_memory_source(corpus_and_tokenizer, tmp_path):
+  files, _ = corpus_and_tokenizer
+  first, second, _ = files.split(",")
+  config = testing.fast_config()
+  config.data.mixture = f"1:{first},1:{second}"
+  path = pipeline.prepare_tokenizer(config.data, str(tmp_path / "run"), 512, seed=0)
+  assert path.endswith("spm.model") and str(tmp_path / "run") in path
+  with pytest.raises(ElectraError, match="whose held-out text is several sources'"):
+    pipeline.held_out_sentences(config.data, seed=0)
+  config.data.mixture = "1:shards:/somewhere"
+  assert pipeline.prepare_tokenizer(config.data, str(tmp_path / "run2"), 512, seed=0) == ""

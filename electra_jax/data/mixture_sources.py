@@ -113,6 +113,17 @@ def _documents(component: mixture_lib.Component, options: text_files.TextOptions
   return documents
 
 
+def tokenizer_documents(data_config: Any) -> list | None:
+  """Every in-memory source's documents, what a tokenizer for the mixture trains on; None when
+  a shard source is among them (the shards carry the tokenizer)."""
+  components = check_config(data_config)
+  if any(c.kind == "shards" for c in components):
+    return None
+  options = text_files.TextOptions.from_config(data_config)
+  options.validate()
+  return [d for c in components for d in _documents(c, options, data_config)]
+
+
 def _shard_tokenizer(dirs: list[tuple[str, shards_lib.Manifest]], data_config: Any):
   """The tokenizer every shard source carries (the same bytes), loaded."""
   if data_config.tokenizer_model:

@@ -351,6 +351,12 @@ def prepare_tokenizer(data_config: Any, workdir: str, vocab_size: int, seed: int
   (whose manifest names their tokenizer). For several runs that must share one vocabulary."""
   if data_config.tokenizer_model or data_config.source == "shards":
     return data_config.tokenizer_model
+  if data_config.get("mixture", ""):
+    from electra_jax.data import mixture_sources  # pylint: disable=import-outside-toplevel
+    documents = mixture_sources.tokenizer_documents(data_config)
+    if documents is None:  # Shard sources carry their tokenizer.
+      return ""
+    return _train_tokenizer(data_config, workdir, vocab_size, _MixtureText(), documents)
   if data_config.source not in SOURCES:
     raise ElectraError(f"--config.data.source={data_config.source!r} is not a source; use one "
                        f"of {', '.join(repr(s) for s in SOURCES)}")
@@ -370,6 +376,10 @@ def held_out_sentences(data_config: Any, seed: int) -> list[str]:
     raise ElectraError(
         f"the run read shards ({data_config.shards_dir}), whose held-out text is stored as "
         "token ids only; pass held-out sentences as a text file (--text=FILE, one per line)")
+  if data_config.get("mixture", ""):
+    raise ElectraError(
+        f"the run read a mixture ({data_config.mixture}), whose held-out text is several "
+        "sources'; pass held-out sentences as a text file (--text=FILE, one per line)")
   if data_config.source not in SOURCES:
     raise ElectraError(f"data.source={data_config.source!r} is not a source; use one of "
                        f"{', '.join(repr(s) for s in SOURCES)}")
