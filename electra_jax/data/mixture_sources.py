@@ -197,8 +197,8 @@ def build_mixture_data(data_config: Any, workdir: str, vocab_size: int, seed: in
   for k, (component, split) in enumerate(zip(components, splits)):
     if split is None:
       arrays.append(None)
-      evaluations.append(_shard_eval(shard_dirs[k], tokenizer.pad_id,
-                                     eval_cap // len(components)))
+      evaluations.append(shards_lib.first_eval_examples(*shard_dirs[k], tokenizer.pad_id,
+                                                        eval_cap // len(components)))
       continue
     built = [examples_lib.build_examples(
         docs, tokenizer, data_config.max_seq_length, seed=[seed, k, stream],
@@ -218,13 +218,3 @@ def build_mixture_data(data_config: Any, workdir: str, vocab_size: int, seed: in
   logging.info("Mixture: %s", data.describe())
   return tokenizer, data, evaluation
 
-
-def _shard_eval(directory_manifest, pad_id: int, cap: int) -> Arrays:
-  directory, manifest = directory_manifest
-  if not manifest.examples("eval") or cap < 1:
-    return examples_lib.pad_examples([], manifest.max_seq_length, pad_id)
-  import jax  # pylint: disable=import-outside-toplevel
-  stream = shards_lib.ShardStream(directory, manifest, "eval", 1, 0, 0, pad_id,
-                                  process_index=jax.process_index(),
-                                  process_count=jax.process_count(), shuffle=False)
-  return stream.first_examples(cap)

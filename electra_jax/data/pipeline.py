@@ -310,14 +310,7 @@ def _shard_data(data_config: Any, vocab_size: int, eval_cap: int) -> Pretraining
   tokenizer = tokenizer_lib.load_tokenizer(
       fileio.join(directory, manifest.tokenizer["file"]), manifest.tokenizer["kind"],
       manifest.tokenizer["lowercase"])
-  evaluation = examples_lib.pad_examples([], manifest.max_seq_length, tokenizer.pad_id)
-  if manifest.examples("eval"):
-    import jax  # pylint: disable=import-outside-toplevel
-    stream = shards_lib.ShardStream(
-        directory, manifest, "eval", batch_size=1, seed=0, shuffle_buffer=0,
-        pad_id=tokenizer.pad_id, process_index=jax.process_index(),
-        process_count=jax.process_count(), shuffle=False)
-    evaluation = stream.first_examples(eval_cap)
+  evaluation = shards_lib.first_eval_examples(directory, manifest, tokenizer.pad_id, eval_cap)
   logging.info("Shards %s: %d train examples (%d tokens) in %d shards, %d eval examples; %s",
                directory, manifest.examples("train"), manifest.tokens("train"),
                len(manifest.splits["train"]), manifest.examples("eval"), manifest.source)

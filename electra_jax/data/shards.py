@@ -241,6 +241,18 @@ def read_manifest(directory: str, flag: str = "--config.data.shards_dir") -> Man
 # Reading.
 
 
+def first_eval_examples(directory: str, manifest: "Manifest", pad_id: int, cap: int) -> Arrays:
+  """This host's first `cap` held-out examples (rows) of a shard directory, in stored order;
+  [0, T] arrays when it holds none (or cap < 1)."""
+  if not manifest.examples("eval") or cap < 1:
+    return examples_lib.pad_examples([], manifest.max_seq_length, pad_id)
+  import jax  # pylint: disable=import-outside-toplevel
+  stream = ShardStream(directory, manifest, "eval", batch_size=1, seed=0, shuffle_buffer=0,
+                       pad_id=pad_id, process_index=jax.process_index(),
+                       process_count=jax.process_count(), shuffle=False)
+  return stream.first_examples(cap)
+
+
 def host_shards(shards: Sequence[ShardInfo], process_index: int,
                 process_count: int) -> list[ShardInfo]:
   """The shards host `process_index` of `process_count` reads: every process_count-th one.
