@@ -9,17 +9,16 @@ import atexit
 import json
 import os
 import shutil
+import subprocess
+import sys
 import tempfile
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
-# LLVM's expensive optimization passes off: XLA compiles these tiny models about 15% faster on a
-# CPU, and the floats stay the same (IEEE semantics without fast-math leave LLVM nothing to
-# reassociate; tests/test_finetune_golden.py's recorded bytes match with and without the flag).
-# Not a lower --xla_backend_optimization_level: that one changes the floats. Workers and the
-# commands the tests start inherit it through the environment.
-if "xla_llvm_disable_expensive_passes" not in os.environ.get("XLA_FLAGS", ""):
-  os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") +
-                             " --xla_llvm_disable_expensive_passes=true").strip()
+# XLA compiles for speed of compiling, not of running (tests/xla_flags.py says which flags and
+# what they change). Workers and the commands the tests start inherit them.
+from tests import xla_flags  # pylint: disable=g-import-not-at-top
+
+xla_flags.use_test_flags()
 
 import jax  # pylint: disable=g-import-not-at-top
 
@@ -112,7 +111,7 @@ def pretrained_fast(tmp_path_factory, corpus_and_tokenizer):
 @pytest.fixture(scope="session")
 def trained_tiny(tmp_path_factory):
   """(workdir, last evaluation) of the README's demo, configs/tiny.py as it is (1000 steps of 64
-  sequences on the embedded corpus, about five minutes on 2 cores), for the tests that need a
+  sequences on the embedded corpus, about five minutes on 2 cores, run as its command), for the tests that need a
   model that has learned something (learning, scoring): the full tier's, all in
   tests/test_score.py, so that the worker that trains it also runs them (a test of it in another
   file would keep a second worker waiting, idle, for the run). Not a shorter run:
@@ -120,7 +119,6 @@ def trained_tiny(tmp_path_factory):
   still spreads its ~15% prior over any sentence, so an uncorrupted sentence scores no better
   than a corrupted one (docs/scoring.md)."""
   import filelock  # pylint: disable=import-outside-toplevel
-  from electra_jax.pretrain import loop  # pylint: disable=import-outside-toplevel
   from tests import testing  # pylint: disable=import-outside-toplevel
   # Under pytest-xdist every worker has this session fixture: the first to get here trains into
   # the temporary directory the workers share, the others wait for it and read its result.
@@ -128,10 +126,13 @@ def trained_tiny(tmp_path_factory):
   workdir, result_file = str(shared / "trained_tiny" / "run"), shared / "trained_tiny.json"
   with filelock.FileLock(str(shared / "trained_tiny.lock")):
     if not result_file.exists():
-      config = testing.load_config("tiny")
-      config.train.log_every_steps = 250
-      result = loop.train_and_evaluate(config, workdir)
-      result_file.write_text(json.dumps({k: float(v) for k, v in result.items()}))
+      # The README's command, compiled with a user's XLA flags: the tests' flags compile
+      # faster but run these 1000 steps about 3x slower (tests/xla_flags.py).
+      subprocess.run(
+          [sys.executable, "-m", "electra_jax.main", f"--config={testing.config_path('tiny')}",
+           f"--workdir={workdir}", "--config.train.log_every_steps=250"],
+          cwd=testing.REPO, env=xla_flags.serving_environment(), check=True)
+      result_file.write_text(json.dumps(testing.last_evaluation(workdir)))
     return workdir, json.loads(result_file.read_text())
 
 

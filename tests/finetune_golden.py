@@ -8,7 +8,8 @@ what a run wrote, with the fields that differ between runs taken out of dev_metr
 results.json: the wall-clock `train_seconds` and the checkpoint's absolute path. Everything
 else, every metric to the last digit and every prediction line, must be the recorded bytes.
 
-The recorded bytes are this code's on the recording host's CPU: XLA's floating-point results
+The recorded bytes are this code's on the recording host's CPU, compiled with the tests' XLA
+flags (tests/xla_flags.py, which `--record` sets too): XLA's floating-point results
 may differ on another processor (other vector units, other rounding of sums). So the golden
 files come with the fingerprint of the 8-step checkpoint they were made from
 (`checkpoint.json`); where the test's checkpoint has another fingerprint, the host computes
@@ -29,9 +30,13 @@ import os
 import sys
 from typing import Any, Callable
 
-import numpy as np
+from tests import xla_flags
 
-from tests import squad_testing
+xla_flags.use_test_flags()  # Before JAX starts: the files are recorded with the tests' flags.
+
+import numpy as np  # pylint: disable=g-import-not-at-top,g-bad-import-order
+
+from tests import squad_testing  # pylint: disable=g-import-not-at-top
 from tests import tagging_testing
 from tests import testing
 

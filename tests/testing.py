@@ -19,6 +19,26 @@ def load_config(name: str) -> ml_collections.ConfigDict:
   return module.get_config()
 
 
+def config_path(name: str) -> str:
+  """The path of configs/<name>.py."""
+  return os.path.join(REPO, "configs", f"{name}.py")
+
+
+def last_evaluation(workdir: str) -> dict[str, float]:
+  """The last evaluation a pretraining run wrote to WORKDIR/metrics.jsonl, without the "eval/"
+  prefix (what `loop.train_and_evaluate` returns)."""
+  import json  # pylint: disable=import-outside-toplevel
+  last = {}
+  with open(os.path.join(workdir, "metrics.jsonl"), encoding="utf-8") as f:
+    for line in f:
+      record = json.loads(line)
+      if any(k.startswith("eval/") for k in record):
+        last = {k[len("eval/"):]: float(v) for k, v in record.items() if k.startswith("eval/")}
+  if not last:
+    raise AssertionError(f"{workdir}/metrics.jsonl holds no evaluation")
+  return last
+
+
 def path_str(path) -> str:
   """A jax tree path as "a/b/c"."""
   return "/".join(str(getattr(k, "key", k)) for k in path)
