@@ -111,8 +111,8 @@ def pretrained_fast(tmp_path_factory, corpus_and_tokenizer):
 @pytest.fixture(scope="session")
 def trained_tiny(tmp_path_factory):
   """(workdir, last evaluation) of the README's demo, configs/tiny.py as it is (1000 steps of 64
-  sequences on the embedded corpus, about five minutes on 2 cores, run as its command), for the tests that need a
-  model that has learned something (learning, scoring): the full tier's, all in
+  sequences on the embedded corpus, about five minutes on 2 cores, run as its command), for the
+  tests that need a model that has learned something (learning, scoring): the full tier's, all in
   tests/test_score.py, so that the worker that trains it also runs them (a test of it in another
   file would keep a second worker waiting, idle, for the run). Not a shorter run:
   after 400 steps of 32 the discriminator already detects replaced tokens (held-out AUC 0.84) but
