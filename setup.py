@@ -15,6 +15,7 @@ setuptools.setup(
         "array-record>=0.5,<1",
         "clu>=0.0.12,<0.1",
         "flax>=0.12,<0.13",
+        "grain>=0.2.15,<0.3",  # The data loader (electra_jax/data/loader.py, shard_reader.py).
         # tensorflow-datasets needs it to prepare datasets but declares it only for Python<3.9.
         "importlib_resources>=6",
         "jax>=0.10,<0.11",

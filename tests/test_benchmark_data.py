@@ -28,7 +28,8 @@ def test_counts_match_the_manifest(tmp_path, corpus_and_tokenizer):
   workdir = tmp_path / "work"
   result = data_benchmark.run_data_benchmark(
       input_patterns=files, tokenizer_model=model, num_shards=2, processes=1,
-      max_seq_length=64, batch_size=16, shuffle_buffer=100, seconds=0.3, workdir=str(workdir))
+      max_seq_length=64, batch_size=16, shuffle_buffer=100, seconds=0.3, workdir=str(workdir),
+      shard_order="global", loader_threads=2)
   manifest = shards_lib.read_manifest(str(workdir / "shards"))
   assert len(manifest.splits["train"]) == result["num_shards"] == 2
   assert result["preprocess_tokens"] == manifest.tokens("train") + manifest.tokens("eval") > 0
@@ -42,6 +43,7 @@ def test_counts_match_the_manifest(tmp_path, corpus_and_tokenizer):
   last = data_benchmark.report(result).splitlines()[-1]
   assert last.startswith("data_benchmark ")
   assert f"preprocess_tokens={result['preprocess_tokens']} " in last
+  assert " shard_order=global loader_workers=0 loader_threads=2" in last
 
 
 def test_trains_a_tokenizer_and_cleans_up(tmp_path, monkeypatch):
@@ -76,6 +78,8 @@ def test_trains_a_tokenizer_and_cleans_up(tmp_path, monkeypatch):
     ({"max_seq_length": 4}, "--max_seq_length=4 is too small"),
     ({"vocab_size": 5}, "--vocab_size=5 must be larger"),
     ({"input_patterns": "/no/such/dir/*.txt"}, "--input"),
+    ({"shard_order": "random"}, "--shard_order='random' is not an order; use 'window' or"),
+    ({"loader_workers": -2}, "--loader_workers=-2 must be >= 0"),
 ])
 def test_bad_arguments(arguments, message):
   with pytest.raises(ElectraError, match=message):

@@ -1,6 +1,8 @@
 """Training from each data source: preprocessed shards (with exact resumption), a tfds dataset,
 and a WordPiece vocabulary; and the config errors that protect them."""
 
+import copy
+
 import numpy as np
 import pytest
 
@@ -41,14 +43,20 @@ def _train_losses(workdir):
 
 
 def test_training_on_shards_resumes_exactly(shard_dir, tmp_path):
-  """8 straight steps == 4 steps, a restart, 4 more: the shard reader's position is restored."""
+  """8 straight steps == 4 steps, a restart, 4 more: the shard reader's position is restored.
+  In the global order, read in the training process straight, and by two Grain worker
+  processes after the restart (the worker count may change on resume)."""
+  config = shard_config(shard_dir)
+  config.data.shard_order = "global"
   straight = str(tmp_path / "straight")
-  eval_straight = train.train_and_evaluate(shard_config(shard_dir), straight)
+  eval_straight = train.train_and_evaluate(config, straight)
   resumed = str(tmp_path / "resumed")
-  first_half = shard_config(shard_dir)
+  first_half = copy.deepcopy(config)
   first_half.train.stop_at_step = 4
   train.train_and_evaluate(first_half, resumed)
-  eval_resumed = train.train_and_evaluate(shard_config(shard_dir), resumed)
+  second_half = copy.deepcopy(config)
+  second_half.data.loader_workers = 2
+  eval_resumed = train.train_and_evaluate(second_half, resumed)
   expected, got = _train_losses(straight), _train_losses(resumed)
   assert sorted(got) == list(range(1, 9))
   np.testing.assert_array_equal([got[s] for s in range(1, 9)], [expected[s] for s in range(1, 9)])

@@ -65,7 +65,7 @@ def test_batches_hold_each_sources_share_and_resume_exactly():
   streams = [mixture.ArrayStream(arrays_of(np.arange(100, 150)), [0, 0], "a"),
              mixture.ArrayStream(arrays_of(np.arange(500, 530)), [0, 1], "b")]
   schedule = mixture.Schedule([3, 1], batch_size=8, seed=[0])
-  iterator = mixture.MixtureIterator(streams, ["a", "b"], schedule, 8)
+  iterator = mixture.MixtureLoader(mixture.MixtureBatches(streams, schedule, 8), ["a", "b"])
   batches = [next(iterator) for _ in range(250)]
   ids = np.concatenate([b["input_ids"][:, 0] for b in batches])
   from_b = ids >= 500
@@ -76,8 +76,9 @@ def test_batches_hold_each_sources_share_and_resume_exactly():
   shares = iterator.take_shares()
   assert shares["mixture/a"] == pytest.approx(0.75, abs=0.01)
   assert iterator.take_shares() == {"mixture/a": 0.0, "mixture/b": 0.0}
-  resumed = mixture.MixtureIterator(streams, ["a", "b"],
-                                    mixture.Schedule([3, 1], 8, seed=[0]), 8, position=137)
+  resumed = mixture.MixtureLoader(
+      mixture.MixtureBatches(streams, mixture.Schedule([3, 1], 8, seed=[0]), 8), ["a", "b"],
+      position=137)
   for p in range(137, 145):
     got = next(resumed)
     for key in got:
@@ -114,7 +115,7 @@ def test_a_mixture_of_files_records_and_shards(corpus_and_tokenizer, tmp_path):
   iterator = data.train_iterator(16, seed=0)
   for _ in range(100):
     next(iterator)
-  rows = iterator.schedule.counts_before(100 * 16)
+  rows = iterator.mixture.schedule.counts_before(100 * 16)
   np.testing.assert_allclose(rows / rows.sum(), [0.5, 0.3, 0.2], atol=0.001)
   shares = iterator.take_shares()
   assert set(shares) == {"mixture/0_stdlib_docs_00.txt", "mixture/1_second.jsonl",

@@ -16,6 +16,7 @@ from electra_jax.data import build as build_lib
 from electra_jax.data import examples as examples_lib
 from electra_jax.data import packing
 from electra_jax.data import pipeline
+from electra_jax.data import shard_reader
 from electra_jax.data import shards
 from electra_jax.data import tokenizer as tokenizer_lib
 from electra_jax.errors import ElectraError
@@ -125,7 +126,7 @@ def build_shards(files, model, output, packed):
 
 
 def all_shard_examples(directory, manifest, split, pad_id):
-  stream = shards.ShardStream(directory, manifest, split, batch_size=1, seed=0,
+  stream = shard_reader.ShardStream(directory, manifest, split, batch_size=1, seed=0,
                               shuffle_buffer=0, pad_id=pad_id, shuffle=False)
   return unpack(stream.first_examples(stream.num_examples), pad_id)
 

@@ -10,6 +10,7 @@ import pytest
 
 from electra_jax.data import build as build_lib
 from electra_jax.data import examples
+from electra_jax.data import shard_reader
 from electra_jax.data import shards
 from electra_jax.data import text_files
 from electra_jax.data import tokenizer as tokenizer_lib
@@ -108,7 +109,7 @@ def test_build_writes_a_manifest_and_every_example(shard_dir, book_tokenizer):
   held_out = manifest.tokens("eval") / (manifest.tokens("eval") + manifest.tokens("train"))
   assert 0.07 < held_out < 0.13, held_out
   assert not [n for n in os.listdir(shard_dir) if n.startswith(".tmp-")]
-  stream = shards.ShardStream(shard_dir, manifest, "train", batch_size=1, seed=0,
+  stream = shard_reader.ShardStream(shard_dir, manifest, "train", batch_size=1, seed=0,
                               shuffle_buffer=0, pad_id=0, shuffle=False)
   everything = stream.first_examples(manifest.examples("train"))
   assert len(everything["input_ids"]) == manifest.examples("train")
@@ -160,8 +161,8 @@ def test_build_is_independent_of_the_number_of_processes(books, book_tokenizer, 
   a, b = shards.read_manifest(shard_dir), shards.read_manifest(output)
   assert a.splits == b.splits
   for info in a.splits["train"]:
-    ra = shards._Readers().read(os.path.join(shard_dir, info.file), 0, info.examples)
-    rb = shards._Readers().read(os.path.join(output, info.file), 0, info.examples)
+    ra = shard_reader._Readers().read(os.path.join(shard_dir, info.file), 0, info.examples)
+    rb = shard_reader._Readers().read(os.path.join(output, info.file), 0, info.examples)
     assert ra == rb
 
 
@@ -179,13 +180,13 @@ def test_two_hosts_read_disjoint_shards_that_cover_the_data(shard_dir):
       s.file for s in manifest.splits["train"])
   seen = collections.Counter()
   for host in range(2):
-    stream = shards.ShardStream(shard_dir, manifest, "train", batch_size=16, seed=3,
+    stream = shard_reader.ShardStream(shard_dir, manifest, "train", batch_size=16, seed=3,
                                 shuffle_buffer=500, pad_id=0, process_index=host,
                                 process_count=2)
     one_epoch = stream.examples_at(0, stream.num_examples)
     assert stream.num_examples == sum(s.examples for s in per_host[host])
     seen.update(_rows(one_epoch))
-  whole = shards.ShardStream(shard_dir, manifest, "train", batch_size=1, seed=0,
+  whole = shard_reader.ShardStream(shard_dir, manifest, "train", batch_size=1, seed=0,
                              shuffle_buffer=0, pad_id=0, shuffle=False)
   assert seen == collections.Counter(_rows(whole.first_examples(manifest.examples("train"))))
 
@@ -194,28 +195,28 @@ def test_shuffling_is_seeded_and_bounded_by_the_window(shard_dir):
   manifest = shards.read_manifest(shard_dir)
 
   def first(seed, buffer, count=2000):
-    stream = shards.ShardStream(shard_dir, manifest, "train", 8, seed, buffer, pad_id=0)
+    stream = shard_reader.ShardStream(shard_dir, manifest, "train", 8, seed, buffer, pad_id=0)
     return _rows(stream.examples_at(0, count))
 
   assert first(1, 1000) == first(1, 1000)
   assert first(1, 1000) != first(2, 1000)
   # With the shards in the same order, a window holds the same examples, permuted.
-  in_order = shards.ShardStream(shard_dir, manifest, "train", 8, 0, 0, pad_id=0, shuffle=False)
-  shuffled = shards.ShardStream(shard_dir, manifest, "train", 8, 0, 1000, pad_id=0)
-  shuffled._shard_order = in_order._shard_order  # pylint: disable=protected-access
+  in_order = shard_reader.ShardStream(shard_dir, manifest, "train", 8, 0, 0, pad_id=0, shuffle=False)
+  shuffled = shard_reader.ShardStream(shard_dir, manifest, "train", 8, 0, 1000, pad_id=0)
+  shuffled.records._shard_order = in_order.records._shard_order  # pylint: disable=protected-access
   a, b = _rows(in_order.examples_at(0, 1000)), _rows(shuffled.examples_at(0, 1000))
   assert a != b and collections.Counter(a) == collections.Counter(b)
 
 
 def test_resume_mid_epoch_gives_the_same_next_batches(shard_dir):
   manifest = shards.read_manifest(shard_dir)
-  stream = shards.ShardStream(shard_dir, manifest, "train", 256, seed=5, shuffle_buffer=700,
+  stream = shard_reader.ShardStream(shard_dir, manifest, "train", 256, seed=5, shuffle_buffer=700,
                               pad_id=0, process_index=1, process_count=2)
   per_epoch = stream.num_examples // 256
   total = per_epoch + 6  # crosses into the second epoch
   straight = [next(stream) for _ in range(total)]
   for k in (3, per_epoch - 1, per_epoch + 2):
-    resumed = shards.ShardStream(shard_dir, manifest, "train", 256, seed=5, shuffle_buffer=700,
+    resumed = shard_reader.ShardStream(shard_dir, manifest, "train", 256, seed=5, shuffle_buffer=700,
                                  pad_id=0, position=k, process_index=1, process_count=2)
     for expected in straight[k:k + 4]:
       got = next(resumed)
@@ -245,7 +246,7 @@ def test_unfinished_missing_and_corrupt_shards_are_clear_errors(shard_dir, tmp_p
     shards.read_manifest(str(copy))
   first = copy / manifest.splits["train"][0].file
   first.write_bytes(first.read_bytes()[:1000])
-  stream = shards.ShardStream(str(copy), manifest, "train", 4, 0, 0, pad_id=0, shuffle=False)
+  stream = shard_reader.ShardStream(str(copy), manifest, "train", 4, 0, 0, pad_id=0, shuffle=False)
   with pytest.raises(ElectraError, match="rebuild the shards"):
     stream.first_examples(100)
   (copy / "manifest.json").write_text(json.dumps({"format": "something else"}))

@@ -19,6 +19,7 @@ import tokenizers
 from tokenizers import decoders, models, normalizers, pre_tokenizers, trainers
 
 from electra_jax.data import pipeline
+from electra_jax.data import shard_reader
 from electra_jax.data import shards
 from electra_jax.data import tokenizer as tokenizer_lib
 from electra_jax.errors import ElectraError
@@ -308,7 +309,7 @@ def test_data_build_command_makes_shards_with_a_tokenizer_json(tmp_path, bpe, bp
   copied = os.path.join(output, "tokenizer", "tokenizer.json")
   assert tokenizer_lib.load_tokenizer(copied).encode(SENTENCE) == bpe.encode(SENTENCE)
   # The examples are [CLS] A [SEP] (B [SEP]) rows of the corpus's own ids.
-  stream = shards.ShardStream(str(output), manifest, "train", batch_size=1, seed=0,
+  stream = shard_reader.ShardStream(str(output), manifest, "train", batch_size=1, seed=0,
                               shuffle_buffer=0, pad_id=bpe.pad_id, shuffle=False)
   rows = stream.examples_at(0, manifest.examples("train"))
   ids, mask = rows["input_ids"], rows["input_mask"].astype(bool)

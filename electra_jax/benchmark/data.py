@@ -3,7 +3,8 @@ r"""Measures the input pipeline on this machine: text -> shards, and shards -> d
   python -m electra_jax.benchmark.data [--input='books/*.txt' --text_cleanup=gutenberg \
       --document_boundary=file] [--tokenizer_model=spm.model | --vocab_size=8000] \
       [--num_shards=8] [--processes=0] [--max_seq_length=128] [--batch_size=128] \
-      [--shuffle_buffer=10000] [--seconds=10] [--workdir=DIR]
+      [--shuffle_buffer=10000] [--shard_order=window] [--loader_workers=0] \
+      [--loader_threads=1] [--seconds=10] [--workdir=DIR]
 
 Without --input it uses the embedded standard-library corpus, written to the work directory.
 Without --tokenizer_model it first trains a --vocab_size-piece sentencepiece model on the
@@ -13,8 +14,10 @@ input; that is timed and reported on its own, not as part of preprocessing.
     start-up, reading, cleanup, tokenization, example building, writing), reported as the
     tokens written (train and eval, from the manifest) per second and the input text's
     megabytes (10^6 bytes) per second.
-(b) Reading: a `ShardStream` over the train split deals batches of --batch_size examples,
-    each put on all local devices (sharded over the batch as in training) with
+(b) Reading: the training loader (`electra_jax.data.loader.Loader` over the train split's
+    `shard_reader.ShardStream` batches, in the --shard_order, with --loader_workers Grain
+    worker processes and --loader_threads read-ahead threads) deals batches of --batch_size
+    examples, each put on all local devices (sharded over the batch as in training) with
     `parallel.device_put_batch` and waited for, for --seconds after a short warm-up;
     reported as real tokens (the `input_mask` sum) per second, positions (batch x
     max_seq_length, padding included) per second and batches per second.
@@ -42,7 +45,8 @@ from electra_jax.data import build as build_lib
 from electra_jax.data import corpus as corpus_lib
 from electra_jax.data import examples as examples_lib
 from electra_jax import fileio
-from electra_jax.data import shards as shards_lib
+from electra_jax.data import loader
+from electra_jax.data import shard_reader
 from electra_jax.data import text_files
 from electra_jax.data import tokenizer as tokenizer_lib
 from electra_jax.errors import ElectraError
@@ -95,8 +99,17 @@ def _device_put_function(batch_size: int):
   return put, f"{devices} {device.platform} device(s){kind}"
 
 
-def time_reading(stream: shards_lib.ShardStream, seconds: float, put=None) -> dict[str, float]:
-  """Pulls batches from `stream` (each through `put`, if given) for `seconds` of wall time.
+def _timed(stream: loader.Loader, seconds: float, put) -> dict[str, float]:
+  """`time_reading` of a loader, closed afterwards (its worker processes)."""
+  try:
+    return time_reading(stream, seconds, put)
+  finally:
+    stream.close()
+
+
+def time_reading(stream, seconds: float, put=None) -> dict[str, float]:
+  """Pulls batches from the iterator `stream` (each through `put`, if given) for `seconds` of
+  wall time.
 
   `WARMUP_BATCHES` untimed batches come first (opening the shards, the first window, the
   first transfer). The batch that crosses the deadline is counted, and the time with it.
@@ -130,7 +143,8 @@ def run_data_benchmark(*, input_patterns: str = "", text: text_files.TextOptions
                        tokenizer_model: str = "", vocab_size: int = 8000, num_shards: int = 8,
                        processes: int = 0, max_seq_length: int = 128, batch_size: int = 128,
                        shuffle_buffer: int = 10_000, seconds: float = 10.0, workdir: str = "",
-                       seed: int = 0) -> dict[str, Any]:
+                       seed: int = 0, shard_order: str = "window", loader_workers: int = 0,
+                       loader_threads: int = 1) -> dict[str, Any]:
   """Runs measurements (a), (b) and (c) of the module docstring; returns the results.
 
   Args:
@@ -149,6 +163,8 @@ def run_data_benchmark(*, input_patterns: str = "", text: text_files.TextOptions
     workdir: keeps the corpus, tokenizer and shards here; '' uses a temporary directory that
       is deleted afterwards.
     seed: seed of the example recipe and of the reading order.
+    shard_order, loader_workers, loader_threads: how the batches are read (`data.shard_order`,
+      `data.loader_workers`, `data.loader_threads` of a pretraining config).
 
   Returns:
     A dict: the input (`input_files`, `input_bytes`), `tokenizer_train_s` (None when
@@ -158,7 +174,7 @@ def run_data_benchmark(*, input_patterns: str = "", text: text_files.TextOptions
     `read_positions`, `read_s`, `read_tokens_per_s`, `read_positions_per_s`,
     `read_batches_per_s`), the same with `read_host_` for reading without device transfer,
     and `devices` (a description), `batch_size`, `max_seq_length`, `shuffle_buffer`,
-    `workdir` ('' when temporary). Times are seconds; rates are per second.
+    `shard_order`, `loader_workers`, `loader_threads`, `workdir` ('' when temporary). Times are seconds; rates are per second.
 
   Raises:
     ElectraError: a bad argument or input (see the messages).
@@ -167,6 +183,9 @@ def run_data_benchmark(*, input_patterns: str = "", text: text_files.TextOptions
   _check_arguments(num_shards=num_shards, processes=processes, max_seq_length=max_seq_length,
                    batch_size=batch_size, shuffle_buffer=shuffle_buffer, seconds=seconds,
                    vocab_size=vocab_size, tokenizer_model=tokenizer_model, text=text)
+  shard_reader.check_order(shard_order, "--shard_order")
+  loader.check_workers(loader_workers, loader_threads, "--")
+  read_options = {"workers": loader_workers, "threads": loader_threads}
   if tokenizer_model:
     tokenizer_lib.load_tokenizer(tokenizer_model)  # a bad model fails before the slow work
   put, devices = _device_put_function(batch_size)
@@ -178,19 +197,22 @@ def run_data_benchmark(*, input_patterns: str = "", text: text_files.TextOptions
                      tokenizer_model=tokenizer_model, vocab_size=vocab_size,
                      num_shards=num_shards, processes=processes,
                      max_seq_length=max_seq_length, batch_size=batch_size,
-                     shuffle_buffer=shuffle_buffer, seconds=seconds, seed=seed, put=put)
+                     shuffle_buffer=shuffle_buffer, seconds=seconds, seed=seed, put=put,
+                     shard_order=shard_order, read_options=read_options)
   finally:
     if temporary:
       shutil.rmtree(root, ignore_errors=True)
   result.update(devices=devices, batch_size=batch_size, max_seq_length=max_seq_length,
-                shuffle_buffer=shuffle_buffer, workdir="" if temporary else root)
+                shuffle_buffer=shuffle_buffer, shard_order=shard_order,
+                loader_workers=loader_workers, loader_threads=loader_threads,
+                workdir="" if temporary else root)
   return result
 
 
 def _run_in(root: str, *, input_patterns: str, text: text_files.TextOptions,
             tokenizer_model: str, vocab_size: int, num_shards: int, processes: int,
             max_seq_length: int, batch_size: int, shuffle_buffer: int, seconds: float,
-            seed: int, put) -> dict[str, Any]:
+            seed: int, put, shard_order: str, read_options: dict[str, int]) -> dict[str, Any]:
   """`run_data_benchmark` with the work directory `root` in place."""
   if input_patterns:
     files = text_files.expand_patterns(input_patterns, "--input")
@@ -229,12 +251,13 @@ def _run_in(root: str, *, input_patterns: str, text: text_files.TextOptions,
       fileio.join(shards_dir, manifest.tokenizer["file"]), manifest.tokenizer["kind"],
       manifest.tokenizer["lowercase"])
 
-  def stream() -> shards_lib.ShardStream:
-    return shards_lib.ShardStream(shards_dir, manifest, "train", batch_size, seed,
-                                  shuffle_buffer, tokenizer.pad_id)
+  def stream() -> loader.Loader:
+    batches = shard_reader.ShardStream(shards_dir, manifest, "train", batch_size, seed,
+                                       shuffle_buffer, tokenizer.pad_id,
+                                       order=shard_order).batches
+    return loader.Loader(batches, **read_options)
 
-  device = time_reading(stream(), seconds, put)
-  host = time_reading(stream(), seconds)
+  device, host = (_timed(stream(), seconds, where) for where in (put, None))
   result: dict[str, Any] = {
       "input_files": len(files),
       "input_bytes": input_bytes,
@@ -263,6 +286,8 @@ def report(r: dict[str, Any]) -> str:
       f"{r['preprocess_s']:.1f}s: {r['preprocess_tokens_per_s']:,.0f} tokens/s, "
       f"{r['preprocess_mb_per_s']:.2f} MB/s of text")
   shape = f"{r['batch_size']} x {r['max_seq_length']}"
+  lines.append(f"reading in the {r['shard_order']} order with {r['loader_workers']} worker "
+               f"process(es) and {r['loader_threads']} read-ahead thread(s) per process")
   for prefix, where in (("read", f"to {r['devices']}"), ("read_host", "on the host only")):
     label = "(b)" if prefix == "read" else "(c)"
     lines.append(
@@ -273,7 +298,8 @@ def report(r: dict[str, Any]) -> str:
   keys = ("input_bytes", "tokenizer_train_s", "preprocess_s", "preprocess_tokens",
           "preprocess_tokens_per_s", "preprocess_mb_per_s", "read_tokens_per_s",
           "read_positions_per_s", "read_batches_per_s", "read_host_tokens_per_s",
-          "read_host_positions_per_s", "read_host_batches_per_s")
+          "read_host_positions_per_s", "read_host_batches_per_s", "shard_order",
+          "loader_workers", "loader_threads")
 
   def value(v) -> str:
     if v is None:
@@ -307,6 +333,12 @@ def _define_flags() -> None:
   flags.DEFINE_integer("max_seq_length", 128, "Tokens per example, [CLS] and [SEP]s included.")
   flags.DEFINE_integer("batch_size", 128, "Examples per batch.")
   flags.DEFINE_integer("shuffle_buffer", 10_000, "The reader's shuffle window in examples.")
+  flags.DEFINE_enum("shard_order", "window", list(shard_reader.ORDERS),
+                    "The reading order: window (sequential, shuffled in windows of "
+                    "--shuffle_buffer) or global (a seeded permutation of every example).")
+  flags.DEFINE_integer("loader_workers", 0, "Grain worker processes making the batches; 0: "
+                       "threads of this process.")
+  flags.DEFINE_integer("loader_threads", 1, "Read-ahead threads per process.")
   flags.DEFINE_float("seconds", 10.0, "Wall-clock seconds of each reading measurement.")
   flags.DEFINE_string("workdir", "", "Keep the corpus, tokenizer and shards here (shards are "
                       "rebuilt); '' uses a temporary directory, deleted afterwards.")
@@ -323,7 +355,9 @@ def _main(argv: list[str]) -> None:
       text=text_files.TextOptions(fl.text_cleanup, fl.document_boundary),
       tokenizer_model=fl.tokenizer_model, vocab_size=fl.vocab_size, num_shards=fl.num_shards,
       processes=fl.processes, max_seq_length=fl.max_seq_length, batch_size=fl.batch_size,
-      shuffle_buffer=fl.shuffle_buffer, seconds=fl.seconds, workdir=fl.workdir, seed=fl.seed)
+      shuffle_buffer=fl.shuffle_buffer, seconds=fl.seconds, workdir=fl.workdir, seed=fl.seed,
+      shard_order=fl.shard_order, loader_workers=fl.loader_workers,
+      loader_threads=fl.loader_threads)
   print(report(result), flush=True)
 
 

@@ -16,8 +16,9 @@ largest remainder), in an order shuffled by (seed, round). So every source's sha
 is its weight to within one row in a round, and the rows of source k before any position are
 a closed form (`Schedule.counts_before`): batch p is a function of (seed, p), and a resumed run
 continues exactly (the checkpoint keeps the batch count, as for one source). Each source is its
-own endless stream of examples (seeded epochs in memory, `shards.ShardStream` on disk); a batch
-takes the next examples of each source its rows call for.
+own endless stream of examples (seeded epochs in memory, `shard_reader.ShardStream` on disk); a
+batch takes the next examples of each source its rows call for. The batches are read on Grain
+(`MixtureLoader`, `electra_jax.data.loader`).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from electra_jax.data import loader
 from electra_jax.errors import ElectraError
 
 Arrays = dict[str, np.ndarray]
@@ -175,12 +177,11 @@ class ArrayStream:
     self._orders: dict[int, np.ndarray] = {}
 
   def _order(self, epoch: int) -> np.ndarray:
-    if epoch not in self._orders:
-      if len(self._orders) > 2:
-        self._orders.clear()
-      self._orders[epoch] = np.random.default_rng([*self.seed, epoch]).permutation(
-          self.num_examples)
-    return self._orders[epoch]
+    order = self._orders.get(epoch)  # Read-ahead threads may call this at once.
+    if order is None:
+      order = np.random.default_rng([*self.seed, epoch]).permutation(self.num_examples)
+      self._orders = {**(self._orders if len(self._orders) < 3 else {}), epoch: order}
+    return order
 
   def examples_at(self, start: int, count: int) -> Arrays:
     stream = (np.arange(start, start + count) * self.process_count + self.process_index)
@@ -189,26 +190,22 @@ class ArrayStream:
     return {k: v[rows] for k, v in self.arrays.items()}
 
 
-class MixtureIterator:
-  """This host's batches of a mixture: batch p holds rows p*B .. p*B + B - 1 of `schedule`
-  (B: this host's batch size), each row the next example of its source's stream.
-
-  Attributes:
-    position: batches delivered (all a checkpoint needs).
+class MixtureBatches:
+  """This host's batches of a mixture as a pure function of the position: batch p holds rows
+  p*B .. p*B + B - 1 of `schedule` (B: this host's batch size), each row the next example of
+  its source's stream. Picklable (Grain's worker processes build batches with it).
   """
 
-  def __init__(self, streams: Sequence, names: Sequence[str], schedule: Schedule,
-               batch_size: int, position: int = 0):
-    self.streams, self.names, self.schedule = list(streams), list(names), schedule
-    self.batch_size, self.position = batch_size, position
-    self._tokens = np.zeros(len(streams), np.float64)
+  def __init__(self, streams: Sequence, schedule: Schedule, batch_size: int):
+    self.streams, self.schedule, self.batch_size = list(streams), schedule, batch_size
 
-  def __iter__(self) -> "MixtureIterator":
-    return self
+  def sources(self, position: int) -> np.ndarray:
+    """int [B]: the source of each row of batch `position`."""
+    return self.schedule.rows(position * self.batch_size, self.batch_size)
 
-  def __next__(self) -> Arrays:
-    start = self.position * self.batch_size
-    sources = self.schedule.rows(start, self.batch_size)
+  def batch_at(self, position: int) -> Arrays:
+    start = position * self.batch_size
+    sources = self.sources(position)
     before = self.schedule.counts_before(start)
     parts = {}
     for k in np.unique(sources):
@@ -216,12 +213,23 @@ class MixtureIterator:
       parts[int(k)] = (rows, self.streams[k].examples_at(int(before[k]), len(rows)))
     first = next(iter(parts.values()))[1]
     batch = {key: np.empty((self.batch_size, *v.shape[1:]), v.dtype) for key, v in first.items()}
-    for k, (rows, examples) in parts.items():
+    for rows, examples in parts.values():
       for key, value in examples.items():
         batch[key][rows] = value
-      self._tokens[k] += float((examples["input_mask"] > 0).sum())
-    self.position += 1
     return batch
+
+
+class ShareCounter:
+  """Each source's real tokens in the batches delivered (`add`), as shares (`take_shares`)."""
+
+  def __init__(self, batches: MixtureBatches, names: Sequence[str]):
+    self.batches, self.names = batches, list(names)
+    self._tokens = np.zeros(len(self.names), np.float64)
+
+  def add(self, position: int, batch: Arrays) -> None:
+    tokens = (batch["input_mask"] > 0).sum(axis=1)
+    self._tokens += np.bincount(self.batches.sources(position), weights=tokens,
+                                minlength=len(self.names))
 
   def take_shares(self) -> dict[str, float]:
     """Each source's share of the real tokens in the batches made since the last call
@@ -231,3 +239,22 @@ class MixtureIterator:
               for name, t in zip(self.names, self._tokens)}
     self._tokens[:] = 0
     return shares
+
+
+class MixtureLoader(loader.Loader):
+  """This host's mixture batches from `position` on, read on Grain (`loader.Loader`), with
+  `take_shares`: each source's share of the real tokens since the last call.
+
+  Attributes:
+    mixture: the batches' `MixtureBatches` (its schedule says each row's source).
+  """
+
+  def __init__(self, batches: MixtureBatches, names: Sequence[str], position: int = 0,
+               **read_options):
+    self.mixture = batches
+    self._counter = ShareCounter(batches, names)
+    super().__init__(loader.PositionBatches(batches.batch_at, "mixture"), position,
+                     on_batch=self._counter.add, **read_options)
+
+  def take_shares(self) -> dict[str, float]:
+    return self._counter.take_shares()

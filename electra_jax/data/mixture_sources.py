@@ -21,6 +21,7 @@ from electra_jax import fileio
 from electra_jax.data import documents as documents_lib
 from electra_jax.data import examples as examples_lib
 from electra_jax.data import mixture as mixture_lib
+from electra_jax.data import shard_reader
 from electra_jax.data import shards as shards_lib
 from electra_jax.data import text_files
 from electra_jax.data import tokenizer as tokenizer_lib
@@ -41,12 +42,14 @@ class MixtureData:
     shard_dirs: each shard source's (directory, manifest); None for in-memory ones.
     shuffle_buffer: the shard reader's window.
     pad_id: the tokenizer's padding id.
+    shard_order: the shard reader's order (`shard_reader.ORDERS`).
   """
   components: list[mixture_lib.Component]
   arrays: list[Arrays | None]
   shard_dirs: list[tuple[str, shards_lib.Manifest] | None]
   shuffle_buffer: int
   pad_id: int
+  shard_order: str = "window"
 
   def describe(self) -> str:
     total = sum(c.weight for c in self.components)
@@ -54,8 +57,17 @@ class MixtureData:
                      for c in self.components)
 
   def iterator(self, local_batch: int, seed: int, position: int, process_index: int,
-               process_count: int) -> mixture_lib.MixtureIterator:
-    """This host's batches (`mixture.MixtureIterator`) from batch `position` on."""
+               process_count: int, **read_options) -> mixture_lib.MixtureLoader:
+    """This host's batches (`mixture.MixtureLoader`) from batch `position` on; `read_options`:
+    `loader.Loader`'s workers, threads and buffer."""
+    return mixture_lib.MixtureLoader(self.batches(local_batch, seed, process_index,
+                                                  process_count),
+                                     [c.name for c in self.components], position,
+                                     **read_options)
+
+  def batches(self, local_batch: int, seed: int, process_index: int,
+              process_count: int) -> mixture_lib.MixtureBatches:
+    """This host's batches as a pure function of the position (`mixture.MixtureBatches`)."""
     streams = []
     for k, component in enumerate(self.components):
       if self.arrays[k] is not None:
@@ -63,13 +75,13 @@ class MixtureData:
                                                process_index, process_count))
       else:
         directory, manifest = self.shard_dirs[k]
-        streams.append(shards_lib.ShardStream(
+        streams.append(shard_reader.ShardStream(
             directory, manifest, "train", 1, seed + k, self.shuffle_buffer, self.pad_id,
-            process_index=process_index, process_count=process_count))
+            process_index=process_index, process_count=process_count,
+            order=self.shard_order))
     schedule = mixture_lib.Schedule([c.weight for c in self.components], local_batch,
                                     [seed, process_index])
-    return mixture_lib.MixtureIterator(streams, [c.name for c in self.components], schedule,
-                                       local_batch, position)
+    return mixture_lib.MixtureBatches(streams, schedule, local_batch)
 
   def token_counts(self, vocab_size: int) -> np.ndarray:
     """int64 [V] token counts over every source's training examples (shards: stored)."""
@@ -197,8 +209,8 @@ def build_mixture_data(data_config: Any, workdir: str, vocab_size: int, seed: in
   for k, (component, split) in enumerate(zip(components, splits)):
     if split is None:
       arrays.append(None)
-      evaluations.append(shards_lib.first_eval_examples(*shard_dirs[k], tokenizer.pad_id,
-                                                        eval_cap // len(components)))
+      evaluations.append(shard_reader.first_eval_examples(*shard_dirs[k], tokenizer.pad_id,
+                                                          eval_cap // len(components)))
       continue
     built = [examples_lib.build_examples(
         docs, tokenizer, data_config.max_seq_length, seed=[seed, k, stream],
@@ -214,7 +226,7 @@ def build_mixture_data(data_config: Any, workdir: str, vocab_size: int, seed: in
                  len(built[0]["input_ids"]), len(built[1]["input_ids"]))
   evaluation = {key: np.concatenate([e[key] for e in evaluations]) for key in evaluations[0]}
   data = MixtureData(components, arrays, shard_dirs, data_config.shuffle_buffer,
-                     tokenizer.pad_id)
+                     tokenizer.pad_id, data_config.get("shard_order", "window"))
   logging.info("Mixture: %s", data.describe())
   return tokenizer, data, evaluation
 

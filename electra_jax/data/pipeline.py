@@ -28,6 +28,8 @@ from electra_jax.data import documents as documents_lib
 from electra_jax.data import examples as examples_lib
 from electra_jax.data import records
 from electra_jax import fileio
+from electra_jax.data import loader as loader_lib
+from electra_jax.data import shard_reader
 from electra_jax.data import shards as shards_lib
 from electra_jax.data import text_files
 from electra_jax.data import tokenizer as tokenizer_lib
@@ -69,6 +71,8 @@ class PretrainingData:
     corpus_sha256: the embedded corpus's SHA-256 (`corpus.embedded_corpus_sha256`) when the
       text came from it, else "".
     mixture: with data.mixture, its sources (`mixture_sources.MixtureData`; `train` is None).
+    shard_order, loader_workers, loader_threads: how batches are read (`data.shard_order`,
+      `data.loader_workers`, `data.loader_threads`).
   """
 
   tokenizer: Any
@@ -80,6 +84,9 @@ class PretrainingData:
   shuffle_buffer: int = 10_000
   corpus_sha256: str = ""
   mixture: Any = None  # data.mixture's sources (`mixture_sources.MixtureData`), else None.
+  shard_order: str = "window"  # The shard reader's order (`shard_reader.ORDERS`).
+  loader_workers: int = 0  # Grain worker processes making batches (`loader.Loader`).
+  loader_threads: int = 1  # Read-ahead threads per process.
 
   def provenance(self) -> dict[str, str]:
     """Where the training text came from, as a run records it with its checkpoints: the
@@ -92,22 +99,37 @@ class PretrainingData:
       record["embedded_corpus_sha256"] = self.corpus_sha256
     return record
 
+  def train_batches(self, global_batch: int, seed: int, process_index: int = 0,
+                    process_count: int = 1) -> Any:
+    """This host's endless training batches as a Grain `MapDataset`: element p is batch p,
+    [global_batch / process_count, T] arrays, a pure function of (seed, p)."""
+    local = local_batch_size(global_batch, process_count)
+    if self.mixture is not None:
+      return loader_lib.PositionBatches(
+          self.mixture.batches(local, seed, process_index, process_count).batch_at, "mixture")
+    if self.manifest is not None:
+      return shard_reader.ShardStream(
+          self.shards_dir, self.manifest, "train", local, seed, self.shuffle_buffer,
+          self.tokenizer.pad_id, process_index=process_index, process_count=process_count,
+          order=self.shard_order).batches
+    return loader_lib.PositionBatches(
+        BatchIterator(self.train, global_batch, seed, process_index=process_index,
+                      process_count=process_count).batch_at, "examples in memory")
+
   def train_iterator(self, global_batch: int, seed: int, position: int = 0,
-                     process_index: int = 0, process_count: int = 1) -> Iterator[Arrays]:
-    """This host's training batches, [global_batch / process_count, T] each, from `position`.
+                     process_index: int = 0, process_count: int = 1) -> loader_lib.Loader:
+    """This host's training batches, [global_batch / process_count, T] each, from `position`,
+    read on Grain with `loader_workers` worker processes (`loader.Loader`; a mixture's has
+    `take_shares`).
 
     The returned iterator has a `position` attribute: the batches delivered so far.
     """
-    local = local_batch_size(global_batch, process_count)
+    options = {"workers": self.loader_workers, "threads": self.loader_threads}
     if self.mixture is not None:
-      return self.mixture.iterator(local, seed, position, process_index, process_count)
-    if self.manifest is not None:
-      return shards_lib.ShardStream(
-          self.shards_dir, self.manifest, "train", local, seed, self.shuffle_buffer,
-          self.tokenizer.pad_id, position=position, process_index=process_index,
-          process_count=process_count)
-    return BatchIterator(self.train, global_batch, seed, position=position,
-                         process_index=process_index, process_count=process_count)
+      return self.mixture.iterator(local_batch_size(global_batch, process_count), seed,
+                                   position, process_index, process_count, **options)
+    return loader_lib.Loader(self.train_batches(global_batch, seed, process_index,
+                                                process_count), position, **options)
 
   def token_counts(self, vocab_size: int) -> np.ndarray:
     """int64 [vocab_size] token counts of the training examples (for a unigram generator).
@@ -310,7 +332,7 @@ def _shard_data(data_config: Any, vocab_size: int, eval_cap: int) -> Pretraining
   tokenizer = tokenizer_lib.load_tokenizer(
       fileio.join(directory, manifest.tokenizer["file"]), manifest.tokenizer["kind"],
       manifest.tokenizer["lowercase"])
-  evaluation = shards_lib.first_eval_examples(directory, manifest, tokenizer.pad_id, eval_cap)
+  evaluation = shard_reader.first_eval_examples(directory, manifest, tokenizer.pad_id, eval_cap)
   logging.info("Shards %s: %d train examples (%d tokens) in %d shards, %d eval examples; %s",
                directory, manifest.examples("train"), manifest.tokens("train"),
                len(manifest.splits["train"]), manifest.examples("eval"), manifest.source)
@@ -404,6 +426,29 @@ def build_pretraining_data(data_config: Any, workdir: str, vocab_size: int, seed
       vocab_size, shards built for another length, too little text for one example, bad
       probabilities.
   """
+  options = read_options(data_config)
+  return dataclasses.replace(
+      _build_pretraining_data(data_config, workdir, vocab_size, seed, eval_cap), **options)
+
+
+def read_options(data_config: Any) -> dict[str, Any]:
+  """How the configured batches are read: `data.shard_order`, `data.loader_workers` and
+  `data.loader_threads`, checked.
+
+  Raises:
+    ElectraError: an unknown order, or a negative count.
+  """
+  options = {"shard_order": data_config.get("shard_order", "window"),
+             "loader_workers": int(data_config.get("loader_workers", 0)),
+             "loader_threads": int(data_config.get("loader_threads", 1))}
+  shard_reader.check_order(options["shard_order"])
+  loader_lib.check_workers(options["loader_workers"], options["loader_threads"])
+  return options
+
+
+def _build_pretraining_data(data_config: Any, workdir: str, vocab_size: int, seed: int,
+                            eval_cap: int) -> PretrainingData:
+  """`build_pretraining_data` without the read options."""
   start = time.time()
   if data_config.source not in SOURCES:
     raise ElectraError(f"--config.data.source={data_config.source!r} is not a source; use one "
@@ -489,17 +534,15 @@ class BatchIterator:
     self.batches_per_epoch = self.num_examples // batch_size
     local = local_batch_size(batch_size, process_count)
     self._rows = slice(process_index * local, (process_index + 1) * local)
-    self._order_epoch = -1
-    self._order = np.arange(0)
+    self._order: tuple[int, np.ndarray] = (-1, np.arange(0))
 
   def _epoch_order(self, epoch: int) -> np.ndarray:
-    if epoch != self._order_epoch:
-      if self.shuffle:
-        self._order = np.random.default_rng([self.seed, epoch]).permutation(self.num_examples)
-      else:
-        self._order = np.arange(self.num_examples)
-      self._order_epoch = epoch
-    return self._order
+    cached_epoch, order = self._order  # One tuple: read-ahead threads may call this at once.
+    if cached_epoch != epoch:
+      order = (np.random.default_rng([self.seed, epoch]).permutation(self.num_examples)
+               if self.shuffle else np.arange(self.num_examples))
+      self._order = (epoch, order)
+    return order
 
   @property
   def epoch(self) -> int:
@@ -509,13 +552,18 @@ class BatchIterator:
   def __iter__(self) -> "BatchIterator":
     return self
 
-  def __next__(self) -> Arrays:
-    """This host's part of the next batch: each array as [batch_size / process_count, ...]."""
-    epoch, index = divmod(self.position, self.batches_per_epoch)
+  def batch_at(self, position: int) -> Arrays:
+    """This host's part of batch `position`: each array as [batch_size / process_count, ...]."""
+    epoch, index = divmod(position, self.batches_per_epoch)
     rows = self._epoch_order(epoch)[index * self.batch_size:(index + 1) * self.batch_size]
     rows = rows[self._rows]
-    self.position += 1
     return {k: v[rows] for k, v in self.arrays.items()}
+
+  def __next__(self) -> Arrays:
+    """This host's part of the next batch: each array as [batch_size / process_count, ...]."""
+    batch = self.batch_at(self.position)
+    self.position += 1
+    return batch
 
 
 def eval_batches(arrays: Arrays, batch_size: int, max_batches: int | None = None) -> list[Arrays]:

@@ -1,4 +1,4 @@
-"""Preprocessed example shards: the on-disk format and the resumable, host-sharded reader.
+"""Preprocessed example shards: the on-disk format, the manifest, and which shards a host reads.
 
 A shard directory (written by `python -m electra_jax.data.build`) holds
 
@@ -15,13 +15,8 @@ its n examples' segment lengths, lengths and ids one after the other. ArrayRecor
 access by record index, so any position in the stream can be read directly; that makes the
 reader's state a single number (a packed directory's positions count rows).
 
-`ShardStream` deals one host's batches. Host h of P reads only shards h, h+P, h+2P, ... Each
-epoch visits the host's shards in a seeded order and reads them as one stream cut into windows
-of `shuffle_buffer` consecutive examples; each window is loaded whole and dealt in a seeded
-permutation (a bounded shuffle buffer that is refilled a window at a time, so memory is
-O(shuffle_buffer)). The example at stream index i is a pure function of
-(seed, host shards, shuffle_buffer, i), so the state saved in a checkpoint is just the number of
-batches delivered, and a resumed run sees exactly the batches an uninterrupted run would have.
+The reader (`electra_jax.data.shard_reader`) reads them as Grain datasets: host h of P reads
+only shards h, h+P, h+2P, ... (`host_shards`), in a windowed or a global seeded order.
 """
 
 from __future__ import annotations
@@ -238,19 +233,7 @@ def read_manifest(directory: str, flag: str = "--config.data.shards_dir") -> Man
 
 
 # --------------------------------------------------------------------------------------------
-# Reading.
-
-
-def first_eval_examples(directory: str, manifest: "Manifest", pad_id: int, cap: int) -> Arrays:
-  """This host's first `cap` held-out examples (rows) of a shard directory, in stored order;
-  [0, T] arrays when it holds none (or cap < 1)."""
-  if not manifest.examples("eval") or cap < 1:
-    return examples_lib.pad_examples([], manifest.max_seq_length, pad_id)
-  import jax  # pylint: disable=import-outside-toplevel
-  stream = ShardStream(directory, manifest, "eval", batch_size=1, seed=0, shuffle_buffer=0,
-                       pad_id=pad_id, process_index=jax.process_index(),
-                       process_count=jax.process_count(), shuffle=False)
-  return stream.first_examples(cap)
+# Hosts.
 
 
 def host_shards(shards: Sequence[ShardInfo], process_index: int,
@@ -266,144 +249,3 @@ def host_shards(shards: Sequence[ShardInfo], process_index: int,
         f"one: rebuild with --num_shards at least {process_count} (a multiple of it balances "
         "the hosts)")
   return list(shards[process_index::process_count])
-
-
-class _Readers:
-  """Opened ArrayRecord readers by path (opened on first use, kept open)."""
-
-  def __init__(self):
-    self._readers: dict[str, Any] = {}
-
-  def read(self, path: str, begin: int, end: int, expected: int | None = None) -> list[bytes]:
-    """Records begin..end-1 of the shard at `path`, which must hold `expected` records."""
-    reader = self._readers.get(path)
-    if reader is None:
-      from array_record.python import array_record_module  # pylint: disable=import-outside-toplevel
-      if fileio.is_remote(path):
-        raise ElectraError(
-            f"ArrayRecord shards are read from local paths, not {path!r}; copy the shard "
-            "directory to local disk or mount the bucket (e.g. with gcsfuse)")
-      try:
-        reader = array_record_module.ArrayRecordReader(path, "readahead_buffer_size:0")
-      except (RuntimeError, OSError, ValueError) as e:
-        raise ElectraError(f"cannot open the shard {path} ({e}); rebuild the shards with "
-                           "python -m electra_jax.data.build --overwrite") from e
-      if expected is not None and reader.num_records() != expected:
-        raise ElectraError(
-            f"the shard {path} holds {reader.num_records()} records but the manifest lists "
-            f"{expected}: the file is truncated or was replaced; rebuild the shards with "
-            "python -m electra_jax.data.build --overwrite")
-      self._readers[path] = reader
-    try:
-      return reader.read(begin, end)
-    except (RuntimeError, OSError, ValueError, IndexError) as e:
-      raise ElectraError(f"cannot read records {begin}..{end} of the shard {path} ({e}); the "
-                         "file is corrupt: rebuild the shards with python -m "
-                         "electra_jax.data.build --overwrite") from e
-
-
-class ShardStream:
-  """One host's endless, seeded, resumable batches from its shards (see the module docstring).
-
-  Args:
-    directory: the shard directory.
-    manifest: its manifest (`read_manifest`).
-    split: "train" or "eval".
-    batch_size: examples per batch on this host (the global batch / process_count).
-    seed: shuffling seed.
-    shuffle_buffer: window size in examples; the examples of a window are dealt in a random
-      order. 0 or 1, or shuffle=False, reads in stored order.
-    position: batches already delivered (restored from a checkpoint).
-    process_index, process_count: this host and the number of hosts.
-    shuffle: False reads shards and examples in stored order (for evaluation).
-    pad_id: the padding id.
-
-  Raises:
-    ElectraError: the split has no examples on this host, or fewer shards than hosts.
-  """
-
-  def __init__(self, directory: str, manifest: Manifest, split: str, batch_size: int,
-               seed: int, shuffle_buffer: int, pad_id: int, position: int = 0,
-               process_index: int = 0, process_count: int = 1, shuffle: bool = True):
-    if batch_size < 1:
-      raise ElectraError(f"the per-host batch size {batch_size} must be at least 1")
-    self.shards = host_shards(manifest.splits.get(split, []), process_index, process_count)
-    self.paths = [fileio.join(directory, s.file) for s in self.shards]
-    self.counts = np.array([s.examples for s in self.shards], dtype=np.int64)
-    self.num_examples = int(self.counts.sum())
-    if self.num_examples == 0:
-      raise ElectraError(f"the {split} shards of {directory} for host {process_index} hold no "
-                         "examples; rebuild with more text or fewer shards")
-    self.manifest = manifest
-    self.batch_size = batch_size
-    self.seed = seed
-    self.shuffle = shuffle and shuffle_buffer > 1
-    self.window = min(max(shuffle_buffer, 1), self.num_examples) if self.shuffle else min(
-        4096, self.num_examples)
-    self.pad_id = pad_id
-    self.host_seed = [seed, process_index]
-    self.position = position
-    self._readers = _Readers()
-    self._loaded_key: tuple[int, int] | None = None
-    self._loaded: Arrays = {}
-
-  def _shard_order(self, epoch: int) -> np.ndarray:
-    if not self.shuffle:
-      return np.arange(len(self.shards))
-    return np.random.default_rng([*self.host_seed, epoch]).permutation(len(self.shards))
-
-  def _load_window(self, epoch: int, window: int) -> Arrays:
-    """Examples of one window, in dealing order, as padded arrays [window length, T]."""
-    if self._loaded_key == (epoch, window):
-      return self._loaded
-    order = self._shard_order(epoch)
-    ends = np.cumsum(self.counts[order])
-    begin = window * self.window
-    end = min(begin + self.window, self.num_examples)
-    records: list[bytes] = []
-    first = int(np.searchsorted(ends, begin, side="right"))
-    for k in range(first, len(order)):
-      shard_begin = int(ends[k] - self.counts[order[k]])
-      if shard_begin >= end:
-        break
-      lo, hi = max(begin, shard_begin), min(end, int(ends[k]))
-      if hi > lo:
-        records.extend(self._readers.read(self.paths[order[k]], lo - shard_begin,
-                                          hi - shard_begin, int(self.counts[order[k]])))
-    arrays = decode_records(records, self.manifest.token_dtype, self.manifest.max_seq_length,
-                            self.pad_id, packed=self.manifest.packed)
-    if self.shuffle:
-      permutation = np.random.default_rng([*self.host_seed, epoch, window]).permutation(
-          end - begin)
-      arrays = {k: v[permutation] for k, v in arrays.items()}
-    self._loaded_key, self._loaded = (epoch, window), arrays
-    return arrays
-
-  def examples_at(self, start: int, count: int) -> Arrays:
-    """Examples start .. start+count-1 of this host's endless stream, as [count, T] arrays."""
-    parts = []
-    index = start
-    while index < start + count:
-      epoch, within = divmod(index, self.num_examples)
-      window, offset = divmod(within, self.window)
-      arrays = self._load_window(epoch, window)
-      take = min(len(arrays["input_ids"]) - offset, start + count - index)
-      parts.append({k: v[offset:offset + take] for k, v in arrays.items()})
-      index += take
-    if len(parts) == 1:
-      return parts[0]
-    return {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
-
-  def __iter__(self) -> "ShardStream":
-    return self
-
-  def __next__(self) -> Arrays:
-    """The next batch: int32 `input_ids`, `input_mask`, `segment_ids`, each [batch_size, T]."""
-    batch = self.examples_at(self.position * self.batch_size, self.batch_size)
-    self.position += 1
-    return batch
-
-  def first_examples(self, count: int) -> Arrays:
-    """The first `count` examples of the stream (fewer if the split is smaller), e.g. for
-    evaluation; does not move `position`."""
-    return self.examples_at(0, min(count, self.num_examples))

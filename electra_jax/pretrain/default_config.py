@@ -98,6 +98,15 @@ def get_config() -> ml_collections.ConfigDict:
   data.tfds_max_documents = 200_000  # source=tfds: read at most this many documents; 0: all.
   data.shards_dir = ""  # source=shards: directory written by electra_jax.data.build.
   data.shuffle_buffer = 10_000  # source=shards: examples per shuffle window (memory bound).
+  # source=shards (and shard sources of a mixture): "window" (shards in a seeded order, read
+  # sequentially, each window of shuffle_buffer examples dealt shuffled: the fastest) or
+  # "global" (a seeded permutation of every example of the host's shards, new each epoch: one
+  # random read per example) (electra_jax/data/shard_reader.py).
+  data.shard_order = "window"
+  # Worker processes that make the batches on Grain (read, decode, build examples), each a
+  # batch in W; 0: threads of the training process. The batches are the same for any count.
+  data.loader_workers = 0
+  data.loader_threads = 1  # Threads per process reading batches ahead (0: read when asked).
   # "sentencepiece", "wordpiece", "tokenizer_json" or "auto" (*.txt WordPiece, *.json a
   # Hugging Face tokenizer.json, else sentencepiece).
   data.tokenizer_type = "auto"

@@ -307,6 +307,7 @@ def _train_with(ckpt: checkpoints.Checkpointer, config: ml_collections.ConfigDic
     # Even when training fails, let checkpoints already started finish writing.
     ckpt.wait()
     log.close()
+    train_iter.close()  # Its worker processes, if any.
   exportable = config.model.get("architecture", "electra") == "electra"
   return _finish(result, workdir, total, exportable)
 

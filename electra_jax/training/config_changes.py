@@ -39,6 +39,8 @@ EXECUTION_ONLY = (
     "train.compiled_step",
     "train.peak_tflops",
     "train.grad_accum_steps",
+    "data.loader_workers",  # Grain gives the same batches for any count (data/loader.py).
+    "data.loader_threads",
 )
 
 # Fields a pretraining run may be resumed with changed: the execution-only ones, and the length

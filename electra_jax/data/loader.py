@@ -1,0 +1,116 @@
+"""The training batches of every source, read on Grain: in the training process or in workers.
+
+Every pretraining source gives its host's batches as a Grain `MapDataset` whose element p is
+batch p, a pure function of the seed and p (`pipeline.PretrainingData.train_batches`). `Loader`
+iterates it from a position: `dataset[position:]`, read ahead by `ReadOptions` threads in this
+process, or by `data.loader_workers` worker processes (Grain's `mp_prefetch`: worker w makes
+batches w, w+W, w+2W, ..., decoding, tokenizing and building examples in parallel, and the
+batches come back in order). The batches are the same whatever the workers and threads, so a
+checkpoint needs only the position (batches delivered), which goes into the orbax checkpoint's
+metadata, and a resumed run sees exactly the batches an uninterrupted one would have, with any
+number of workers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import grain
+import numpy as np
+
+from electra_jax.errors import ElectraError
+
+Arrays = dict[str, np.ndarray]
+
+
+class PositionBatches(grain.MapDataset):
+  """A Grain `MapDataset` of endless batches from a pure function: element p is
+  `batch_at(p)`. `batch_at` must be picklable to run in worker processes."""
+
+  def __init__(self, batch_at: Callable[[int], Arrays], name: str):
+    super().__init__()
+    self._batch_at = batch_at
+    self._name = name
+
+  def __len__(self) -> int:
+    return 1 << 62  # Endless (below sys.maxsize, so Grain can still slice and offset it).
+
+  def __str__(self) -> str:
+    return f"PositionBatches({self._name})"
+
+  def __getitem__(self, index):
+    if isinstance(index, slice):
+      return self.slice(index)
+    return self._batch_at(int(index))
+
+
+def check_workers(workers: int, threads: int, prefix: str = "--config.data.") -> None:
+  """Raises ElectraError for a negative worker or thread count (`prefix`: the flags')."""
+  if workers < 0:
+    raise ElectraError(f"{prefix}loader_workers={workers} must be >= 0 (0: read in the "
+                       "training process)")
+  if threads < 0:
+    raise ElectraError(f"{prefix}loader_threads={threads} must be >= 0")
+
+
+def _parse_flags() -> None:
+  """Grain's worker processes read absl flags (their defaults): outside an absl app (a
+  library user, a test) mark them parsed first."""
+  from absl import flags  # pylint: disable=import-outside-toplevel
+  if not flags.FLAGS.is_parsed():
+    flags.FLAGS.mark_as_parsed()
+
+
+class Loader:
+  """This host's batches from `position` on, read ahead on Grain (see the module docstring).
+
+  Args:
+    batches: a Grain `MapDataset` whose element p is batch p.
+    position: batches already delivered (from a checkpoint).
+    workers: worker processes (0: threads of this process read ahead).
+    threads: read-ahead threads per process (0: read when asked).
+    buffer: batches each process keeps ready.
+    on_batch: called with (position, batch) for each batch delivered, in order (a mixture's
+      share counter).
+
+  Attributes:
+    position: the batches delivered so far; batch `position` comes next.
+  """
+
+  def __init__(self, batches: grain.MapDataset, position: int = 0, workers: int = 0,
+               threads: int = 1, buffer: int = 4,
+               on_batch: Callable[[int, Arrays], None] | None = None):
+    check_workers(workers, threads)
+    if position < 0:
+      raise ValueError(f"position must be >= 0, got {position}")
+    self.position = position
+    self._on_batch = on_batch
+    dataset = batches[position:].to_iter_dataset(
+        grain.ReadOptions(num_threads=threads, prefetch_buffer_size=buffer if threads else 0))
+    if workers:
+      _parse_flags()
+      dataset = dataset.mp_prefetch(grain.MultiprocessingOptions(
+          num_workers=workers, per_worker_buffer_size=buffer))
+    self._iterator = iter(dataset)
+
+  def __iter__(self) -> "Loader":
+    return self
+
+  def __next__(self) -> Arrays:
+    batch = next(self._iterator)
+    if self._on_batch is not None:
+      self._on_batch(self.position, batch)
+    self.position += 1
+    return batch
+
+  def get_state(self) -> dict[str, Any]:
+    """Grain's iterator state (with worker processes: each worker's), for inspection; a
+    checkpoint stores `position`, which restores the same stream."""
+    return self._iterator.get_state()
+
+  def close(self) -> None:
+    """Stops the worker processes, if any."""
+    close = getattr(self._iterator, "close", None)
+    if close is not None:
+      close()
