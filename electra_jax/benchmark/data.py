@@ -22,6 +22,9 @@ input; that is timed and reported on its own, not as part of preprocessing.
     reported as real tokens (the `input_mask` sum) per second, positions (batch x
     max_seq_length, padding included) per second and batches per second.
 (c) The same reading without the device transfer, to show where the time goes.
+(d) Streaming: the input files read as `data.streaming=True` reads them (pieces tokenized and
+    built into examples on the fly, in the --loader_workers worker processes), on the host,
+    with the shards' tokenizer and recipe: how many tokens/s one host's workers make.
 
 The shards are read right after being written, so they come from the OS page cache. The
 command prints a readable summary and, last, one line of key=value pairs (`data_benchmark
@@ -47,6 +50,8 @@ from electra_jax.data import examples as examples_lib
 from electra_jax import fileio
 from electra_jax.data import loader
 from electra_jax.data import shard_reader
+from electra_jax.data import shards as shards_lib
+from electra_jax.data import streaming
 from electra_jax.data import text_files
 from electra_jax.data import tokenizer as tokenizer_lib
 from electra_jax.errors import ElectraError
@@ -97,6 +102,23 @@ def _device_put_function(batch_size: int):
   device = jax.devices()[0]
   kind = "" if device.device_kind == device.platform else f" ({device.device_kind})"
   return put, f"{devices} {device.platform} device(s){kind}"
+
+
+def _streaming_loader(files: list[str], text: text_files.TextOptions, shards_dir: str,
+                      manifest: shards_lib.Manifest, batch_size: int, seed: int,
+                      read_options: dict[str, int]) -> streaming.StreamLoader:
+  """(d): the input files streamed as `data.streaming=True` reads them, with the shards'
+  tokenizer and recipe."""
+  info = manifest.tokenizer
+  spec = streaming.StreamSpec(
+      pieces=(), numbers=(), options=text,
+      tokenizer_file=fileio.join(shards_dir, info["file"]), tokenizer_type=info["kind"],
+      lowercase=info["lowercase"], max_seq_length=manifest.max_seq_length,
+      single_segment_prob=manifest.recipe.get("single_segment_prob", 0.1),
+      short_seq_prob=manifest.recipe.get("short_seq_prob", 0.05), packing=manifest.packed,
+      seed=seed, host=0, eval_fraction=0.0)
+  spec = streaming.host_spec(spec, streaming.pieces_of(files, text), 0, 1)
+  return streaming.StreamLoader(streaming.PieceExamples(spec), batch_size, **read_options)
 
 
 def _timed(stream: loader.Loader, seconds: float, put) -> dict[str, float]:
@@ -258,6 +280,8 @@ def _run_in(root: str, *, input_patterns: str, text: text_files.TextOptions,
     return loader.Loader(batches, **read_options)
 
   device, host = (_timed(stream(), seconds, where) for where in (put, None))
+  streamed = _timed(_streaming_loader(files, text, shards_dir, manifest, batch_size, seed,
+                                      read_options), seconds, None)
   result: dict[str, Any] = {
       "input_files": len(files),
       "input_bytes": input_bytes,
@@ -270,7 +294,7 @@ def _run_in(root: str, *, input_patterns: str, text: text_files.TextOptions,
       "preprocess_tokens_per_s": tokens / preprocess_s,
       "preprocess_mb_per_s": input_bytes / MB / preprocess_s,
   }
-  for prefix, measured in (("read", device), ("read_host", host)):
+  for prefix, measured in (("read", device), ("read_host", host), ("stream", streamed)):
     result.update({f"{prefix}_{'s' if k == 'seconds' else k}": v for k, v in measured.items()})
   return result
 
@@ -288,17 +312,20 @@ def report(r: dict[str, Any]) -> str:
   shape = f"{r['batch_size']} x {r['max_seq_length']}"
   lines.append(f"reading in the {r['shard_order']} order with {r['loader_workers']} worker "
                f"process(es) and {r['loader_threads']} read-ahead thread(s) per process")
-  for prefix, where in (("read", f"to {r['devices']}"), ("read_host", "on the host only")):
-    label = "(b)" if prefix == "read" else "(c)"
+  for label, prefix, what in (
+      ("(b)", "read", f"reading shards to {r['devices']}"),
+      ("(c)", "read_host", "reading shards on the host only"),
+      ("(d)", "stream", "streaming the input files (tokenized on the fly) on the host")):
     lines.append(
-        f"{label} reading {where}: {r[prefix + '_batches']:,} batches of {shape} in "
+        f"{label} {what}: {r[prefix + '_batches']:,} batches of {shape} in "
         f"{r[prefix + '_s']:.1f}s: {r[prefix + '_tokens_per_s']:,.0f} tokens/s "
         f"({r[prefix + '_positions_per_s']:,.0f} positions/s with padding, "
         f"{r[prefix + '_batches_per_s']:.1f} batches/s)")
   keys = ("input_bytes", "tokenizer_train_s", "preprocess_s", "preprocess_tokens",
           "preprocess_tokens_per_s", "preprocess_mb_per_s", "read_tokens_per_s",
           "read_positions_per_s", "read_batches_per_s", "read_host_tokens_per_s",
-          "read_host_positions_per_s", "read_host_batches_per_s", "shard_order",
+          "read_host_positions_per_s", "read_host_batches_per_s", "stream_tokens_per_s",
+          "stream_batches_per_s", "shard_order",
           "loader_workers", "loader_threads")
 
   def value(v) -> str:

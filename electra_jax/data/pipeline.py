@@ -87,6 +87,8 @@ class PretrainingData:
   shard_order: str = "window"  # The shard reader's order (`shard_reader.ORDERS`).
   loader_workers: int = 0  # Grain worker processes making batches (`loader.Loader`).
   loader_threads: int = 1  # Read-ahead threads per process.
+  # data.streaming: (`streaming.StreamSpec` of every piece, the pieces), else None.
+  stream: Any = None
 
   def provenance(self) -> dict[str, str]:
     """Where the training text came from, as a run records it with its checkpoints: the
@@ -117,14 +119,30 @@ class PretrainingData:
                       process_count=process_count).batch_at, "examples in memory")
 
   def train_iterator(self, global_batch: int, seed: int, position: int = 0,
-                     process_index: int = 0, process_count: int = 1) -> loader_lib.Loader:
+                     process_index: int = 0, process_count: int = 1,
+                     state: Any = None) -> loader_lib.Loader:
     """This host's training batches, [global_batch / process_count, T] each, from `position`,
     read on Grain with `loader_workers` worker processes (`loader.Loader`; a mixture's has
-    `take_shares`).
+    `take_shares`; a stream's, `streaming.StreamLoader`, has `state_at` and starts at
+    `state`, what a checkpoint stored).
 
     The returned iterator has a `position` attribute: the batches delivered so far.
+
+    Raises:
+      ElectraError: a stream resumed at a position without its state.
     """
     options = {"workers": self.loader_workers, "threads": self.loader_threads}
+    if self.stream is not None:
+      from electra_jax.data import streaming  # pylint: disable=import-outside-toplevel
+      if position and state is None:
+        raise ElectraError(
+            f"the checkpoint holds no stream state (it was written by a run that did not "
+            f"stream its data), so the stream cannot continue at batch {position}; resume "
+            "with --config.data.streaming=False, or start a new workdir")
+      spec = streaming.host_spec(*self.stream, process_index, process_count)
+      return streaming.StreamLoader(streaming.PieceExamples(spec),
+                                    local_batch_size(global_batch, process_count),
+                                    state=state or (0, 0), position=position, **options)
     if self.mixture is not None:
       return self.mixture.iterator(local_batch_size(global_batch, process_count), seed,
                                    position, process_index, process_count, **options)
@@ -141,6 +159,11 @@ class PretrainingData:
     """
     if self.mixture is not None:
       return self.mixture.token_counts(vocab_size)
+    if self.stream is not None:
+      raise ElectraError(
+          "objective.generator='unigram' needs the corpus's token counts, which a streamed "
+          "corpus does not have at startup; build shards (python -m electra_jax.data.build), "
+          "which store them, or set --config.data.streaming=False")
     if self.manifest is not None:
       path = fileio.join(self.shards_dir, unigram.FILE)
       if not fileio.exists(path):
@@ -341,6 +364,50 @@ def _shard_data(data_config: Any, vocab_size: int, eval_cap: int) -> Pretraining
                          shuffle_buffer=data_config.shuffle_buffer)
 
 
+STREAM_EVAL_EXAMPLES = 8192  # data.streaming: held-out examples read at startup, at most.
+
+
+def _streaming_data(data_config: Any, vocab_size: int, seed: int,
+                    options: text_files.TextOptions, eval_cap: int) -> PretrainingData:
+  """PretrainingData that streams data.train_files (`electra_jax.data.streaming`)."""
+  from electra_jax.data import streaming  # pylint: disable=import-outside-toplevel
+  import jax  # pylint: disable=import-outside-toplevel
+  if data_config.source != "text" or not data_config.train_files:
+    raise ElectraError("--config.data.streaming=True streams --config.data.train_files (text "
+                       "or record files); set them (with data.source='text'), or set "
+                       "--config.data.streaming=False")
+  if not data_config.tokenizer_model:
+    raise ElectraError(
+        "--config.data.streaming=True reads the corpus as it trains, so no tokenizer is "
+        "trained on it first: set --config.data.tokenizer_model (train one with python -m "
+        "electra_jax.data.tokenizer train --input=... --output=DIR)")
+  tokenizer = _load_tokenizer(data_config, "", vocab_size, None, [])
+  files = text_files.expand_patterns(data_config.train_files, "--config.data.train_files")
+  pieces = streaming.pieces_of(files, options)
+  spec = streaming.StreamSpec(
+      pieces=(), numbers=(), options=options, tokenizer_file=data_config.tokenizer_model,
+      tokenizer_type=data_config.tokenizer_type, lowercase=data_config.lowercase,
+      max_seq_length=data_config.max_seq_length,
+      single_segment_prob=data_config.single_segment_prob,
+      short_seq_prob=data_config.short_seq_prob, packing=data_config.get("packing", False),
+      seed=seed, host=0, eval_fraction=0.0 if data_config.eval_files else
+      data_config.eval_fraction)
+  host = streaming.host_spec(spec, pieces, jax.process_index(), jax.process_count())
+  if data_config.eval_files:
+    eval_source = text_files.TextFileSource.from_patterns(data_config.eval_files,
+                                                          "--config.data.eval_files", options)
+    evaluation = examples_lib.build_examples(
+        _read(eval_source), tokenizer, data_config.max_seq_length, seed=seed * 2 + 1,
+        single_segment_prob=data_config.single_segment_prob,
+        short_seq_prob=data_config.short_seq_prob, packing=data_config.get("packing", False))
+  else:
+    evaluation = streaming.eval_examples(host, min(eval_cap, STREAM_EVAL_EXAMPLES))
+  logging.info("Streaming %d file(s) in %d piece(s) (%d on this host); %d held-out examples",
+               len(files), len(pieces), len(host.pieces), len(evaluation["input_ids"]))
+  return PretrainingData(tokenizer=tokenizer, train=None, eval=evaluation,
+                         source=data_config.train_files, stream=(spec, pieces))
+
+
 class _MixtureText:
   """What a tokenizer trained for a mixture trains on: its in-memory documents' sentences."""
   files = ()
@@ -391,6 +458,10 @@ def held_out_sentences(data_config: Any, seed: int) -> list[str]:
     raise ElectraError(
         f"the run read shards ({data_config.shards_dir}), whose held-out text is stored as "
         "token ids only; pass held-out sentences as a text file (--text=FILE, one per line)")
+  if data_config.get("streaming", False):
+    raise ElectraError(
+        "the run streamed its text (data.streaming), holding out documents as it read them; "
+        "pass held-out sentences as a text file (--text=FILE, one per line)")
   if data_config.get("mixture", ""):
     raise ElectraError(
         f"the run read a mixture ({data_config.mixture}), whose held-out text is several "
@@ -454,11 +525,16 @@ def _build_pretraining_data(data_config: Any, workdir: str, vocab_size: int, see
     raise ElectraError(f"--config.data.source={data_config.source!r} is not a source; use one "
                        f"of {', '.join(repr(s) for s in SOURCES)}")
   if data_config.get("mixture", ""):
+    if data_config.get("streaming", False):
+      raise ElectraError("--config.data.streaming=True does not stream a mixture's sources "
+                         "yet; set it to False (the mixture's files are read at startup)")
     return _mixture_data(data_config, workdir, vocab_size, seed, eval_cap)
   if data_config.source == "shards":
     return _shard_data(data_config, vocab_size, eval_cap)
   options = text_files.TextOptions.from_config(data_config)
   options.validate()
+  if data_config.get("streaming", False):
+    return _streaming_data(data_config, vocab_size, seed, options, eval_cap)
   if data_config.source == "tfds":
     docs = _tfds_documents(data_config, seed, options)
   else:

@@ -79,6 +79,11 @@ def get_config() -> ml_collections.ConfigDict:
   # (one sentence a line), or records, each a document (electra_jax/data/records.py): JSON Lines
   # (.jsonl, .jsonl.gz, .jsonl.zst), Parquet, Arrow, or a datasets save_to_disk directory.
   data.train_files = ""
+  # source=text: True streams train_files on Grain as training goes: each piece of the corpus (a
+  # record file, or 8 MB of a text file) read, tokenized and built into examples when it is
+  # needed, in the loader's workers (electra_jax/data/streaming.py); needs tokenizer_model.
+  # False: read and build everything at startup, in memory.
+  data.streaming = False
   data.eval_files = ""  # source=text: held-out text files; "": hold out eval_fraction of documents.
   data.eval_fraction = 0.02  # source=text/tfds: share of documents held out when none are given.
   data.text_cleanup = "none"  # Cleanup of each file's (or record's) text: "none" or "gutenberg".

@@ -266,6 +266,8 @@ class _Start:
   data_position: int
   provenance: dict[str, Any] | None
   step: int  # The state's step.
+  # A streamed source's state at data_position (`streaming.StreamLoader.state_at`), else None.
+  data_state: list[int] | None = None
 
 
 def _train_with(ckpt: checkpoints.Checkpointer, config: ml_collections.ConfigDict,
@@ -290,10 +292,11 @@ def _train_with(ckpt: checkpoints.Checkpointer, config: ml_collections.ConfigDic
     log.write_hparams(_flat_hparams(config))
   hosts = {"process_index": jax.process_index(), "process_count": jax.process_count()}
   train_iter = data.train_iterator(config.train.batch_size, config.seed,
-                                   position=start.data_position, **hosts)
+                                   position=start.data_position, state=start.data_state,
+                                   **hosts)
   eval_batches = data.eval_batches(config.train.batch_size, config.train.eval_batches, **hosts)
   _warn_about_settings(config, eval_batches)
-  save = _checkpoint_saver(ckpt, start, data)
+  save = _checkpoint_saver(ckpt, start, data, getattr(train_iter, "state_at", None))
   _log_training_plan(start, total)
   if start_step >= stop_at:
     logging.info("Nothing to do: the newest checkpoint is at step %d and the run stops at %d",
@@ -333,7 +336,7 @@ def _restore_or_start_with_data(ckpt: checkpoints.Checkpointer,
   # The pieces that begin words, for whole-word and span masking (cheap: one pass over the
   # vocabulary); a resumed checkpoint's config may mask by words even if this one does not.
   starts_word = data.tokenizer.starts_word_table()
-  setup, state, data_position, config, provenance = _restore_or_start(
+  setup, state, (data_position, data_state), config, provenance = _restore_or_start(
       ckpt, config, objectives.SpecialIds.of(data.tokenizer), counts, starts_word,
       allow_config_change,
       data.provenance())
@@ -344,7 +347,8 @@ def _restore_or_start_with_data(ckpt: checkpoints.Checkpointer,
                                                                    train_jit=loaded))
     logging.info("Train step loaded from %s (not compiled)", config.train.compiled_step)
   return _Start(setup=setup, state=state, config=config, data_position=data_position,
-                provenance=provenance, step=int(jax.device_get(state.step)))
+                provenance=provenance, step=int(jax.device_get(state.step)),
+                data_state=data_state)
 
 
 def _write_run_files(workdir: str, config: ml_collections.ConfigDict,
@@ -375,9 +379,10 @@ def _warn_about_settings(config: ml_collections.ConfigDict,
                     "shards built without --eval_fraction): evaluation is off")
 
 
-def _checkpoint_saver(ckpt: checkpoints.Checkpointer, start: _Start, data):
+def _checkpoint_saver(ckpt: checkpoints.Checkpointer, start: _Start, data, state_at=None):
   """The loop's `save(step, state)`: a checkpoint with the metadata that resuming, fine-tuning,
-  conversion and scoring read (data position, config, tokenizer, encoder, provenance)."""
+  conversion and scoring read (data position, config, tokenizer, encoder, provenance);
+  `state_at(position)`: a streamed source's state there (`data_state`), else None."""
   config, setup = start.config, start.setup
   # Recorded in every checkpoint, so fine-tuning, conversion and scoring find the vocabulary
   # and the encoder.
@@ -388,6 +393,7 @@ def _checkpoint_saver(ckpt: checkpoints.Checkpointer, start: _Start, data):
     # One batch per step: the data position follows the step (the prefetcher reads ahead).
     position = start.data_position + step - start_step
     ckpt.save(step, state, {"step": step, "data_position": position,
+                            "data_state": state_at(position) if state_at else None,
                             "data_examples": position * config.train.batch_size,
                             "config": json.loads(config.to_json_best_effort()),
                             "tokenizer": tokenizer_info,
@@ -533,8 +539,9 @@ def _restore_or_start(ckpt: checkpoints.Checkpointer, config: ml_collections.Con
                       special_ids: objectives.SpecialIds, counts: np.ndarray | None,
                       starts_word: np.ndarray | None,
                       allow_config_change: bool, data_source: dict[str, str] | None = None):
-  """(setup, state, data position, config, provenance) from the newest checkpoint that
-  restores, or a new state when there is none: from config.init_checkpoint's weights when set.
+  """(setup, state, (data position, data state), config, provenance) from the newest
+  checkpoint that restores, or a new state when there is none: from config.init_checkpoint's
+  weights when set.
   `provenance`: what the run started from (`continued.Provenance` as JSON; None from scratch).
 
   Newer checkpoints that cannot be restored are moved aside (`Checkpointer.set_aside`) once an
@@ -566,7 +573,8 @@ def _restore_or_start(ckpt: checkpoints.Checkpointer, config: ml_collections.Con
     data_position = _data_position(meta, step_config.train.batch_size)
     logging.info("Resuming from step %d (data position %d)", step, data_position)
     _warn_if_other_corpus(meta.get("data_source") or {}, data_source or {}, step)
-    return setup, state, data_position, step_config, meta.get("init_checkpoint")
+    return (setup, state, (data_position, meta.get("data_state")), step_config,
+            meta.get("init_checkpoint"))
   if failures:
     raise ElectraError(
         f"none of the {len(failures)} checkpoint(s) in {ckpt.directory} can be restored; the "
@@ -576,9 +584,9 @@ def _restore_or_start(ckpt: checkpoints.Checkpointer, config: ml_collections.Con
   state = setup.trainer.new_state(config.seed)
   if not config.get("init_checkpoint", ""):
     logging.info("Starting from scratch")
-    return setup, state, 0, config, None
+    return setup, state, (0, None), config, None
   state, provenance = _initial_state(setup, state, config)
-  return setup, state, 0, config, provenance.to_json()
+  return setup, state, (0, None), config, provenance.to_json()
 
 
 def _initial_state(setup: Setup, state: TrainState, config: ml_collections.ConfigDict

@@ -1,0 +1,175 @@
+"""Streaming text and record files on Grain (data.streaming): the pieces, the documents they
+give, exact resumption from a stream state per format (plain text, .jsonl.gz, Parquet) with and
+without worker processes, a training run stopped and resumed, and the errors."""
+
+import copy
+import gzip
+import json
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from electra_jax.data import pipeline
+from electra_jax.data import streaming
+from electra_jax.data import text_files
+from electra_jax.errors import ElectraError
+from electra_jax.pretrain import loop as train
+from electra_jax.training import metrics as metrics_lib
+from tests import testing
+
+
+def _documents(path):
+  return [d for d in text_files.iter_documents([path])]
+
+
+@pytest.fixture(scope="module")
+def formats(corpus_and_tokenizer, tmp_path_factory):
+  """{format: train_files} holding the same documents: the session corpus's first two files as
+  text, the same documents as .jsonl.gz records and as Parquet (two files each)."""
+  files, model = corpus_and_tokenizer
+  texts = files.split(",")[:2]
+  root = tmp_path_factory.mktemp("streaming")
+  jsonl, parquet = [], []
+  for k, path in enumerate(texts):
+    records = ["\n".join(d) for d in _documents(path)]
+    jsonl.append(str(root / f"part{k}.jsonl.gz"))
+    with gzip.open(jsonl[-1], "wt", encoding="utf-8") as f:
+      f.writelines(json.dumps({"text": t}) + "\n" for t in records)
+    parquet.append(str(root / f"part{k}.parquet"))
+    pq.write_table(pa.table({"text": records}), parquet[-1], row_group_size=50)
+  return {"text": ",".join(texts), "jsonl.gz": ",".join(jsonl),
+          "parquet": ",".join(parquet)}, model
+
+
+def _config(train_files, model, **data):
+  config = testing.fast_config(train_files, model)
+  config.data.streaming = True
+  for key, value in data.items():
+    config.data[key] = value
+  return config
+
+
+def _assert_same_batches(got, want):
+  assert len(got) == len(want)
+  for a, b in zip(got, want):
+    for key in a:
+      np.testing.assert_array_equal(a[key], b[key])
+
+
+def test_pieces_cut_text_at_documents_and_keep_record_files_whole(formats):
+  files, _ = formats
+  text = files["text"].split(",")
+  options = text_files.TextOptions()
+  pieces = streaming.pieces_of(text, options, piece_bytes=50_000)
+  assert len(pieces) > len(text) and all(end > begin for _, begin, end in pieces)
+  spec = streaming.StreamSpec((), (), options, "", "", True, 32, 0.1, 0.05, False, 0, 0, 0.0)
+  read = [d for piece in pieces
+          for d in streaming.piece_documents(spec, piece, text_files.TextStats())]
+  assert read == [d for path in text for d in _documents(path)]  # Every document once.
+  records = files["parquet"].split(",")
+  assert streaming.pieces_of(records, options) == [(p, 0, -1) for p in records]
+  cleaned = text_files.TextOptions(cleanup="gutenberg")
+  assert streaming.pieces_of(text, cleaned) == [(p, 0, -1) for p in text]
+
+
+@pytest.mark.parametrize("kind", ["text", "jsonl.gz", "parquet"])
+def test_a_stream_resumes_exactly_from_its_state(formats, kind):
+  """Batches 40..59 of an uninterrupted stream == a stream started from the state at 40 (in
+  this process, and for one format in two Grain worker processes)."""
+  files, model = formats
+  config = _config(files[kind], model)
+  data = pipeline.build_pretraining_data(config.data, "unused", 512, seed=0)
+  reader = data.train_iterator(8, seed=0)
+  straight = [next(reader) for _ in range(60)]
+  state = reader.state_at(40)
+  with pytest.raises(ValueError, match="not kept"):
+    reader.state_at(61)
+  reader.close()
+  for workers in (0, 2) if kind == "jsonl.gz" else (0,):  # Workers: the same for any format.
+    data.loader_workers = workers
+    resumed = data.train_iterator(8, seed=0, position=40, state=state)
+    try:
+      _assert_same_batches([next(resumed) for _ in range(20)], straight[40:])
+    finally:
+      resumed.close()
+  assert len(data.eval["input_ids"]) > 0  # Held-out documents' examples.
+
+
+def test_held_out_documents_are_a_seeded_share_never_trained_on(formats):
+  files, model = formats
+  spec = streaming.StreamSpec((), (), text_files.TextOptions(), model, "auto", True, 32, 0.1,
+                              0.05, False, 0, 0, 0.25)
+  documents = [[f"sentence {i}."] for i in range(2000)]
+  train, held = streaming.split_held_out(spec, 3, documents)
+  assert len(held) / len(documents) == pytest.approx(0.25, abs=0.03)
+  assert sorted(train + held) == sorted(documents) and not {d[0] for d in train} & {
+      d[0] for d in held}
+  assert streaming.split_held_out(spec, 3, documents) == (train, held)  # Every epoch, host.
+  assert streaming.split_held_out(spec, 4, documents)[1] != held
+
+
+def test_the_formats_stream_the_same_examples(formats):
+  files, model = formats
+  first = {}
+  for kind in ("jsonl.gz", "parquet"):
+    data = pipeline.build_pretraining_data(_config(files[kind], model).data, "unused", 512,
+                                           seed=0)
+    reader = data.train_iterator(8, seed=0)
+    first[kind] = [next(reader) for _ in range(5)]
+    reader.close()
+  _assert_same_batches(first["jsonl.gz"], first["parquet"])
+
+
+def test_training_stopped_and_resumed_streams_the_same_batches(formats, tmp_path):
+  """4 straight steps == 2 steps, a restart (with a worker process), 2 more: the checkpoint
+  stores the stream's state and the resumed run continues it."""
+  files, model = formats
+  config = _config(files["jsonl.gz"], model)
+  config.train.stop_at_step = 4  # Of fast_config's 8: its schedule and compiled step.
+  config.train.checkpoint_every_steps = 2
+  straight = str(tmp_path / "straight")
+  train.train_and_evaluate(config, straight)
+  resumed = str(tmp_path / "resumed")
+  first = copy.deepcopy(config)
+  first.train.stop_at_step = 2
+  train.train_and_evaluate(first, resumed)
+  second = copy.deepcopy(config)
+  second.data.loader_workers = 1
+  train.train_and_evaluate(second, resumed)
+
+  def losses(workdir):
+    return {r["step"]: r["train/loss"] for r in metrics_lib.read_metrics(workdir)
+            if "train/loss" in r}
+
+  want, got = losses(straight), losses(resumed)
+  assert sorted(got) == list(range(1, 5))
+  np.testing.assert_array_equal([got[s] for s in range(1, 5)], [want[s] for s in range(1, 5)])
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"tokenizer_model": ""}, "no tokenizer is trained on it first: set "
+     "--config.data.tokenizer_model"),
+    ({"train_files": ""}, "streams --config.data.train_files"),
+    ({"mixture": "1:{files}"}, "does not stream a mixture's sources yet"),
+])
+def test_streaming_errors(formats, change, message):
+  files, model = formats
+  config = _config(files["text"], model)
+  for key, value in change.items():
+    config.data[key] = value.format(files=files["text"])
+  with pytest.raises(ElectraError, match=message):
+    pipeline.build_pretraining_data(config.data, "unused", 512, seed=0)
+
+
+def test_a_stream_needs_its_state_to_resume_and_counts_for_unigram(formats):
+  files, model = formats
+  data = pipeline.build_pretraining_data(_config(files["text"], model).data, "unused", 512,
+                                         seed=0)
+  with pytest.raises(ElectraError, match="holds no stream state"):
+    data.train_iterator(8, seed=0, position=5)
+  with pytest.raises(ElectraError, match="generator='unigram' needs the corpus's token counts"):
+    data.token_counts(512)
+  with pytest.raises(ElectraError, match="streamed its text"):
+    pipeline.held_out_sentences(_config(files["text"], model).data, seed=0)
