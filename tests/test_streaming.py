@@ -1,8 +1,7 @@
 """Streaming text and record files on Grain (data.streaming): the pieces, the documents they
 give, exact resumption from a stream state per format (plain text, .jsonl.gz, Parquet) with and
-without worker processes, a training run stopped and resumed, and the errors."""
+without worker processes, a training run stopped by SIGTERM and resumed, and the errors."""
 
-import copy
 import gzip
 import json
 
@@ -15,8 +14,6 @@ from electra_jax.data import pipeline
 from electra_jax.data import streaming
 from electra_jax.data import text_files
 from electra_jax.errors import ElectraError
-from electra_jax.pretrain import loop as train
-from electra_jax.training import metrics as metrics_lib
 from tests import testing
 
 
@@ -122,30 +119,14 @@ def test_the_formats_stream_the_same_examples(formats):
   _assert_same_batches(first["jsonl.gz"], first["parquet"])
 
 
-def test_training_stopped_and_resumed_streams_the_same_batches(formats, tmp_path):
-  """4 straight steps == 2 steps, a restart (with a worker process), 2 more: the checkpoint
-  stores the stream's state and the resumed run continues it."""
+def test_training_stopped_by_sigterm_and_resumed_streams_the_same_batches(
+    formats, tmp_path, monkeypatch):
+  """The checkpoint stores the stream's state at the step it saved (the prefetcher ahead of
+  it), and the resumed run (with a worker process) continues it."""
   files, model = formats
-  config = _config(files["jsonl.gz"], model)
-  config.train.stop_at_step = 4  # Of fast_config's 8: its schedule and compiled step.
-  config.train.checkpoint_every_steps = 2
-  straight = str(tmp_path / "straight")
-  train.train_and_evaluate(config, straight)
-  resumed = str(tmp_path / "resumed")
-  first = copy.deepcopy(config)
-  first.train.stop_at_step = 2
-  train.train_and_evaluate(first, resumed)
-  second = copy.deepcopy(config)
-  second.data.loader_workers = 1
-  train.train_and_evaluate(second, resumed)
-
-  def losses(workdir):
-    return {r["step"]: r["train/loss"] for r in metrics_lib.read_metrics(workdir)
-            if "train/loss" in r}
-
-  want, got = losses(straight), losses(resumed)
-  assert sorted(got) == list(range(1, 5))
-  np.testing.assert_array_equal([got[s] for s in range(1, 5)], [want[s] for s in range(1, 5)])
+  testing.assert_sigterm_resume_is_exact(_config(files["jsonl.gz"], model), tmp_path,
+                                         monkeypatch, streaming.StreamLoader,
+                                         {"data.loader_workers": 1})
 
 
 @pytest.mark.parametrize("change, message", [

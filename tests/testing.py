@@ -129,3 +129,50 @@ def count_validations(monkeypatch) -> list:
 
   monkeypatch.setattr(validation, "validate", counting)
   return calls
+
+
+def assert_sigterm_resume_is_exact(config, tmp_path, monkeypatch, iterator_class,
+                                   resume_overrides=None, stop_at=6, signal_at=4):
+  """A pretraining run of `config` (fast_config's schedule) stopped by SIGTERM and resumed
+  trains on the same batches as one that never stopped: the straight run to `stop_at`, then a
+  run whose data iterator (`iterator_class`, patched) sends SIGTERM as it deals batch
+  `signal_at` (the prefetcher then ahead of the step), resumed with `resume_overrides`
+  ({"data.loader_workers": 1}, say) to `stop_at`; asserts equal losses at every step."""
+  import copy  # pylint: disable=import-outside-toplevel
+  import signal  # pylint: disable=import-outside-toplevel
+  import numpy as np  # pylint: disable=import-outside-toplevel
+  import pytest  # pylint: disable=import-outside-toplevel
+  from electra_jax.errors import Interrupted  # pylint: disable=import-outside-toplevel
+  from electra_jax.pretrain import loop  # pylint: disable=import-outside-toplevel
+  from electra_jax.training import metrics  # pylint: disable=import-outside-toplevel
+  config = copy.deepcopy(config)
+  config.train.stop_at_step = stop_at
+  straight, resumed = str(tmp_path / "straight"), str(tmp_path / "resumed")
+  loop.train_and_evaluate(config, straight)
+  deal = iterator_class.__next__
+
+  def deal_then_signal(self):
+    batch = deal(self)
+    if self.position == signal_at:
+      os.kill(os.getpid(), signal.SIGTERM)
+    return batch
+
+  with monkeypatch.context() as patch:
+    patch.setattr(iterator_class, "__next__", deal_then_signal)
+    with pytest.raises(Interrupted, match="stopped by SIGTERM at step"):
+      loop.train_and_evaluate(config, resumed)
+  stopped_at = int(os.listdir(os.path.join(resumed, "checkpoints"))[0])
+  assert 1 <= stopped_at < stop_at
+  for key, value in (resume_overrides or {}).items():
+    section, name = key.split(".")
+    config[section][name] = value
+  loop.train_and_evaluate(config, resumed)
+
+  def losses(workdir):
+    return {r["step"]: r["train/loss"] for r in metrics.read_metrics(workdir)
+            if "train/loss" in r}
+
+  want, got = losses(straight), losses(resumed)
+  steps = list(range(1, stop_at + 1))
+  assert sorted(got) == steps
+  np.testing.assert_array_equal([got[s] for s in steps], [want[s] for s in steps])
