@@ -141,3 +141,24 @@ def test_read_options_are_checked(shard_dir, tmp_path):
                                    else data)
   with pytest.raises(ElectraError, match="rebuild the shards"):
     shard_reader.ShardStream(str(copy), manifest, "train", 8, 0, 50, pad_id=0, order="global")
+
+
+def test_shards_built_with_group_size_one_hold_the_same_examples(shard_dir, corpus_and_tokenizer,
+                                                                 tmp_path):
+  """--group_size=1 (for the global order) changes the files' chunks, not their examples."""
+  from array_record.python import array_record_module  # pylint: disable=import-outside-toplevel
+  files, model = corpus_and_tokenizer
+  output = str(tmp_path / "group1")
+  build_lib.build(output=output, num_shards=4, tokenizer_model=model, input_patterns=files,
+                  processes=1, max_seq_length=T, eval_fraction=0.0, progress=False,
+                  group_size=1)
+  manifest = shards.read_manifest(output)
+  reader = array_record_module.ArrayRecordReader(
+      os.path.join(output, manifest.splits["train"][0].file), "readahead_buffer_size:0")
+  assert "group_size:1," in reader.writer_options_string()
+  reader.close()
+  n = _stream(shard_dir).num_examples
+  assert _rows(_stream(output).examples_at(0, n)) == _rows(_stream(shard_dir).examples_at(0, n))
+  with pytest.raises(ElectraError, match="--group_size=0 must be at least 1"):
+    build_lib.build(output=str(tmp_path / "bad"), num_shards=1, tokenizer_model=model,
+                    input_patterns=files, group_size=0)

@@ -18,6 +18,7 @@ import sys
 import pytest
 
 from tests import testing
+from tests import xla_flags
 
 # The full tier's: it starts every command once (about 40 s), and the fast tier keeps to its 10
 # minutes; the platform choice itself is tested in the fast tier (test_console.py, `main`).
@@ -37,7 +38,8 @@ TINY_MODEL = [f for f in testing.FAST_FLAGS if f.startswith(("--config.model.",
 
 def _env() -> dict[str, str]:
   """A user's environment on a host without a TPU: this one without JAX_PLATFORMS (the choice
-  under test), XLA_FLAGS, or the TPU_* settings that this test process may have picked up and
+  under test), the XLA_FLAGS of the test process (a simulated device count), or the TPU_*
+  settings that this test process may have picked up and
   that change what libtpu does at start-up (importing TensorFlow sets TPU_LIBRARY_PATH and
   TPU_ML_PLATFORM; compiling for a slice, `electra_jax.benchmark.tpu.slices`, sets
   TPU_WORKER_HOSTNAMES and ALLOW_MULTIPLE_LIBTPU_LOAD)."""
@@ -45,6 +47,9 @@ def _env() -> dict[str, str]:
          if k not in ("JAX_PLATFORMS", "XLA_FLAGS", "ALLOW_MULTIPLE_LIBTPU_LOAD")
          and not k.startswith("TPU_")}
   env["TF_CPP_MIN_LOG_LEVEL"] = "3"  # TensorFlow's notices are not what is tested here.
+  # The tests' XLA flags (a user may set XLA_FLAGS too): the children compile what the other
+  # tests compiled, from the shared compilation cache, instead of compiling it again.
+  env["XLA_FLAGS"] = xla_flags.TEST_XLA_FLAGS
   # A child that starts libtpu while another process holds libtpu's lock file would fail
   # quietly, and the children run side by side (as other test processes may): let each one
   # that starts libtpu start it, complaints and all.

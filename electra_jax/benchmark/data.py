@@ -4,7 +4,7 @@ r"""Measures the input pipeline on this machine: text -> shards, and shards -> d
       --document_boundary=file] [--tokenizer_model=spm.model | --vocab_size=8000] \
       [--num_shards=8] [--processes=0] [--max_seq_length=128] [--batch_size=128] \
       [--shuffle_buffer=10000] [--shard_order=window] [--loader_workers=0] \
-      [--loader_threads=1] [--seconds=10] [--workdir=DIR]
+      [--loader_threads=0] [--group_size=256] [--seconds=10] [--workdir=DIR]
 
 Without --input it uses the embedded standard-library corpus, written to the work directory.
 Without --tokenizer_model it first trains a --vocab_size-piece sentencepiece model on the
@@ -166,7 +166,8 @@ def run_data_benchmark(*, input_patterns: str = "", text: text_files.TextOptions
                        processes: int = 0, max_seq_length: int = 128, batch_size: int = 128,
                        shuffle_buffer: int = 10_000, seconds: float = 10.0, workdir: str = "",
                        seed: int = 0, shard_order: str = "window", loader_workers: int = 0,
-                       loader_threads: int = 1) -> dict[str, Any]:
+                       loader_threads: int = 0,
+                       group_size: int = build_lib.GROUP_SIZE) -> dict[str, Any]:
   """Runs measurements (a), (b) and (c) of the module docstring; returns the results.
 
   Args:
@@ -187,6 +188,8 @@ def run_data_benchmark(*, input_patterns: str = "", text: text_files.TextOptions
     seed: seed of the example recipe and of the reading order.
     shard_order, loader_workers, loader_threads: how the batches are read (`data.shard_order`,
       `data.loader_workers`, `data.loader_threads` of a pretraining config).
+    group_size: records per compressed ArrayRecord chunk of the shards built
+      (`data.build --group_size`; 1 for the global order).
 
   Returns:
     A dict: the input (`input_files`, `input_bytes`), `tokenizer_train_s` (None when
@@ -220,7 +223,8 @@ def run_data_benchmark(*, input_patterns: str = "", text: text_files.TextOptions
                      num_shards=num_shards, processes=processes,
                      max_seq_length=max_seq_length, batch_size=batch_size,
                      shuffle_buffer=shuffle_buffer, seconds=seconds, seed=seed, put=put,
-                     shard_order=shard_order, read_options=read_options)
+                     shard_order=shard_order, read_options=read_options,
+                     group_size=group_size)
   finally:
     if temporary:
       shutil.rmtree(root, ignore_errors=True)
@@ -234,7 +238,8 @@ def run_data_benchmark(*, input_patterns: str = "", text: text_files.TextOptions
 def _run_in(root: str, *, input_patterns: str, text: text_files.TextOptions,
             tokenizer_model: str, vocab_size: int, num_shards: int, processes: int,
             max_seq_length: int, batch_size: int, shuffle_buffer: int, seconds: float,
-            seed: int, put, shard_order: str, read_options: dict[str, int]) -> dict[str, Any]:
+            seed: int, put, shard_order: str, read_options: dict[str, int],
+            group_size: int) -> dict[str, Any]:
   """`run_data_benchmark` with the work directory `root` in place."""
   if input_patterns:
     files = text_files.expand_patterns(input_patterns, "--input")
@@ -265,7 +270,7 @@ def _run_in(root: str, *, input_patterns: str, text: text_files.TextOptions,
   manifest = build_lib.build(
       output=shards_dir, num_shards=num_shards, tokenizer_model=tokenizer_model,
       input_patterns=",".join(files), processes=processes, max_seq_length=max_seq_length,
-      seed=seed, text=text, overwrite=True, progress=False)
+      seed=seed, text=text, overwrite=True, progress=False, group_size=group_size)
   preprocess_s = time.perf_counter() - start
   tokens = manifest.tokens("train") + manifest.tokens("eval")
 
@@ -365,7 +370,9 @@ def _define_flags() -> None:
                     "--shuffle_buffer) or global (a seeded permutation of every example).")
   flags.DEFINE_integer("loader_workers", 0, "Grain worker processes making the batches; 0: "
                        "threads of this process.")
-  flags.DEFINE_integer("loader_threads", 1, "Read-ahead threads per process.")
+  flags.DEFINE_integer("loader_threads", 0, "Read-ahead threads per process.")
+  flags.DEFINE_integer("group_size", 256, "Records per compressed ArrayRecord chunk of the "
+                       "shards built (data.build --group_size; 1 for --shard_order=global).")
   flags.DEFINE_float("seconds", 10.0, "Wall-clock seconds of each reading measurement.")
   flags.DEFINE_string("workdir", "", "Keep the corpus, tokenizer and shards here (shards are "
                       "rebuilt); '' uses a temporary directory, deleted afterwards.")
@@ -384,7 +391,7 @@ def _main(argv: list[str]) -> None:
       processes=fl.processes, max_seq_length=fl.max_seq_length, batch_size=fl.batch_size,
       shuffle_buffer=fl.shuffle_buffer, seconds=fl.seconds, workdir=fl.workdir, seed=fl.seed,
       shard_order=fl.shard_order, loader_workers=fl.loader_workers,
-      loader_threads=fl.loader_threads)
+      loader_threads=fl.loader_threads, group_size=fl.group_size)
   print(report(result), flush=True)
 
 

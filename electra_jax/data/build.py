@@ -3,7 +3,7 @@ r"""Offline preprocessing: text files or a tfds dataset -> tokenized example sha
   python -m electra_jax.data.build --input='books/*.txt' --tokenizer_model=DIR/spm.model \
       --output=shards/ --num_shards=64 [--processes=N] [--max_seq_length=128] \
       [--eval_fraction=0.01] [--text_cleanup=gutenberg] [--document_boundary=file] \
-      [--packing] [--overwrite]
+      [--packing] [--group_size=256] [--overwrite]
 
   python -m electra_jax.data.build --tfds_name=wikipedia/20230601.en --tfds_split=train \
       --tokenizer_model=vocab.txt --output=shards/ --num_shards=256
@@ -66,7 +66,9 @@ from electra_jax.errors import Interrupted
 
 DOCUMENTS_PER_CHUNK = 256  # documents tokenized in one batch
 RUNNERS = ("local", "beam")  # --runner: this machine's processes, or an Apache Beam pipeline.
-ARRAY_RECORD_OPTIONS = "group_size:256"  # records per compressed chunk (random-access unit)
+# Records per compressed ArrayRecord chunk (the unit of random access): 256 by default (small
+# files, fast sequential reads); 1 for data.shard_order=global (random reads ~2.5x faster).
+GROUP_SIZE = 256
 
 
 @dataclasses.dataclass
@@ -86,6 +88,7 @@ class BuildSpec:
     tfds: tfds_documents keyword arguments (tfds input), else None.
     token_dtype: record element type.
     packing: write packed rows (`electra_jax.data.packing`), one record each, not examples.
+    group_size: records per compressed ArrayRecord chunk.
   """
 
   output: str
@@ -103,6 +106,7 @@ class BuildSpec:
   tfds: dict[str, Any] | None
   token_dtype: str
   packing: bool = False
+  group_size: int = GROUP_SIZE
 
 
 Unit = tuple[str, int, int]  # (path, first byte, end byte); end -1: the whole file
@@ -228,12 +232,12 @@ def _tokenizer(spec: BuildSpec):
   return _TOKENIZER_CACHE[key]
 
 
-def _write_shard(path: str, records: list[bytes]) -> None:
+def _write_shard(path: str, records: list[bytes], group_size: int = GROUP_SIZE) -> None:
   """Writes records to `path` through a temporary sibling and an atomic rename."""
   from array_record.python import array_record_module  # pylint: disable=import-outside-toplevel
   tmp = fileio.temporary_sibling(path)
   try:
-    writer = array_record_module.ArrayRecordWriter(tmp, ARRAY_RECORD_OPTIONS)
+    writer = array_record_module.ArrayRecordWriter(tmp, f"group_size:{group_size}")
     for record in records:
       writer.write(record)
     writer.close()
@@ -312,7 +316,7 @@ def build_shard(spec: BuildSpec, shard: int) -> dict[str, Any]:
       continue
     order = np.random.default_rng([spec.seed, shard, 3 + stream]).permutation(len(written))
     name = shards_lib.shard_name(split, shard, spec.num_shards)
-    _write_shard(fileio.join(spec.output, name), [written[i] for i in order])
+    _write_shard(fileio.join(spec.output, name), [written[i] for i in order], spec.group_size)
     infos[split] = shards_lib.ShardInfo(file=name, examples=len(order), tokens=tokens[split],
                                         documents=documents[split])
   return {"shard": shard, "infos": infos, "stats": stats, "counts": counts}
@@ -391,7 +395,8 @@ def build(*, output: str, num_shards: int, tokenizer_model: str, input_patterns:
           single_segment_prob: float = 0.1, short_seq_prob: float = 0.05, seed: int = 0,
           eval_fraction: float = 0.0, text: text_files.TextOptions | None = None,
           overwrite: bool = False, progress: bool = True, packing: bool = False,
-          runner: str = "local", beam_args: Sequence[str] = ()) -> shards_lib.Manifest:
+          runner: str = "local", beam_args: Sequence[str] = (),
+          group_size: int = GROUP_SIZE) -> shards_lib.Manifest:
   """Builds a shard directory (see the module docstring); returns its manifest.
 
   Args:
@@ -414,6 +419,7 @@ def build(*, output: str, num_shards: int, tokenizer_model: str, input_patterns:
       `electra_jax.data.build_beam`; the same shards and manifest).
     beam_args: Beam's pipeline options (runner, project, ...); none: the DirectRunner in
       `processes` processes.
+    group_size: records per compressed ArrayRecord chunk (1 for data.shard_order=global).
 
   Raises:
     ElectraError: bad arguments or input (see the messages).
@@ -422,6 +428,9 @@ def build(*, output: str, num_shards: int, tokenizer_model: str, input_patterns:
   text = text or text_files.TextOptions()
   if runner not in RUNNERS:
     raise ElectraError(f"--runner={runner!r}; choose one of {', '.join(RUNNERS)}")
+  if group_size < 1:
+    raise ElectraError(f"--group_size={group_size} must be at least 1 (records per "
+                       "compressed chunk; 1 for --config.data.shard_order=global)")
   if beam_args and runner != "beam":
     raise ElectraError(f"options after -- ({' '.join(beam_args)}) are Beam's; they need "
                        "--runner=beam")
@@ -438,7 +447,8 @@ def build(*, output: str, num_shards: int, tokenizer_model: str, input_patterns:
       tokenizer_type=tokenizer.kind, lowercase=lowercase, max_seq_length=max_seq_length,
       single_segment_prob=single_segment_prob, short_seq_prob=short_seq_prob, seed=seed,
       eval_fraction=eval_fraction, text=text, units_per_shard=units_per_shard, tfds=tfds,
-      token_dtype=shards_lib.token_dtype(tokenizer.vocab_size), packing=packing)
+      token_dtype=shards_lib.token_dtype(tokenizer.vocab_size), packing=packing,
+      group_size=group_size)
   if runner == "beam":
     from electra_jax.data import build_beam  # pylint: disable=import-outside-toplevel
     results = build_beam.build_shards(spec, list(beam_args), processes, progress, build_shard)
@@ -632,6 +642,9 @@ def _define_flags() -> None:
   flags.DEFINE_enum("runner", "local", list(RUNNERS), "local: this machine's processes; beam: "
                     "an Apache Beam pipeline (pip install -e '.[beam]'), Beam's own options "
                     "after -- (default: the DirectRunner in --processes processes).")
+  flags.DEFINE_integer("group_size", GROUP_SIZE, "Records per compressed ArrayRecord chunk, "
+                       "the unit of random access: 1 makes --config.data.shard_order=global "
+                       "read about 2.5x faster, in files about 1.5x larger.")
   flags.DEFINE_bool("packing", False, "Store packed rows, several examples back to back in "
                     "each (train with --config.data.packing=True).")
 
@@ -660,7 +673,8 @@ def _main(argv: list[str]) -> None:
       seed=fl.seed, eval_fraction=fl.eval_fraction,
       text=text_files.TextOptions(fl.text_cleanup, fl.document_boundary, fl.max_line_chars,
                                   fl.text_field),
-      overwrite=fl.overwrite, packing=fl.packing, runner=fl.runner, beam_args=argv[1:])
+      overwrite=fl.overwrite, packing=fl.packing, runner=fl.runner, beam_args=argv[1:],
+      group_size=fl.group_size)
   seconds = time.perf_counter() - start
   tokens = manifest.tokens("train") + manifest.tokens("eval")
   print(f"wrote {fl.output}: {len(manifest.splits['train'])} train shard(s), "

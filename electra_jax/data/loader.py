@@ -2,8 +2,9 @@
 
 Every pretraining source gives its host's batches as a Grain `MapDataset` whose element p is
 batch p, a pure function of the seed and p (`pipeline.PretrainingData.train_batches`). `Loader`
-iterates it from a position: `dataset[position:]`, read ahead by `ReadOptions` threads in this
-process, or by `data.loader_workers` worker processes (Grain's `mp_prefetch`: worker w makes
+iterates it from a position: element by element in this process, or `dataset[position:]` read
+ahead by `ReadOptions` threads (`data.loader_threads`), or by `data.loader_workers` worker
+processes (Grain's `mp_prefetch`: worker w makes
 batches w, w+W, w+2W, ..., decoding, tokenizing and building examples in parallel, and the
 batches come back in order). The batches are the same whatever the workers and threads, so a
 checkpoint needs only the position (batches delivered), which goes into the orbax checkpoint's
@@ -68,8 +69,9 @@ class Loader:
   Args:
     batches: a Grain `MapDataset` whose element p is batch p.
     position: batches already delivered (from a checkpoint).
-    workers: worker processes (0: threads of this process read ahead).
-    threads: read-ahead threads per process (0: read when asked).
+    workers: worker processes (0: this process reads).
+    threads: read-ahead threads per process (0: none; the training loop's own prefetch thread,
+      `train.prefetch_batches`, reads ahead of the step anyway).
     buffer: batches each process keeps ready.
     on_batch: called with (position, batch) for each batch delivered, in order (a mixture's
       share counter).
@@ -79,34 +81,43 @@ class Loader:
   """
 
   def __init__(self, batches: grain.MapDataset, position: int = 0, workers: int = 0,
-               threads: int = 1, buffer: int = 4,
+               threads: int = 0, buffer: int = 4,
                on_batch: Callable[[int, Arrays], None] | None = None):
     check_workers(workers, threads)
     if position < 0:
       raise ValueError(f"position must be >= 0, got {position}")
     self.position = position
     self._on_batch = on_batch
-    dataset = batches[position:].to_iter_dataset(
-        grain.ReadOptions(num_threads=threads, prefetch_buffer_size=buffer if threads else 0))
-    if workers:
-      _parse_flags()
-      dataset = dataset.mp_prefetch(grain.MultiprocessingOptions(
-          num_workers=workers, per_worker_buffer_size=buffer))
-    self._iterator = iter(dataset)
+    self._batches = batches
+    self._iterator = None  # Neither workers nor threads: element `position` read when asked.
+    if workers or threads:
+      dataset = batches[position:].to_iter_dataset(
+          grain.ReadOptions(num_threads=threads, prefetch_buffer_size=buffer))
+      if workers:
+        _parse_flags()
+        dataset = dataset.mp_prefetch(grain.MultiprocessingOptions(
+            num_workers=workers, per_worker_buffer_size=buffer))
+      self._iterator = iter(dataset)
 
   def __iter__(self) -> "Loader":
     return self
 
   def __next__(self) -> Arrays:
-    batch = next(self._iterator)
+    if self._iterator is None:
+      batch = self._batches[self.position]
+    else:
+      batch = next(self._iterator)
     if self._on_batch is not None:
       self._on_batch(self.position, batch)
     self.position += 1
     return batch
 
   def get_state(self) -> dict[str, Any]:
-    """Grain's iterator state (with worker processes: each worker's), for inspection; a
-    checkpoint stores `position`, which restores the same stream."""
+    """Grain's iterator state (with worker processes: each worker's), or the next position
+    when reading in place, for inspection; a checkpoint stores `position`, which restores the
+    same stream."""
+    if self._iterator is None:
+      return {"next_index": self.position}
     return self._iterator.get_state()
 
   def close(self) -> None:

@@ -86,7 +86,7 @@ class PretrainingData:
   mixture: Any = None  # data.mixture's sources (`mixture_sources.MixtureData`), else None.
   shard_order: str = "window"  # The shard reader's order (`shard_reader.ORDERS`).
   loader_workers: int = 0  # Grain worker processes making batches (`loader.Loader`).
-  loader_threads: int = 1  # Read-ahead threads per process.
+  loader_threads: int = 0  # Read-ahead threads per process.
   # data.streaming: (`streaming.StreamSpec` of every piece, the pieces), else None.
   stream: Any = None
 
@@ -511,7 +511,7 @@ def read_options(data_config: Any) -> dict[str, Any]:
   """
   options = {"shard_order": data_config.get("shard_order", "window"),
              "loader_workers": int(data_config.get("loader_workers", 0)),
-             "loader_threads": int(data_config.get("loader_threads", 1))}
+             "loader_threads": int(data_config.get("loader_threads", 0))}
   shard_reader.check_order(options["shard_order"])
   loader_lib.check_workers(options["loader_workers"], options["loader_threads"])
   return options

@@ -119,8 +119,9 @@ def open_shard(path: str, expected: int | None):
 
 class WindowedRecords(grain.MapDataset):
   """The "window" order as a Grain `MapDataset` of record bytes, endless: element i is the
-  record at index i of the host's stream (see the module docstring). Consecutive indices, as a
-  batch asks for them, come from one cached window.
+  record at index i of the host's stream (see the module docstring). `examples_at` reads a
+  window once, decodes it whole and deals consecutive examples as array slices (the fast path
+  the batches take).
 
   Args:
     paths: the host's shard files; counts: their records.
@@ -138,8 +139,8 @@ class WindowedRecords(grain.MapDataset):
     self._window = window
     self._shuffle = shuffle
     self._readers = _Readers()
-    # ((epoch, window), its records): one tuple, as read-ahead threads may load at once.
-    self._cached: tuple[tuple[int, int] | None, list[bytes]] = (None, [])
+    # ((epoch, window), its decoded examples): one tuple, as read-ahead threads may load at once.
+    self._cached: tuple[tuple[int, int] | None, Arrays] = (None, {})
 
   def __len__(self) -> int:
     return sys.maxsize
@@ -149,7 +150,7 @@ class WindowedRecords(grain.MapDataset):
 
   def __getstate__(self):
     state = self.__dict__.copy()
-    state["_cached"] = (None, [])
+    state["_cached"] = (None, {})
     return state
 
   def _shard_order(self, epoch: int) -> np.ndarray:
@@ -157,11 +158,8 @@ class WindowedRecords(grain.MapDataset):
       return np.arange(len(self._paths))
     return np.random.default_rng([*self._seed, epoch]).permutation(len(self._paths))
 
-  def _window_records(self, epoch: int, window: int) -> list[bytes]:
-    """The records of one window, in dealing order."""
-    key, records = self._cached
-    if key == (epoch, window):
-      return records
+  def _window_records(self, epoch: int, window: int) -> tuple[list[bytes], np.ndarray | None]:
+    """The records of one window in stored order, and the permutation that deals them."""
     order = self._shard_order(epoch)
     ends = np.cumsum(self._counts[order])
     begin = window * self._window
@@ -175,33 +173,44 @@ class WindowedRecords(grain.MapDataset):
       if hi > lo:
         records.extend(self._readers.read(self._paths[order[k]], lo - shard_begin,
                                           hi - shard_begin, int(self._counts[order[k]])))
+    permutation = None
     if self._shuffle:
-      permutation = np.random.default_rng([*self._seed, epoch, window]).permutation(len(records))
-      records = [records[i] for i in permutation]
-    self._cached = ((epoch, window), records)
-    return records
+      permutation = np.random.default_rng([*self._seed, epoch, window]).permutation(
+          len(records))
+    return records, permutation
 
-  def _getitems(self, indices: Sequence[int]) -> list[bytes]:
-    """The records at `indices`; a run of consecutive indices is sliced from its windows."""
-    out: list[bytes] = []
-    indices = [int(i) for i in indices]
-    k = 0
-    while k < len(indices):
-      epoch, within = divmod(indices[k], self._total)
+  def _window_arrays(self, epoch: int, window: int, decode) -> Arrays:
+    key, arrays = self._cached
+    if key != (epoch, window):
+      records, permutation = self._window_records(epoch, window)
+      arrays = decode(records)
+      if permutation is not None:
+        arrays = {k: v[permutation] for k, v in arrays.items()}
+      self._cached = ((epoch, window), arrays)
+    return arrays
+
+  def examples_at(self, start: int, count: int, decode) -> Arrays:
+    """Examples start .. start+count-1 of the stream, decoded by `decode`, as [count, T]."""
+    parts = []
+    index = start
+    while index < start + count:
+      epoch, within = divmod(index, self._total)
       window, offset = divmod(within, self._window)
-      records = self._window_records(epoch, window)
-      run = 1  # Consecutive indices in this window.
-      while (k + run < len(indices) and indices[k + run] == indices[k] + run
-             and offset + run < len(records)):
-        run += 1
-      out.extend(records[offset:offset + run])
-      k += run
-    return out
+      arrays = self._window_arrays(epoch, window, decode)
+      take = min(len(arrays["input_ids"]) - offset, start + count - index)
+      parts.append({k: v[offset:offset + take] for k, v in arrays.items()})
+      index += take
+    if len(parts) == 1:
+      return parts[0]
+    return {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
 
   def __getitem__(self, index):
     if isinstance(index, slice):
       return self.slice(index)
-    return self._getitems([index])[0]
+    epoch, within = divmod(int(index), self._total)
+    window, offset = divmod(within, self._window)
+    records, permutation = self._window_records(epoch, window)
+    return records[offset if permutation is None else int(permutation[offset])]
 
 
 class GlobalRecords(grain.MapDataset):
@@ -249,16 +258,19 @@ class GlobalRecords(grain.MapDataset):
         out[i] = record
     return out
 
+  def examples_at(self, start: int, count: int, decode) -> Arrays:
+    """Examples start .. start+count-1 of the stream, decoded by `decode`, as [count, T]."""
+    return decode(self._getitems(range(start, start + count)))
+
   def __getitem__(self, index):
     if isinstance(index, slice):
       return self.slice(index)
     return self._getitems([index])[0]
 
 
-def _batch_at(records: grain.MapDataset, decode, batch_size: int, position: int) -> Arrays:
-  """Batch `position` of `records` (WindowedRecords or GlobalRecords), decoded."""
-  start = position * batch_size
-  return decode(records._getitems(range(start, start + batch_size)))  # pylint: disable=protected-access
+def _batch_at(stream: "ShardStream", position: int) -> Arrays:
+  """Batch `position` of `stream`."""
+  return stream.examples_at(position * stream.batch_size, stream.batch_size)
 
 
 class ShardStream:
@@ -316,15 +328,15 @@ class ShardStream:
     self.decode = functools.partial(
         shards_lib.decode_records, dtype=manifest.token_dtype,
         max_seq_length=manifest.max_seq_length, pad_id=pad_id, packed=manifest.packed)
-    self.batches = loader_lib.PositionBatches(
-        functools.partial(_batch_at, self.records, self.decode, batch_size), str(self.records))
+    self.batches = loader_lib.PositionBatches(functools.partial(_batch_at, self),
+                                              str(self.records))
 
   def examples_at(self, start: int, count: int) -> Arrays:
     """Examples start .. start+count-1 of this host's endless stream, as [count, T] arrays."""
     if count < 1:
       return examples_lib.pad_examples([], self.manifest.max_seq_length,
                                        self.decode.keywords["pad_id"])
-    return self.decode(self.records._getitems(range(start, start + count)))  # pylint: disable=protected-access
+    return self.records.examples_at(start, count, self.decode)
 
   def __iter__(self) -> "ShardStream":
     return self

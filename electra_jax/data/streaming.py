@@ -172,7 +172,7 @@ class StreamLoader:
   """
 
   def __init__(self, examples: PieceExamples, batch_size: int, state: Sequence[int] = (0, 0),
-               position: int = 0, workers: int = 0, threads: int = 1, buffer: int = 2):
+               position: int = 0, workers: int = 0, threads: int = 0, buffer: int = 2):
     from electra_jax.data import loader  # pylint: disable=import-outside-toplevel
     loader.check_workers(workers, threads)
     self.batch_size = batch_size

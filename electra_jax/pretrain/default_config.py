@@ -111,7 +111,9 @@ def get_config() -> ml_collections.ConfigDict:
   # Worker processes that make the batches on Grain (read, decode, build examples), each a
   # batch in W; 0: threads of the training process. The batches are the same for any count.
   data.loader_workers = 0
-  data.loader_threads = 1  # Threads per process reading batches ahead (0: read when asked).
+  # Threads per process reading batches ahead; 0: none (train.prefetch_batches reads ahead of
+  # the step anyway; threads help when a batch is slow to make, e.g. data.streaming's pieces).
+  data.loader_threads = 0
   # "sentencepiece", "wordpiece", "tokenizer_json" or "auto" (*.txt WordPiece, *.json a
   # Hugging Face tokenizer.json, else sentencepiece).
   data.tokenizer_type = "auto"
