@@ -154,3 +154,28 @@ def test_a_stream_needs_its_state_to_resume_and_counts_for_unigram(formats):
     data.token_counts(512)
   with pytest.raises(ElectraError, match="streamed its text"):
     pipeline.held_out_sentences(_config(files["text"], model).data, seed=0)
+
+
+def test_a_bad_record_is_one_error_naming_it_from_a_worker_process(formats, tmp_path):
+  """A record without the text field, met as a worker builds its piece: the same one error the
+  in-memory reading gives, raised in the training process; a corpus with no text is one error
+  too, not an endless search."""
+  _, model = formats
+  bad = tmp_path / "bad.jsonl"
+  bad.write_text(json.dumps({"text": "A first sentence. And a second one.\nMore text."}) + "\n"
+                 + json.dumps({"body": "no text field"}) + "\n")
+  config = _config(str(bad), model, eval_fraction=0.0, loader_workers=1)
+  data = pipeline.build_pretraining_data(config.data, "unused", 512, seed=0)
+  reader = data.train_iterator(8, seed=0)
+  try:
+    with pytest.raises(ElectraError, match=r"bad.jsonl:2 has no field 'text' \(its fields: "
+                       r"\['body'\]\); set --config.data.text_field"):
+      next(reader)
+  finally:
+    reader.close()
+  empty = tmp_path / "empty.jsonl"
+  empty.write_text(json.dumps({"text": ""}) + "\n")
+  data = pipeline.build_pretraining_data(_config(str(empty), model, eval_fraction=0.0).data,
+                                         "unused", 512, seed=0)
+  with pytest.raises(ElectraError, match="gave no training examples"):
+    next(data.train_iterator(8, seed=0))
