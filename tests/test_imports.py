@@ -36,6 +36,7 @@ LAYERS = (
     ("finetune, convert", ("finetune", "convert")),
     ("score", ("score",)),
     ("experiments, benchmark", ("experiments", "benchmark")),
+    ("launch", ("launch",)),
     ("main", ("main",)),
 )
 SHARED_LAYERS = ("foundation",)

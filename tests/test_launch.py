@@ -140,6 +140,12 @@ HELP_FLAGS = {
     "tpu_delete.sh": ["--project", "--zone", "--name", "--queued", "--qr-id"],
     "gpu_multihost.sh": ["--coordinator", "--num-processes", "--process-id", "--config",
                          "--workdir", "--python-bin"],
+    "gke_run.sh": ["--name", "--accelerator-type", "--num-slices", "--image", "--workdir",
+                   "--bucket", "--queue", "--max-restarts", "--kube-context", "--namespace",
+                   "--skip-fit-check", "electra_jax.benchmark", "--require_fit", "JobSet"],
+    "gke_logs.sh": ["--name", "--worker", "--lines", "--follow", "--kube-context"],
+    "gke_delete.sh": ["--name", "--kube-context", "--namespace"],
+    "image.sh": ["--registry", "--tag", "--variant", "--push", "docker build", "docker push"],
 }
 
 

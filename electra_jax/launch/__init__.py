@@ -1,0 +1,1 @@
+"""The Python side of launch/: what the launch scripts generate (a GKE JobSet)."""
