@@ -36,7 +36,9 @@ def shard_config(shard_dir):
   return config
 
 
-@pytest.mark.parametrize("order", ["window", "global"])
+# The global order with workers in the fast tier; the window order (the same position-based
+# resumption, tested at the reader in tests/test_shards.py) in the full one.
+@pytest.mark.parametrize("order", ["global", pytest.param("window", marks=pytest.mark.full)])
 def test_training_on_shards_stopped_by_sigterm_resumes_exactly(shard_dir, tmp_path, monkeypatch,
                                                                order):
   """The shard reader's position is restored: the same batches after a SIGTERM and a restart,
@@ -47,6 +49,7 @@ def test_training_on_shards_stopped_by_sigterm_resumes_exactly(shard_dir, tmp_pa
                                          {"data.loader_workers": 2})
 
 
+@pytest.mark.full  # Three short runs; the mixture's resumption at a position: test_mixture.py.
 def test_training_on_a_mixture_stopped_by_sigterm_resumes_exactly(shard_dir, tmp_path,
                                                                   monkeypatch,
                                                                   corpus_and_tokenizer):
