@@ -36,9 +36,11 @@ def shard_config(shard_dir):
   return config
 
 
-# The global order with workers in the fast tier; the window order (the same position-based
-# resumption, tested at the reader in tests/test_shards.py) in the full one.
-@pytest.mark.parametrize("order", ["global", pytest.param("window", marks=pytest.mark.full)])
+# Three short runs each: the full tier's. The fast tier tests the same position-based
+# resumption at the reader (tests/test_loader.py: any position, threads and worker processes)
+# and a training run stopped by SIGTERM on a stream (tests/test_streaming.py).
+@pytest.mark.full
+@pytest.mark.parametrize("order", ["global", "window"])
 def test_training_on_shards_stopped_by_sigterm_resumes_exactly(shard_dir, tmp_path, monkeypatch,
                                                                order):
   """The shard reader's position is restored: the same batches after a SIGTERM and a restart,
@@ -47,6 +49,16 @@ def test_training_on_shards_stopped_by_sigterm_resumes_exactly(shard_dir, tmp_pa
   config.data.shard_order = order
   testing.assert_sigterm_resume_is_exact(config, tmp_path, monkeypatch, loader.Loader,
                                          {"data.loader_workers": 2})
+
+
+@pytest.mark.full  # Three short runs; BatchIterator's resumption at a position: test_prefetch.py.
+def test_training_on_text_in_memory_stopped_by_sigterm_resumes_exactly(tmp_path, monkeypatch,
+                                                                       corpus_and_tokenizer):
+  """Text read at startup (the default source): the same batches after a SIGTERM and a restart
+  with two Grain worker processes."""
+  files, model = corpus_and_tokenizer
+  testing.assert_sigterm_resume_is_exact(testing.fast_config(files, model), tmp_path,
+                                         monkeypatch, loader.Loader, {"data.loader_workers": 2})
 
 
 @pytest.mark.full  # Three short runs; the mixture's resumption at a position: test_mixture.py.
