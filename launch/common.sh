@@ -285,6 +285,13 @@ queued_resources() {
     --zone="$ELECTRA_ZONE"
 }
 
+# kubectl_run ARGS...: kubectl in the settings' context (if any) and namespace, through run.
+kubectl_run() {
+  local context=()
+  if [ -n "${ELECTRA_KUBE_CONTEXT:-}" ]; then context=("--context=$ELECTRA_KUBE_CONTEXT"); fi
+  run kubectl ${context[@]+"${context[@]}"} "--namespace=$ELECTRA_NAMESPACE" "$@"
+}
+
 # ssh_workers WORKER SCRIPT: run a shell script on one worker or on all (in parallel).
 ssh_workers() {
   tpu_vm ssh "$ELECTRA_TPU_NAME" --worker="$1" --command="$2"

@@ -23,9 +23,7 @@ main() {
   init_settings
   parse_flags "$@"
   require ELECTRA_TPU_NAME name
-  local kubectl=(kubectl)
-  if [ -n "$ELECTRA_KUBE_CONTEXT" ]; then kubectl+=("--context=$ELECTRA_KUBE_CONTEXT"); fi
-  run "${kubectl[@]}" "--namespace=$ELECTRA_NAMESPACE" delete jobset "$ELECTRA_TPU_NAME" --wait=false
+  kubectl_run delete jobset "$ELECTRA_TPU_NAME" --wait=false
 }
 
 main "$@"

@@ -32,12 +32,10 @@ main() {
   case $ELECTRA_LOG_LINES in
     ''|*[!0-9]*) die "--lines must be a number, got '$ELECTRA_LOG_LINES'" ;;
   esac
-  local kubectl=(kubectl)
-  if [ -n "$ELECTRA_KUBE_CONTEXT" ]; then kubectl+=("--context=$ELECTRA_KUBE_CONTEXT"); fi
-  kubectl+=("--namespace=$ELECTRA_NAMESPACE" logs "--selector=$selector" --container=electra-jax
-            --prefix "--tail=$ELECTRA_LOG_LINES" --max-log-requests=1000)
-  if is_true "$ELECTRA_FOLLOW"; then kubectl+=(--follow); fi
-  run "${kubectl[@]}"
+  local args=(logs "--selector=$selector" --container=electra-jax --prefix
+              "--tail=$ELECTRA_LOG_LINES" --max-log-requests=1000)
+  if is_true "$ELECTRA_FOLLOW"; then args+=(--follow); fi
+  kubectl_run "${args[@]}"
 }
 
 main "$@"

@@ -54,10 +54,7 @@ main() {
     cat "$manifest" >&3
   fi
   fit_check
-  local kubectl=(kubectl)
-  if [ -n "$ELECTRA_KUBE_CONTEXT" ]; then kubectl+=("--context=$ELECTRA_KUBE_CONTEXT"); fi
-  kubectl+=("--namespace=$ELECTRA_NAMESPACE")
-  run "${kubectl[@]}" apply -f "$manifest"
+  kubectl_run apply -f "$manifest"
   if ! is_true "$ELECTRA_DRY_RUN"; then
     note "submitted JobSet $ELECTRA_TPU_NAME; follow it with launch/gke_logs.sh --name=$ELECTRA_TPU_NAME --follow"
   fi
