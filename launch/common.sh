@@ -71,7 +71,7 @@ coordinator|JAX_COORDINATOR_ADDRESS|value||host:port of process 0 (the JAX coord
 num-processes|JAX_NUM_PROCESSES|value||Number of processes (one per host).
 process-id|JAX_PROCESS_ID|value||This process: 0 .. num-processes-1.
 image|ELECTRA_IMAGE|value||Container image, e.g. us-docker.pkg.dev/PROJECT/REPO/electra-jax:TAG (launch/image.sh prints it).
-num-slices|ELECTRA_NUM_SLICES|value|1|Slices of --accelerator-type joined over the data-center network (sets --config.mesh.dcn_data).
+num-slices|ELECTRA_NUM_SLICES|value|1|Slices of --accelerator-type joined over the data-center network (sets --config.mesh.dcn_data); TPU VMs: N > 1 needs --queued, nodes NAME-0 .. NAME-(N-1).
 queue|ELECTRA_QUEUE|value||Kueue LocalQueue to submit the JobSet to (default: none, run at once).
 max-restarts|ELECTRA_MAX_RESTARTS|value|3|Restarts of the whole JobSet after a pod fails (each resumes from the newest checkpoint).
 kube-context|ELECTRA_KUBE_CONTEXT|value||kubectl context of the GKE cluster (default: the current kubectl context).
@@ -211,6 +211,102 @@ require_tpu_target() {
   require ELECTRA_TPU_NAME name
   if [ -z "${ELECTRA_QR_ID:-}" ]; then ELECTRA_QR_ID="$ELECTRA_TPU_NAME-qr"; fi
   export ELECTRA_PROJECT ELECTRA_ZONE ELECTRA_TPU_NAME ELECTRA_QR_ID
+  check_slices
+}
+
+# ---------------------------------------------------------------------------------------------
+# Slices. --num-slices=N > 1: one queued resource holds N slices of --accelerator-type, which
+# Cloud TPU names NAME-0 .. NAME-(N-1) (queued-resources create --node-count=N
+# --node-prefix=NAME); the scripts act on every slice's workers. N = 1: the one node NAME.
+# ---------------------------------------------------------------------------------------------
+
+# Checks --num-slices (for the scripts that take it): a whole number >= 1, and N > 1 only
+# through a queued resource where the script creates, deletes or watches one.
+check_slices() {
+  setting_line num-slices >/dev/null || return 0
+  case $ELECTRA_NUM_SLICES in
+    ''|*[!0-9]*|0*) die "--num-slices must be a whole number >= 1, got '$ELECTRA_NUM_SLICES'" ;;
+  esac
+  if is_multi_slice && setting_line queued >/dev/null && ! is_true "$ELECTRA_QUEUED"; then
+    die "--num-slices=$ELECTRA_NUM_SLICES needs --queued: Cloud TPU creates several slices together only as one queued resource"
+  fi
+}
+
+# The slice for_each_slice is at (0 outside it).
+SLICE_ID=0
+SLICE_NODE=''
+
+is_multi_slice() { [ "${ELECTRA_NUM_SLICES:-1}" -gt 1 ]; }
+
+# slice_node I: the TPU node of slice I (NAME-I of several slices, NAME of one).
+slice_node() {
+  if is_multi_slice; then printf '%s-%s' "$ELECTRA_TPU_NAME" "$1"; else printf '%s' "$ELECTRA_TPU_NAME"; fi
+}
+
+# The slice indices, 0 .. N-1, one per line.
+slice_indices() {
+  local i=0
+  while [ "$i" -lt "${ELECTRA_NUM_SLICES:-1}" ]; do
+    echo "$i"
+    i=$((i + 1))
+  done
+}
+
+# for_each_slice CMD ARGS...: runs CMD ARGS with SLICE_ID and SLICE_NODE set, for every slice:
+# one after the other for one slice or a dry run, else all at once (gcloud's output of the
+# slices interleaves, as that of --worker=all does); fails if any of them failed.
+# shellcheck disable=SC2034  # SLICE_ID, SLICE_NODE: read by CMD
+for_each_slice() {
+  local i pids=() pid status=0
+  for i in $(slice_indices); do
+    SLICE_ID=$i
+    SLICE_NODE=$(slice_node "$i")
+    if is_multi_slice && ! is_true "$ELECTRA_DRY_RUN"; then
+      "$@" &
+      pids+=("$!")
+    else
+      "$@" || status=$?
+    fi
+  done
+  for pid in ${pids[@]+"${pids[@]}"}; do
+    wait "$pid" || status=$?
+  done
+  return "$status"
+}
+
+# ssh_slices WORKER SCRIPT_FUNCTION: runs the script SCRIPT_FUNCTION prints (it may read
+# SLICE_ID) on worker WORKER (an index, or all) of every slice.
+ssh_slices() {
+  for_each_slice _ssh_slice "$@"
+}
+_ssh_slice() {
+  local script
+  script=$("$2") || exit  # (bash clears set -e inside $(...))
+  tpu_vm ssh "$SLICE_NODE" --worker="$1" --command="$script"
+}
+
+# The --config.mesh.dcn_data override the training command gets for N slices (nothing for one,
+# or for a module other than electra_jax.main); dies when the overrides after -- set another.
+# $@: the overrides.
+dcn_override() {
+  local arg previous='' value given=0
+  for arg in "$@"; do
+    value=''
+    case $arg in
+      --config.mesh.dcn_data=*) value=${arg#*=} ;;
+      *) if [ "$previous" = --config.mesh.dcn_data ]; then value=$arg; fi ;;
+    esac
+    if [ -n "$value" ]; then
+      if [ "$value" != "${ELECTRA_NUM_SLICES:-1}" ]; then
+        die "--config.mesh.dcn_data=$value disagrees with --num-slices=${ELECTRA_NUM_SLICES:-1}: the data-center-network axis spans the slices; drop the override (it is set from --num-slices)"
+      fi
+      given=1
+    fi
+    previous=$arg
+  done
+  if [ "$given" = 0 ] && is_multi_slice && [ "${ELECTRA_MODULE:-electra_jax.main}" = electra_jax.main ]; then
+    printf '%s' "--config.mesh.dcn_data=$ELECTRA_NUM_SLICES"
+  fi
 }
 
 # ---------------------------------------------------------------------------------------------
@@ -292,10 +388,6 @@ kubectl_run() {
   run kubectl ${context[@]+"${context[@]}"} "--namespace=$ELECTRA_NAMESPACE" "$@"
 }
 
-# ssh_workers WORKER SCRIPT: run a shell script on one worker or on all (in parallel).
-ssh_workers() {
-  tpu_vm ssh "$ELECTRA_TPU_NAME" --worker="$1" --command="$2"
-}
 
 # Current state: the node's (READY, PREEMPTED, ...) or, with --queued, the queued resource's
 # (ACTIVE, SUSPENDED, ...); NOT_FOUND when describe fails.

@@ -3,8 +3,8 @@
 # shellcheck source=common.sh
 . "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
-SCRIPT_FLAGS="project zone name accelerator-type runtime-version spot preemptible queued qr-id
-  create-flags no-check no-wait wait-timeout"
+SCRIPT_FLAGS="project zone name accelerator-type num-slices runtime-version spot preemptible
+  queued qr-id create-flags no-check no-wait wait-timeout"
 ACCEPTS_PASSTHROUGH=1
 
 usage() {
@@ -15,6 +15,10 @@ Creates the TPU VM (or pod slice) N:
   on demand:   gcloud compute tpus tpu-vm create N --accelerator-type=T --version=RUNTIME [--spot]
   --queued:    gcloud compute tpus queued-resources create QR --node-id=N --accelerator-type=T
                --runtime-version=RUNTIME [--spot], then waits until the request is ACTIVE.
+  --queued --num-slices=S (S > 1): one request for S slices of type T, joined over the
+               data-center network: ... create QR --node-count=S --node-prefix=N ...; the
+               slices are the TPU nodes N-0 .. N-(S-1), and the other tpu_*.sh scripts act on
+               all of them when given the same --num-slices.
 Arguments after -- (and --create-flags) are added to the create command (e.g. --network=NET,
 --reserved, --data-disk=...).
 
@@ -72,8 +76,13 @@ create_on_demand() {
 
 create_queued() {
   set_provisioning_flags
-  # --node-id names the TPU VM the request creates; ssh/scp/describe use that name.
-  queued_resources create "$ELECTRA_QR_ID" --node-id="$ELECTRA_TPU_NAME" \
+  # --node-id names the TPU VM the request creates; ssh/scp/describe use that name. Several
+  # slices are named by a prefix instead: NAME-0 .. NAME-(N-1).
+  local nodes=("--node-id=$ELECTRA_TPU_NAME")
+  if is_multi_slice; then
+    nodes=("--node-count=$ELECTRA_NUM_SLICES" "--node-prefix=$ELECTRA_TPU_NAME")
+  fi
+  queued_resources create "$ELECTRA_QR_ID" "${nodes[@]}" \
     --accelerator-type="$ELECTRA_ACCELERATOR_TYPE" --runtime-version="$ELECTRA_RUNTIME_VERSION" \
     ${PROVISIONING[@]+"${PROVISIONING[@]}"} ${PASSTHROUGH[@]+"${PASSTHROUGH[@]}"}
 }

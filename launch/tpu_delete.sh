@@ -3,7 +3,7 @@
 # shellcheck source=common.sh
 . "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
-SCRIPT_FLAGS="project zone name queued qr-id"
+SCRIPT_FLAGS="project zone name num-slices queued qr-id"
 
 usage() {
   cat <<EOF
@@ -12,7 +12,8 @@ Usage: $SCRIPT_NAME --project=P --zone=Z --name=N [--queued [--qr-id=QR]]
 Deletes TPU N without asking (gcloud --quiet):
   gcloud compute tpus tpu-vm delete N --quiet
   --queued: gcloud compute tpus queued-resources delete QR --force --quiet
-            (--force deletes the request's TPU first, then the request).
+            (--force deletes the request's TPU first, then the request; with
+            --num-slices=S all S slices go with it).
 Checkpoints and logs in the gs:// workdir are kept; logs on the workers are lost.
 
 EOF

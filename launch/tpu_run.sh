@@ -3,7 +3,7 @@
 # shellcheck source=common.sh
 . "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
-SCRIPT_FLAGS="project zone name accelerator-type bucket config workdir module env
+SCRIPT_FLAGS="project zone name accelerator-type num-slices bucket config workdir module env
   allow-local-workdir restart skip-fit-check remote-dir venv log-dir"
 ACCEPTS_PASSTHROUGH=1
 
@@ -41,6 +41,15 @@ accelerator type is known, and on tpu_watch.sh's restarts after a preemption (th
 has started before; a check there would only delay training). OVERRIDES go to it as they
 are, except electra_jax.main's own --workdir and --allow_config_change.
 
+Several slices (--num-slices=S > 1, the queued resource of tpu_create.sh --queued
+--num-slices=S): every worker of the slices N-0 .. N-(S-1) starts the same command with
+--config.mesh.dcn_data=S added (an override that sets another dcn_data is refused) and the
+multi-slice environment: MEGASCALE_NUM_SLICES=S, MEGASCALE_SLICE_ID=I on slice I,
+MEGASCALE_COORDINATOR_ADDRESS=IP:8080 and MEGASCALE_PORT=8080, IP being worker 0 of slice 0
+(tpu-vm describe N-0); jax.distributed.initialize() then numbers the processes slice by slice.
+The fit check compiles for the S slices (--num_slices=S) on worker 0 of slice 0, and the
+workdir must be on gs:// (the slices' hosts write one checkpoint).
+
 A worker where a process started by this script still runs refuses to start another, unless
 --restart (which stops that process first). For Spot/preemptible TPUs use tpu_watch.sh with
 the same flags: it re-creates a preempted TPU and starts this same command again.
@@ -52,20 +61,47 @@ EOF
 main() {
   start_tpu_script "$@"
   resolve_workdir
-  local check script status=0
   # (Assigned first: a failure inside $(...) stops the script.)
+  DCN_OVERRIDE=$(dcn_override ${PASSTHROUGH[@]+"${PASSTHROUGH[@]}"}) || exit
+  COORDINATOR_IP=''
+  local check status=0
   check=$(fit_check_script)  # empty: no check (a note says why)
-  script=$(remote_run_script)
+  remote_run_script >/dev/null  # (a bad setting stops the script here, before any ssh)
   if [ -n "$check" ]; then
     if ! is_true "$ELECTRA_DRY_RUN"; then
-      note "checking on worker 0 that $ELECTRA_CONFIG fits ${ELECTRA_ACCELERATOR_TYPE:-the slice} (compiles the training step on its CPU: up to a few minutes; --skip-fit-check skips this)"
+      note "checking on worker 0 that $ELECTRA_CONFIG fits $(slices_text) (compiles the training step on its CPU: up to a few minutes; --skip-fit-check skips this)"
     fi
-    ssh_workers 0 "$check" || status=$?
+    tpu_vm ssh "$(slice_node 0)" --worker=0 --command="$check" || status=$?
     if [ "$status" != 0 ]; then
       die "the fit check on worker 0 failed (status $status; its error is above, with the settings that fit or the --fit command that finds them): training was not started; fix the config (e.g. add those --config.* settings after --), or pass --skip-fit-check to start without the check"
     fi
   fi
-  ssh_workers all "$script"
+  if is_multi_slice; then
+    COORDINATOR_IP=$(coordinator_ip) || exit
+  fi
+  ssh_slices all remote_run_script
+}
+
+# What runs: "v5p-8", "2 x v5p-8", "2 slices", or "the slice".
+slices_text() {
+  case $(is_multi_slice && echo "$ELECTRA_NUM_SLICES")/$ELECTRA_ACCELERATOR_TYPE in
+    /) printf 'the slice' ;;
+    /*) printf '%s' "$ELECTRA_ACCELERATOR_TYPE" ;;
+    */) printf '%s slices' "$ELECTRA_NUM_SLICES" ;;
+    *) printf '%s x %s' "$ELECTRA_NUM_SLICES" "$ELECTRA_ACCELERATOR_TYPE" ;;
+  esac
+}
+
+# The internal IP of worker 0 of slice 0, where the multi-slice coordinator (and JAX's) runs.
+coordinator_ip() {
+  local node ip
+  node=$(slice_node 0)
+  ip=$(query IP_OF_SLICE_0_WORKER_0 gcloud compute tpus tpu-vm describe "$node" \
+    --project="$ELECTRA_PROJECT" --zone="$ELECTRA_ZONE" \
+    --format='value(networkEndpoints[0].ipAddress)') \
+    || die "cannot describe $node (slice 0 of $ELECTRA_NUM_SLICES; created by tpu_create.sh --queued --num-slices=$ELECTRA_NUM_SLICES?)"
+  [ -n "$ip" ] || die "$node has no network endpoint yet; is its queued resource ACTIVE?"
+  printf '%s' "$ip"
 }
 
 resolve_workdir() {
@@ -77,8 +113,9 @@ resolve_workdir() {
   case $ELECTRA_WORKDIR in
     gs://*) ;;
     *)
-      if is_multi_host "$ELECTRA_ACCELERATOR_TYPE" && ! is_true "$ELECTRA_ALLOW_LOCAL_WORKDIR"; then
-        die "workdir '$ELECTRA_WORKDIR' is not on gs:// but ${ELECTRA_ACCELERATOR_TYPE:-the slice (no --accelerator-type)} has several hosts, which must share one checkpoint directory; use --workdir=gs://... (or --allow-local-workdir)"
+      if { is_multi_host "$ELECTRA_ACCELERATOR_TYPE" || is_multi_slice; } \
+          && ! is_true "$ELECTRA_ALLOW_LOCAL_WORKDIR"; then
+        die "workdir '$ELECTRA_WORKDIR' is not on gs:// but $(slices_text)$([ -n "$ELECTRA_ACCELERATOR_TYPE" ] || echo ' (no --accelerator-type)') has several hosts, which must share one checkpoint directory; use --workdir=gs://... (or --allow-local-workdir)"
       fi ;;
   esac
   export ELECTRA_WORKDIR
@@ -147,6 +184,12 @@ fit_check_script() {
   local exports overrides
   exports=$(remote_exports) || exit  # (bash clears set -e inside $(...))
   overrides=$(check_overrides)
+  if is_multi_slice; then
+    topology="$topology --num_slices=$ELECTRA_NUM_SLICES"
+  fi
+  if [ -n "$DCN_OVERRIDE" ]; then
+    overrides="${overrides:+$overrides }$DCN_OVERRIDE"
+  fi
   local s=(
     'set -eu'
     "$(remote_path D "$ELECTRA_REMOTE_DIR")"
@@ -168,21 +211,34 @@ fit_check_script() {
 
 # The training command's words after the interpreter, quoted for the worker's shell.
 train_args() {
+  local dcn=()
+  if [ -n "$DCN_OVERRIDE" ]; then dcn=("$DCN_OVERRIDE"); fi
   rcmd_line -m "$ELECTRA_MODULE" --config="$ELECTRA_CONFIG" --workdir="$ELECTRA_WORKDIR" \
-    ${PASSTHROUGH[@]+"${PASSTHROUGH[@]}"}
+    ${PASSTHROUGH[@]+"${PASSTHROUGH[@]}"} ${dcn[@]+"${dcn[@]}"}
 }
+
+# `export MEGASCALE_...` for slice SLICE_ID of several (empty for one slice): what libtpu and
+# jax.distributed.initialize() read to join the slices over the data-center network.
+megascale_exports() {
+  if is_multi_slice; then
+    printf 'export MEGASCALE_COORDINATOR_ADDRESS=%s MEGASCALE_NUM_SLICES=%s MEGASCALE_SLICE_ID=%s MEGASCALE_PORT=%s' \
+      "$(rquote "$COORDINATOR_IP:$MEGASCALE_PORT")" "$ELECTRA_NUM_SLICES" "$SLICE_ID" "$MEGASCALE_PORT"
+  fi
+}
+MEGASCALE_PORT=8080
 
 # The script each worker runs (one line of POSIX sh; $VARS in single quotes expand there).
 # shellcheck disable=SC2016
 remote_run_script() {
-  local exports stop_old
+  local exports stop_old host='worker $W'
   exports=$(remote_exports) || exit  # (bash clears set -e inside $(...))
+  if is_multi_slice; then host="slice ${SLICE_ID:-0} $host"; fi
   if is_true "$ELECTRA_RESTART"; then
     # Our own earlier process (by its recorded pid): TERM, then wait up to 60 s for it to save
     # and exit.
     stop_old='kill "$P" 2>/dev/null || true; i=0; while kill -0 "$P" 2>/dev/null && [ $i -lt 60 ]; do sleep 1; i=$((i+1)); done'
   else
-    stop_old='echo "worker $W: training already runs (pid $P, log $LOG); pass --restart to replace it" >&2; exit 1'
+    stop_old="echo \"$host: training already runs (pid \$P, log \$LOG); pass --restart to replace it\" >&2; exit 1"
   fi
   local s=(
     'set -eu'
@@ -198,13 +254,16 @@ remote_run_script() {
   if [ -n "$exports" ]; then
     s+=("$exports")
   fi
+  if is_multi_slice; then
+    s+=("$(megascale_exports)")
+  fi
   s+=(
     "set -- \"\$V/bin/python\" $(train_args)"
-    'echo "=== $(date -u +%FT%TZ) worker $W: $*" >>"$LOG"'
+    "echo \"=== \$(date -u +%FT%TZ) $host: \$*\" >>\"\$LOG\""
     # nohup and all three streams redirected: the process outlives the ssh session.
     'nohup "$@" >>"$LOG" 2>&1 </dev/null &'
     'echo $! >"$L/train.pid"'
-    'echo "worker $W: started pid $!, log $LOG"'
+    "echo \"$host: started pid \$!, log \$LOG\""
   )
   join_statements "${s[@]}"
 }

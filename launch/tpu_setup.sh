@@ -3,7 +3,7 @@
 # shellcheck source=common.sh
 . "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
-SCRIPT_FLAGS="project zone name repo ref python jax-spec stage-data remote-dir venv"
+SCRIPT_FLAGS="project zone name num-slices repo ref python jax-spec stage-data remote-dir venv"
 TARBALL_NAME=electra-jax.tar.gz  # in the workers' home directories
 
 usage() {
@@ -20,7 +20,9 @@ On every worker of TPU N (gcloud compute tpus tpu-vm ssh N --worker=all):
      jax[tpu] matches the jax version setup.py allows;
   4. with --stage-data=gs://B/shards=/tmp/shards: gcloud storage rsync --recursive to local disk
      (shards are read from local disk).
-Running it again replaces the code and upgrades the environment.
+Running it again replaces the code and upgrades the environment. With --num-slices=S (the
+slices of one queued resource, tpu_create.sh --queued --num-slices=S), all of this happens on
+every worker of every slice, N-0 .. N-(S-1), the slices at once.
 
 EOF
   settings_help
@@ -31,9 +33,8 @@ main() {
   if [ -z "$ELECTRA_REPO" ]; then
     copy_code
   fi
-  local script
-  script=$(remote_setup_script)  # (assigned first: a failure inside $(...) stops the script)
-  ssh_workers all "$script"
+  remote_setup_script >/dev/null  # (a bad setting stops the script here, before any ssh)
+  ssh_slices all remote_setup_script
 }
 
 # Local: archive the checkout and copy it to every worker.
@@ -46,8 +47,12 @@ copy_code() {
     warn "uncommitted changes in $REPO_ROOT are not copied (git archive HEAD); commit them first"
   fi
   run git -C "$REPO_ROOT" archive --format=tar.gz --output="$tarball" "$ref"
-  tpu_vm scp "$tarball" "$ELECTRA_TPU_NAME:$TARBALL_NAME" --worker=all
+  for_each_slice scp_code "$tarball"
   run rm -f "$tarball"
+}
+
+scp_code() {
+  tpu_vm scp "$1" "$SLICE_NODE:$TARBALL_NAME" --worker=all
 }
 
 # The script each worker runs (one line of POSIX sh; $VARS in single quotes expand there).

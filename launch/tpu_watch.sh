@@ -6,7 +6,7 @@
 . "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
 # Everything tpu_create.sh, tpu_setup.sh and tpu_run.sh take, plus the loop's own settings.
-SCRIPT_FLAGS="project zone name accelerator-type runtime-version spot preemptible queued qr-id
+SCRIPT_FLAGS="project zone name accelerator-type num-slices runtime-version spot preemptible queued qr-id
   create-flags no-check wait-timeout
   repo ref python jax-spec stage-data remote-dir venv
   bucket config workdir module env allow-local-workdir log-dir
@@ -20,7 +20,8 @@ Usage: $SCRIPT_NAME [the flags of tpu_create.sh, tpu_setup.sh and tpu_run.sh] [-
 Every --check-interval seconds (default 300) reads the TPU's state
   gcloud compute tpus tpu-vm describe N --format='value(state)'          (READY, PREEMPTED, ...)
   gcloud compute tpus queued-resources describe QR --format='value(state.state)'  (--queued;
-                                                       while ACTIVE, also the node's state)
+                                   while ACTIVE, also the node's state, every slice's with
+                                   --num-slices=S: a preempted slice recovers them all)
 and then:
   READY / ACTIVE            checks that training still runs on worker 0 (its pid file); if it
                             has ended (finished or crashed) and the TPU is still up a minute
@@ -70,17 +71,19 @@ main() {
 }
 
 # The state to act on: the node's, or the queued resource's; while a queued resource is
-# ACTIVE, its node's state too (PREEMPTED/TERMINATED there mean the same as SUSPENDED).
+# ACTIVE, its nodes' states too (PREEMPTED/TERMINATED on any slice mean the same as SUSPENDED).
 # $1: the state to pretend in a dry run.
 watched_state() {
-  local state node
+  local state node i
   state=$(tpu_state "${1:-}")
   if is_true "$ELECTRA_QUEUED" && [ "$state" = ACTIVE ]; then
-    node=$(query READY gcloud compute tpus tpu-vm describe "$ELECTRA_TPU_NAME" \
-      --project="$ELECTRA_PROJECT" --zone="$ELECTRA_ZONE" --format='value(state)') || node=''
-    case $node in
-      PREEMPTED|TERMINATED) state=$node ;;
-    esac
+    for i in $(slice_indices); do
+      node=$(query READY gcloud compute tpus tpu-vm describe "$(slice_node "$i")" \
+        --project="$ELECTRA_PROJECT" --zone="$ELECTRA_ZONE" --format='value(state)') || node=''
+      case $node in
+        PREEMPTED|TERMINATED) state=$node; break ;;
+      esac
+    done
   fi
   printf '%s\n' "$state"
 }
@@ -125,13 +128,13 @@ check_once() {
   esac
 }
 
-# True unless worker 0 reports that the process in its pid file has stopped (an ssh failure
-# counts as running: only a clear answer ends the watch).
+# True unless worker 0 (of slice 0) reports that the process in its pid file has stopped (an
+# ssh failure counts as running: only a clear answer ends the watch).
 # shellcheck disable=SC2016
 training_running() {
   local script answer
   script="$(remote_path L "$ELECTRA_LOG_DIR"); "'if [ -f "$L/train.pid" ] && kill -0 "$(cat "$L/train.pid")" 2>/dev/null; then echo running; else echo stopped; fi'
-  answer=$(query running gcloud compute tpus tpu-vm ssh "$ELECTRA_TPU_NAME" --worker=0 \
+  answer=$(query running gcloud compute tpus tpu-vm ssh "$(slice_node 0)" --worker=0 \
     --command="$script" --project="$ELECTRA_PROJECT" --zone="$ELECTRA_ZONE") || answer=unknown
   case $answer in
     *stopped*) return 1 ;;
