@@ -55,6 +55,15 @@ def _no_persistent_cache():
   jax.config.update("jax_enable_compilation_cache", before)
 
 
+@pytest.fixture
+def quick_compiles(monkeypatch):
+  """TPU compiles at XLA's lowest execution-time effort (topology.COMPILER_OPTIONS): the same
+  program, partitioning, kernels and collectives, compiled 4 to 7 times faster, with larger
+  temporaries. For the tests that check what compiles, or compare compiles made the same way;
+  the fit search and the absolute memory figures use the compiler's defaults, as users do."""
+  monkeypatch.setattr(topology, "COMPILER_OPTIONS", {"exec_time_optimization_effort": -1.0})
+
+
 # ---- names ----------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("name, topology_name, chips, accelerator", [
@@ -174,6 +183,7 @@ def test_collectives_count_loop_bodies_by_their_trip_count():
 # ---- compiles -------------------------------------------------------------------------------
 
 @needs_libtpu
+@pytest.mark.usefixtures("quick_compiles")
 def test_tiny_pretrain_and_finetune_steps_compile_for_v5e_2x2(tmp_path):
   s = tpu_slices.parse("v5e:2x2")
   saved = tmp_path / "v5e.compiled"  # --save_compiled (train.compiled_step).
@@ -214,6 +224,7 @@ def test_tiny_pretrain_and_finetune_steps_compile_for_v5e_2x2(tmp_path):
 
 @pytest.mark.full
 @needs_libtpu
+@pytest.mark.usefixtures("quick_compiles")
 def test_squad_steps_compile_with_their_heads_and_refuse_a_glue_config():
   """--step=squad compiles SQuAD fine-tuning (joint end head and answerability classifier for
   squad2, independent ends for squad1); its analytic FLOPs count the heads, and XLA's count of
@@ -246,6 +257,7 @@ def test_squad_steps_compile_with_their_heads_and_refuse_a_glue_config():
 
 @pytest.mark.full
 @needs_libtpu
+@pytest.mark.usefixtures("quick_compiles")
 def test_eight_device_slice_with_data_fsdp_and_tensor_axes():
   config = tiny(**{"mesh.data": 2, "mesh.fsdp": 2, "mesh.tensor": 2,
                    "model.generator_hidden_size": 1.0})  # Two generator heads for the tensor axis.
@@ -260,6 +272,7 @@ def test_eight_device_slice_with_data_fsdp_and_tensor_axes():
 
 @pytest.mark.full
 @needs_libtpu
+@pytest.mark.usefixtures("quick_compiles")
 def test_two_slices_compile_over_the_dcn_data_axis():
   s = tpu_slices.parse("v5e:2x2")
   devices = tpu_slices.compile_devices(s, num_slices=2)
@@ -455,6 +468,7 @@ def test_a_batch_that_the_accumulation_does_not_divide_is_one_error():
 
 @pytest.mark.full
 @needs_libtpu
+@pytest.mark.usefixtures("quick_compiles")
 def test_accumulated_microbatches_compile_in_less_memory():
   """The real compiler: 4 microbatches of the tiny step's 256 x 128 batch need less memory than
   the whole batch at once; the report says how many microbatches it compiled; and the
@@ -577,6 +591,7 @@ def test_table_estimates_the_largest_batch_linearly():
 
 @pytest.mark.full
 @needs_libtpu
+@pytest.mark.usefixtures("quick_compiles")
 def test_splash_attention_compiles_in_a_sharded_step_for_a_tpu():
   """The Mosaic kernel under data, fsdp and tensor axes (shard_map), compiled for real (not the
   interpreter) although this host is a CPU."""
@@ -591,6 +606,7 @@ def test_splash_attention_compiles_in_a_sharded_step_for_a_tpu():
 
 @pytest.mark.full
 @needs_libtpu
+@pytest.mark.usefixtures("quick_compiles")
 def test_electrics_one_directional_towers_compile_with_splash_for_a_tpu():
   """Electric's left-to-right and right-to-left towers as splash masks (causal and its mirror)
   in the real Mosaic kernel, beside the bidirectional energy network."""
@@ -604,6 +620,7 @@ def test_electrics_one_directional_towers_compile_with_splash_for_a_tpu():
 
 @pytest.mark.full
 @needs_libtpu
+@pytest.mark.usefixtures("quick_compiles")
 def test_the_modern_block_compiles_for_a_tpu_slice():
   """configs/modern_tiny.py (global and local layers) compiled for a v5e slice: `auto` attention
   resolves to xla for the windowed block (only an explicit splash takes windows), the step fits,
@@ -617,6 +634,7 @@ def test_the_modern_block_compiles_for_a_tpu_slice():
 
 @pytest.mark.full
 @needs_libtpu
+@pytest.mark.usefixtures("quick_compiles")
 def test_modern_base_at_8192_tokens_compiles_with_splash_for_a_tpu_slice():
   """configs/modern_base.py (ModernBERT-base's shape, RTD with GDES) at 8,192-token packed rows
   (issue 44's long context), splash on its local and global layers with the documents' segment
