@@ -2,6 +2,7 @@
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 
@@ -34,7 +35,7 @@ def test_every_override_of_a_plan_names_a_field_of_its_config(plan):
 
 
 @pytest.mark.full
-def test_smoke_plan_runs_and_tabulates(tmp_path):
+def test_smoke_plan_runs_and_tabulates(tmp_path, monkeypatch):
   """The tiny plan end to end: the benchmark's numbers are parsed, the loop is compared with
   it, and results.md / results.jsonl / logs are written."""
   out = tmp_path / "out"
@@ -60,9 +61,23 @@ def test_smoke_plan_runs_and_tabulates(tmp_path):
   table = (out / "results.md").read_text()
   assert "| tiny | ok |" in table and "% of the benchmark" in table
   assert (out / "tiny.log").read_text().count("step_time_ms=") == 1
-  # The loop alone, later: compared with the benchmark's record of the first invocation.
+  # The loop alone, later: compared with the benchmark's record of the first invocation. Its
+  # command replays the first loop's metrics (a second real run would only repeat the first).
   (out / "tiny_loop_run").rename(out / "old_loop_run")
+  commands = []
+
+  def replay(argv, **kwargs):
+    del kwargs
+    commands.append(argv)
+    workdir = next(a for a in argv if a.startswith("--workdir="))[len("--workdir="):]
+    os.makedirs(workdir)
+    shutil.copy(out / "old_loop_run" / "metrics.jsonl", workdir)
+    return subprocess.CompletedProcess(argv, 0, "", "")
+
+  monkeypatch.setattr(suite.subprocess, "run", replay)
   again = suite.run_plan("smoke", str(out), only=("tiny_loop",))
+  assert [argv[1:3] for argv in commands] == [["-m", "electra_jax.main"]]
+  assert again[0]["loop_steps_per_s"] == loop["loop_steps_per_s"]
   assert again[0]["loop_vs_benchmark"] == pytest.approx(
       again[0]["loop_steps_per_s"] * step_ms / 1000)
   assert len((out / "results.jsonl").read_text().splitlines()) == 3
