@@ -23,7 +23,16 @@ exec 3>&1
 
 die() { echo "$SCRIPT_NAME: error: $*" >&2; exit 2; }
 warn() { echo "$SCRIPT_NAME: warning: $*" >&2; }
-note() { echo "$SCRIPT_NAME: $*" >&2; }
+# A note on what happens next: to stderr, or in a dry run to the plan on fd 3 as a "# " line,
+# so that the printed plan reads in the order the steps run, however stdout and stderr are
+# redirected (warnings and errors stay on stderr).
+note() {
+  if is_true "${ELECTRA_DRY_RUN:-0}"; then
+    echo "# $SCRIPT_NAME: $*" >&3
+  else
+    echo "$SCRIPT_NAME: $*" >&2
+  fi
+}
 
 # ---------------------------------------------------------------------------------------------
 # Settings. One line per flag: flag|VARIABLE (= environment variable)|kind|default|help.
@@ -80,7 +89,7 @@ registry|ELECTRA_REGISTRY|value||Artifact Registry repository, REGION-docker.pkg
 tag|ELECTRA_IMAGE_TAG|value||Image tag (default: the short commit of this checkout, -dirty when it has changes).
 variant|ELECTRA_IMAGE_VARIANT|value|tpu|Image variant: tpu (jax[tpu]), gpu (jax[cuda12]) or cpu.
 push|ELECTRA_PUSH|bool|1|Push the image after building it (--push=0: build only).
-dry-run|ELECTRA_DRY_RUN|bool|0|Print the commands (shell-quoted, one per line, "+ " first) instead of running them.
+dry-run|ELECTRA_DRY_RUN|bool|0|Print the commands (shell-quoted, one per line, "+ " first; notes as "# " lines, in order) instead of running them.
 '
 
 # The line of the table for flag $1, if this script ($SCRIPT_FLAGS) takes it.

@@ -142,6 +142,15 @@ training_running() {
   esac
 }
 
+# recovery_steps FIRST_STEP: the steps a recovery from FIRST_STEP runs, in their order.
+recovery_steps() {
+  case $1 in
+    create) echo "delete, create, set up, start training" ;;
+    setup) echo "set up, start training (retrying the failed setup)" ;;
+    run) echo "start training (retrying the failed start)" ;;
+  esac
+}
+
 # recover FIRST_STEP: runs the recovery from FIRST_STEP (create, setup or run) to the end.
 recover() {
   RECOVERIES=$((RECOVERIES + 1))
@@ -149,10 +158,7 @@ recover() {
     note "error: giving up after $ELECTRA_MAX_RECOVERIES recoveries"
     exit 1
   fi
-  note "recovery $RECOVERIES of $ELECTRA_MAX_RECOVERIES, from step '$1'"
-  if is_true "$ELECTRA_DRY_RUN"; then
-    echo "# recovery $RECOVERIES: delete, create, set up, start training again" >&3
-  fi
+  note "recovery $RECOVERIES of $ELECTRA_MAX_RECOVERIES: $(recovery_steps "$1")"
   if [ "$1" = create ]; then
     # The old TPU (or request) must go before one with the same name can be made.
     "$LAUNCH_DIR/tpu_delete.sh" || warn "delete failed; creating anyway (it may be gone already)"

@@ -290,11 +290,34 @@ def test_fresh_generator_and_longer_positions(hf_source, tmp_path):
   assert set(provenance["fresh"]) == {"generator", "generator_predictions"}
 
 
+def _record_warnings(monkeypatch):
+  """The messages `continued` logs as warnings from now on (absl's, patched for the test)."""
+  warned = []
+  monkeypatch.setattr(continued.logging, "warning",
+                      lambda message, *args: warned.append(message % args))
+  return warned
+
+
+def test_the_config_check_plans_without_warning(hf_source, tmp_path, monkeypatch):
+  """The load plan runs twice (the config check before the data, then the load): a group that
+  starts afresh is a warning of the plan's, logged by the load alone (so once)."""
+  warned = _record_warnings(monkeypatch)
+  config = continued_config(hf_source["files"], hf_source["full"])
+  config.objective.name = "mlm"
+  resolved, source = loop._resolve_init(config, str(tmp_path / "run"), [])  # pylint: disable=protected-access
+  chosen = continued.check_fits(resolved, source)
+  assert chosen.fresh == ["mlm_predictions"] and not [w for w in warned if "afresh" in w]
+  assert chosen.warnings == ["The initial checkpoint has no 'mlm_predictions' parameters: this "
+                             "run's mlm_predictions starts afresh"]
+
+
 @pytest.mark.full
 @pytest.mark.parametrize("objective", ["mlm", "electric"])
-def test_other_objectives_start_from_the_discriminator(objective, hf_source, tmp_path):
-  """mlm: its encoder is the checkpoint's discriminator (its MLM head starts afresh); electric:
-  its energy network is the discriminator, its noise model new (init_generator=fresh)."""
+def test_other_objectives_start_from_the_discriminator(objective, hf_source, tmp_path,
+                                                      monkeypatch):
+  """mlm: its encoder is the checkpoint's discriminator (its MLM head starts afresh, said once);
+  electric: its energy network is the discriminator, its noise model new (init_generator=fresh)."""
+  warned = _record_warnings(monkeypatch)
   workdir = str(tmp_path / "run")
   config = continued_config(hf_source["files"], hf_source["full"], steps=1, learning_rate=0.0)
   config.objective.name = objective
@@ -303,6 +326,10 @@ def test_other_objectives_start_from_the_discriminator(objective, hf_source, tmp
     config.model.generator_hidden_size = 1.0
     config.objective.mask_token_prob = 0.0
   loop.train_and_evaluate(config, workdir)
+  if objective == "mlm":
+    assert [w for w in warned if "starts afresh" in w] == [
+        "The initial checkpoint has no 'mlm_predictions' parameters: this run's mlm_predictions "
+        "starts afresh"]
   source = pretrained.load_pretrained(hf_source["full"], parts=None).params
   after = pretrained.load_pretrained(workdir, parts=None).params
   network = "encoder" if objective == "mlm" else "discriminator"

@@ -622,6 +622,16 @@ def test_watch_dry_run_prints_one_recovery(sandbox):
   env, calls = sandbox
   cmds = dry_run("tpu_watch.sh", *WATCH, "--", "--config.train.batch_size=2048", env=env,
                  calls=calls)
+  # The plan is one stream in the order things run: the notes are "# " lines between the
+  # commands on stdout, whatever stdout and stderr are redirected to.
+  proc = run("tpu_watch.sh", "--dry-run", *WATCH, env=env)
+  plan = [line if line.startswith("# ") else " ".join(shlex.split(line[2:])[3:5])
+          for line in proc.stdout.splitlines()]
+  assert plan[:4] == ["tpu-vm describe",
+                      "# tpu_watch.sh: recovery 1 of 10: delete, create, set up, start training",
+                      "tpu-vm delete", "tpu-vm create"]
+  assert plan[-2:] == ["# tpu_run.sh: no fit check on a restart by tpu_watch.sh: this config "
+                       "has started before", "tpu-vm ssh"]
   heads = [" ".join(c[3:5]) if c[0] == "gcloud" else c[0] for c in cmds]
   assert heads == ["tpu-vm describe", "tpu-vm delete", "tpu-vm create", "git",
                    "tpu-vm scp", "rm", "tpu-vm ssh", "tpu-vm ssh"]

@@ -347,6 +347,10 @@ class Plan:
   fresh: list[str]
   positions: list[int] | None  # [checkpoint's rows, run's rows] when the table is tiled.
   stored: dict[str, Any]  # The checkpoint's parameter shapes, in its own layer layout.
+  # What the user should know (a group the checkpoint lacks starts afresh): logged once, as
+  # warnings, by `initial_params` when the weights are read (`plan` itself runs twice: at the
+  # config check, `check_fits`, and at the load).
+  warnings: list[str] = dataclasses.field(default_factory=list)
 
 
 def plan(objective, abstract_params: Mapping[str, Any], source: Source,
@@ -362,7 +366,7 @@ def plan(objective, abstract_params: Mapping[str, Any], source: Source,
   The run's encoder network takes the checkpoint's encoder network (ELECTRA's
   `discriminator`, the MLM objectives' `encoder`), its encoder head the checkpoint's head, every
   other group the checkpoint's group of the same name. A head or other group the checkpoint
-  lacks starts afresh (logged); the embeddings and the encoder cannot.
+  lacks starts afresh (said in `Plan.warnings`); the embeddings and the encoder cannot.
 
   Raises:
     ElectraError: no embeddings or encoder in the checkpoint, a generator it lacks (or of
@@ -376,7 +380,7 @@ def plan(objective, abstract_params: Mapping[str, Any], source: Source,
   if rows > table > 0:
     shapes = extend_positions(shapes, rows)
     positions = [table, rows]
-  loaded, fresh, missing_generator, missing = {}, [], [], []
+  loaded, fresh, missing_generator, missing, warnings = {}, [], [], [], []
   for name, group_shapes in target.items():
     is_generator = objective.group_of((name,)) == "generator" and name not in (
         "embeddings", objective.encoder)
@@ -395,8 +399,8 @@ def plan(objective, abstract_params: Mapping[str, Any], source: Source,
     elif is_generator:
       missing_generator.append(f"{name} ({problem})")
     elif group is None and name not in ("embeddings", objective.encoder):
-      logging.warning("The initial checkpoint has no %r parameters: this run's %s starts "
-                      "afresh", from_name, name)
+      warnings.append(f"The initial checkpoint has no {from_name!r} parameters: this run's "
+                      f"{name} starts afresh")
       fresh.append(name)
     else:
       missing.append(f"{name} ({problem})")
@@ -412,7 +416,8 @@ def plan(objective, abstract_params: Mapping[str, Any], source: Source,
         f"{objective.name} run can start from: {'; '.join(missing_generator)}; pass "
         "--config.init_generator=fresh to build a new generator of the configured size "
         "(model.generator_hidden_size, model.generator_layers) and keep the rest")
-  return Plan(loaded=loaded, fresh=fresh, positions=positions, stored=stored)
+  return Plan(loaded=loaded, fresh=fresh, positions=positions, stored=stored,
+              warnings=warnings)
 
 
 def initial_params(objective, abstract_params: Mapping[str, Any], source: Source,
@@ -438,6 +443,8 @@ def initial_params(objective, abstract_params: Mapping[str, Any], source: Source
     ElectraError: see `plan`; unreadable weights.
   """
   chosen = plan(objective, abstract_params, source, init_generator)
+  for warning in chosen.warnings:
+    logging.warning("%s", warning)
   stored = chosen.stored
   source_scanned = encoder_lib.is_scanned(stored)
   run_scanned = encoder_lib.is_scanned(dict(abstract_params))
