@@ -64,3 +64,30 @@ def test_a_failed_pipeline_leaves_no_manifest(corpus_and_tokenizer, tmp_path, mo
                     input_patterns=files, runner="beam", progress=False,
                     beam_args=["--runner=DirectRunner"])
   assert not os.path.exists(tmp_path / "out" / "manifest.json")
+
+
+def test_a_two_frame_jsonl_zst_builds_the_single_frame_files_shards(corpus_and_tokenizer,
+                                                                    tmp_path):
+  """Issue 57: a .jsonl.zst of two zstd frames (cat a.zst b.zst, pzstd) is read whole on the
+  Beam workers too: the shards of the single-frame file's local build, byte for byte."""
+  import json  # pylint: disable=import-outside-toplevel
+  import zstandard  # pylint: disable=import-outside-toplevel
+  from electra_jax.data import text_files  # pylint: disable=import-outside-toplevel
+  files, model = corpus_and_tokenizer
+  documents = text_files.read_documents(files.split(",")[0])[:40]
+  lines = [(json.dumps({"text": "\n".join(d)}) + "\n").encode() for d in documents]
+  compress = zstandard.ZstdCompressor().compress
+  one, two = tmp_path / "one.jsonl.zst", tmp_path / "two.jsonl.zst"
+  one.write_bytes(compress(b"".join(lines)))
+  two.write_bytes(compress(b"".join(lines[:20])) + compress(b"".join(lines[20:])))
+  kwargs = dict(num_shards=1, tokenizer_model=model, max_seq_length=32, eval_fraction=0.1,
+                progress=False)
+  local = build_lib.build(output=str(tmp_path / "local"), input_patterns=str(one), processes=1,
+                          **kwargs)
+  beam_manifest = build_lib.build(output=str(tmp_path / "beam"), input_patterns=str(two),
+                                  runner="beam", beam_args=["--runner=DirectRunner"], **kwargs)
+  assert beam_manifest.splits == local.splits and local.examples("train") > 0
+  assert sum(info.documents for info in local.splits["train"] + local.splits["eval"]) >= 40
+  for split in local.splits:
+    name = local.splits[split][0].file
+    assert (tmp_path / "beam" / name).read_bytes() == (tmp_path / "local" / name).read_bytes()

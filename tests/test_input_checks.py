@@ -32,7 +32,10 @@ def _files(tmp_path):
       "utf16_bom.txt": (TEXT.encode("utf-16"), "is UTF-16 text (byte-order mark)"),
       "utf16_plain.txt": (TEXT.encode("utf-16-le"), "looks like UTF-16 text without a byte"),
       "program.txt": (open(sys.executable, "rb").read(), "is binary, not text"),
-      "books.txt.gz": (gzip.compress(TEXT.encode()), "is gzip-compressed, not text"),
+      # Compressed text is read by its name (.gz, .zst; tests/test_reader_sweep.py); gzip
+      # bytes under a plain name are refused, not read as text.
+      "books.txt": (gzip.compress(TEXT.encode()), "is gzip-compressed but its name does not "
+                    "end in .gz"),
       "latin1.txt": (("caf\u00e9 na\u00efve r\u00e9sum\u00e9 " * 400).encode("latin-1"),
                      "is mostly not UTF-8"),
   }
@@ -45,7 +48,7 @@ def _files(tmp_path):
 
 
 @pytest.mark.parametrize("name", ["utf16_bom.txt", "utf16_plain.txt", "program.txt",
-                                  "books.txt.gz", "latin1.txt"])
+                                  "books.txt", "latin1.txt"])
 def test_training_refuses_non_text_naming_the_file(tmp_path, name):
   path, message = _files(tmp_path)[name]
   good = tmp_path / "good.txt"

@@ -248,19 +248,22 @@ def _run_in(root: str, *, input_patterns: str, text: text_files.TextOptions,
     logging.info("Wrote the embedded corpus: %d files in %s", len(files),
                  os.path.join(root, "corpus"))
   input_bytes = sum(fileio.size(f) for f in files)
-  splittable = text.cleanup == "none" and text.document_boundary == "blank_line"
+  splittable = all(text_files.cuts_into_ranges(f, text) for f in files)
   if len(files) < num_shards and not splittable:
-    logging.info("--num_shards=%d lowered to %d, the number of input files (with a cleanup or "
-                 "document_boundary=file each shard is built from whole files)", num_shards,
-                 len(files))
+    logging.info("--num_shards=%d lowered to %d, the number of input files (with a cleanup, "
+                 "document_boundary=file, or compressed or record files, each shard is built "
+                 "from whole files)", num_shards, len(files))
     num_shards = len(files)
 
   tokenizer_train_s = None
   if not tokenizer_model:
     start = time.perf_counter()
+    # Compressed and record files: their documents' text, not their bytes.
+    sentences = None if all(text_files.is_plain_text(f) for f in files) else [
+        s for document in text_files.iter_documents(files, text) for s in document]
     tokenizer_model = tokenizer_lib.train_sentencepiece(
         files, os.path.join(root, "tokenizer", "spm"), vocab_size,
-        vocab_size_flag="--vocab_size", model_flag="--tokenizer_model")
+        vocab_size_flag="--vocab_size", model_flag="--tokenizer_model", sentences=sentences)
     tokenizer_train_s = time.perf_counter() - start
     logging.info("Trained a %d-piece sentencepiece model in %.1fs", vocab_size,
                  tokenizer_train_s)

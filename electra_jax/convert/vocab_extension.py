@@ -235,10 +235,12 @@ def count_words(lines: Iterable[str], split: Callable[[str], list[str]]) -> coll
 
 
 def _lines(files: Sequence[str]) -> Iterable[str]:
+  """The lines of the --from_corpus files (undecodable bytes replaced), without a file's
+  byte-order mark."""
   for path in files:
     with fileio.open_file(path, "rb") as f:
-      for raw in f:
-        yield raw.decode("utf-8", errors="replace")
+      for number, raw in enumerate(f, start=1):
+        yield raw.decode("utf-8-sig" if number == 1 else "utf-8", errors="replace")
 
 
 # --------------------------------------------------------------------------------------------

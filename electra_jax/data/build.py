@@ -11,11 +11,12 @@ r"""Offline preprocessing: text files or a tfds dataset -> tokenized example sha
 Each shard is an independent job (its input files, or its even part of the tfds split, and
 seeds derived from (--seed, shard index)), so the output does not depend on --processes, and
 `--processes` workers build shards in parallel. Text input is divided by size (largest piece
-first, each to the lightest shard): text with blank-line document boundaries and no cleanup is
-cut into byte ranges at document boundaries, so even a single large file fills every shard;
-otherwise shards get whole files, and there must be at least as many files as shards. A shard's
-examples are held in memory while it is built (about 2 bytes per token), so pick --num_shards
-to keep shards to a few hundred MB of text.
+first, each to the lightest shard): uncompressed text with blank-line document boundaries and
+no cleanup is cut into byte ranges at document boundaries, so even a single large file fills
+every shard; otherwise (record files, .gz/.zst files, which are read whole, a cleanup or
+--document_boundary=file) shards get whole files, and there must be at least as many files as
+shards. A shard's examples are held in memory while it is built (about 2 bytes per token), so
+pick --num_shards to keep shards to a few hundred MB of text.
 
 With --eval_fraction, each shard holds out whole documents, each with that probability; a shard
 with fewer than 100 documents (a few long files, or --document_boundary=file) would then hold
@@ -128,10 +129,10 @@ def assign_files(files: Sequence[str], sizes: Sequence[int], num_shards: int,
                  splittable: bool = False) -> list[list[Unit]]:
   """Splits the input among shards, balancing bytes; deterministic.
 
-  With `splittable` (text that needs no cleanup and has blank-line document boundaries), files
-  are cut into byte ranges of about a quarter of a shard's share (documents are never cut; see
-  `text_files.byte_range_documents`), so even one large file fills many shards. Otherwise each
-  shard gets whole files.
+  With `splittable` (uncompressed text that needs no cleanup and has blank-line document
+  boundaries: `text_files.cuts_into_ranges`), files are cut into byte ranges of about a
+  quarter of a shard's share (documents are never cut; see `text_files.byte_range_documents`),
+  so even one large file fills many shards. Otherwise each shard gets whole files.
 
   Returns:
     Per-shard lists of (path, start, end) units; end is -1 for a whole file.
@@ -150,8 +151,8 @@ def assign_files(files: Sequence[str], sizes: Sequence[int], num_shards: int,
   if len(files) < num_shards:
     raise ElectraError(
         f"--num_shards={num_shards} is more than the {len(files)} input file(s), and with "
-        "record files (JSON Lines, Parquet, datasets), --text_cleanup or "
-        "--document_boundary=file each shard is built from whole files; use "
+        "record files (JSON Lines, Parquet, datasets), compressed files (.gz, .zst), "
+        "--text_cleanup or --document_boundary=file each shard is built from whole files; use "
         f"--num_shards={len(files)} or less, or split the text into more files")
   return _balance([(f, 0, -1) for f in files], sizes, num_shards)
 
@@ -507,9 +508,8 @@ def _plan_input(input_patterns: str, tfds: dict[str, Any] | None,
   evenly), the source as the manifest describes it). A tfds input is checked to exist."""
   if input_patterns:
     files = text_files.expand_patterns(input_patterns, "--input")
-    # Record files (JSON Lines, Parquet, datasets) go to shards whole.
-    splittable = (text.cleanup == "none" and text.document_boundary == "blank_line"
-                  and not any(records.record_format(f) for f in files))
+    # Record files (JSON Lines, Parquet, datasets) and compressed files go to shards whole.
+    splittable = all(text_files.cuts_into_ranges(f, text) for f in files)
     units_per_shard = assign_files(files, [records.source_size(f) for f in files], num_shards,
                                    splittable)
     return units_per_shard, f"text files: {input_patterns}"

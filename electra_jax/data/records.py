@@ -3,8 +3,9 @@ record one document.
 
 A path is read by what it is:
 
-  *.jsonl, *.json, *.ndjson      JSON Lines, one object a line (also .gz and .zst compressed)
-  *.jsonl.gz, *.jsonl.zst
+  *.jsonl, *.json, *.ndjson      JSON Lines, one object a line (also .gz and .zst compressed,
+  *.jsonl.gz, *.jsonl.zst        read whole: every gzip member and zstd frame,
+                                 `electra_jax.data.compressed`)
   *.parquet                      Parquet, read a row group at a time
   *.arrow                        Arrow IPC (a Hugging Face datasets cache file)
   a directory                    a `datasets` `save_to_disk` directory (its state.json lists
@@ -20,20 +21,22 @@ followed by a space and an upper-case letter, a digit or an opening quote), so a
 one paragraph a line becomes sentences instead of lines the recipe would truncate. Text
 options (cleanup, max_line_chars) apply to each record as to a text file.
 
-Problems are counted, not fatal, as for text files: a JSON line that does not parse, a record
-whose field is null or empty. A record without the field at all is an error naming the
-file, the record and the fields it has (`--config.data.text_field` is probably wrong).
+A JSON line may end in CRLF, the last may lack its newline, blank lines are skipped and a
+UTF-8 byte-order mark is dropped. Problems are counted, not fatal, as for text files: a JSON
+line that does not parse, a record whose field is null or empty. A record without the field
+at all is an error naming the file, the record and the fields it has
+(`--config.data.text_field` is probably wrong).
 """
 
 from __future__ import annotations
 
 import dataclasses
-import gzip
 import json
 import re
 from collections.abc import Iterator
 
 from electra_jax import fileio
+from electra_jax.data import compressed
 from electra_jax.data.documents import Document
 from electra_jax.errors import ElectraError
 
@@ -181,92 +184,30 @@ def _field(record, text_field: str, where: str):
   return value
 
 
-class _ZstdLines:
-  """The lines (bytes) of a zstd-compressed file, decompressed a chunk at a time; a stream that
-  ends inside a frame raises EOFError (zstandard's stream reader would just stop)."""
-
-  def __init__(self, path: str):
-    try:
-      import zstandard  # pylint: disable=import-outside-toplevel
-    except ImportError as e:
-      raise ElectraError(f"{path} is zstd-compressed; pip install zstandard to read it") from e
-    self.zstandard = zstandard
-    self.handle = fileio.open_file(path, "rb")
-
-  def __enter__(self):
-    return self
-
-  def __exit__(self, *exc):
-    self.handle.close()
-
-  def lines(self) -> Iterator[bytes]:
-    decompressor = self.zstandard.ZstdDecompressor().decompressobj()
-    pending = b""
-    while True:
-      chunk = self.handle.read(1 << 20)
-      if not chunk:
-        break
-      pending += decompressor.decompress(chunk)
-      *complete, pending = pending.split(b"\n")
-      for line in complete:
-        yield line + b"\n"
-    if not decompressor.eof:
-      raise EOFError("the zstd stream ends inside a frame")
-    if pending:
-      yield pending
-
-
-class _PlainLines:
-  """The lines (bytes) of a plain or gzip-compressed file."""
-
-  def __init__(self, path: str):
-    self.handle = fileio.open_file(path, "rb")
-    self.reader = gzip.GzipFile(fileobj=self.handle) if path.lower().endswith(".gz") else (
-        self.handle)
-
-  def __enter__(self):
-    return self
-
-  def __exit__(self, *exc):
-    self.reader.close()
-    self.handle.close()
-
-  def lines(self) -> Iterator[bytes]:
-    return iter(self.reader.readline, b"")
-
-
 def jsonl_texts(path: str, text_field: str, stats) -> Iterator[tuple[object, str]]:
   """(text value, where) of each JSON line; lines that are not UTF-8 or do not parse are
-  counted and skipped; a compressed file cut short is an error naming it."""
-  number = 0
-  opener = _ZstdLines if path.lower().endswith(".zst") else _PlainLines
-  try:
-    with opener(path) as source:
-      for number, data in enumerate(source.lines(), start=1):
-        where = f"{path}:{number}"
-        try:
-          line = data.decode("utf-8")
-        except UnicodeDecodeError:
-          stats.invalid_utf8_lines += 1
-          stats.first_invalid_utf8 = stats.first_invalid_utf8 or where
-          continue
-        if not line.strip():
-          continue
-        try:
-          record = json.loads(line)
-        except ValueError:
-          stats.invalid_records += 1
-          stats.first_invalid_record = stats.first_invalid_record or where
-          continue
-        yield _field(record, text_field, f"the record at {where}"), where
-  except (EOFError, OSError) as e:
-    raise ElectraError(f"{path} ends early after line {number} ({type(e).__name__}: {e}): the "
-                       "file is cut short or corrupt; download or compress it again") from e
-  except Exception as e:  # zstandard.ZstdError, without importing zstandard here.
-    if type(e).__name__ != "ZstdError":
-      raise
-    raise ElectraError(f"{path} is not a readable zstd stream after line {number} ({e}): the "
-                       "file is corrupt; compress it again") from e
+  counted and skipped, blank lines skipped; a byte-order mark at the start of a line (the
+  file's, or that of each file concatenated into it) is dropped. A compressed file is read
+  whole, every gzip member or zstd frame (`electra_jax.data.compressed`); one cut short or
+  corrupt is an error naming it."""
+  for number, data in enumerate(compressed.lines(path), start=1):
+    where = f"{path}:{number}"
+    try:
+      line = data.decode("utf-8")
+    except UnicodeDecodeError:
+      stats.invalid_utf8_lines += 1
+      stats.first_invalid_utf8 = stats.first_invalid_utf8 or where
+      continue
+    line = line.removeprefix("\ufeff")
+    if not line.strip():
+      continue
+    try:
+      record = json.loads(line)
+    except ValueError:
+      stats.invalid_records += 1
+      stats.first_invalid_record = stats.first_invalid_record or where
+      continue
+    yield _field(record, text_field, f"the record at {where}"), where
 
 
 def _arrow_column(table_or_batch, text_field: str, where: str):
@@ -337,8 +278,8 @@ def read_record_documents(path: str, options, stats, documents_of_text) -> Itera
   `documents_of_text(text, options, stats, where)` is text_files' splitting of one text."""
   single = dataclasses.replace(options, document_boundary="file")
   stats.files += 1
-  if record_format(path) not in ("dataset", "hf"):
-    stats.bytes += fileio.size(path)
+  if record_format(path) != "hf":  # A directory: its record files' bytes.
+    stats.bytes += source_size(path)
   found = False
   for value, where in record_texts(path, options.text_field, stats):
     if value is None or value == "":

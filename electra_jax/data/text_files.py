@@ -11,6 +11,12 @@ keeps only the body of a Project Gutenberg ebook). Problems in the text never cr
 midway and are never dropped silently: lines that are not valid UTF-8 and lines longer than
 `max_line_chars` are skipped, counted in `TextStats` and logged with the first place they
 occur; empty files are counted; a corpus with no text at all is an error.
+
+A text file named `*.gz` or `*.zst` is decompressed whole (every gzip member, every zstd frame:
+`electra_jax.data.compressed`) and read as the same text uncompressed; one cut short is an
+error naming it, and so is a file whose bytes are gzip or zstd under another name. A compressed
+file is never cut into byte ranges (`byte_range_documents`): streaming and data.build read it
+as one piece.
 """
 
 from __future__ import annotations
@@ -22,6 +28,7 @@ from collections.abc import Callable, Iterator, Sequence
 from absl import logging
 
 from electra_jax import fileio
+from electra_jax.data import compressed
 from electra_jax.data import records
 from electra_jax.data.documents import Document
 from electra_jax.errors import ElectraError
@@ -205,8 +212,10 @@ SNIFF_BYTES = 65_536  # How much of a file `check_is_text` looks at.
 
 def check_is_text(head: bytes, path: str) -> None:
   """Refuses a file whose first bytes show it is not UTF-8 text: a UTF-16/32 byte-order mark,
-  NUL bytes (UTF-16 without a mark, or binary), a compressed archive, or mostly undecodable
-  bytes. Such files would otherwise become a few "valid" lines of garbage training data.
+  NUL bytes (UTF-16 without a mark, or binary), a compressed archive (gzip or zstd under a name
+  without .gz/.zst: `compressed.check_named`), or mostly undecodable bytes. Such files would
+  otherwise become a few "valid" lines of garbage training data. `head` is the text: a
+  compressed file's decompressed bytes.
 
   Raises:
     ElectraError: naming the file, what it looks like and how to convert it.
@@ -218,11 +227,12 @@ def check_is_text(head: bytes, path: str) -> None:
                        + convert.format("UTF-32"))
   if head.startswith((b"\xff\xfe", b"\xfe\xff")):
     raise ElectraError(f"{path} is UTF-16 text (byte-order mark); " + convert.format("UTF-16"))
-  for magic, kind in ((b"\x1f\x8b", "gzip-compressed"), (b"PK\x03\x04", "a zip archive"),
-                      (b"BZh", "bzip2-compressed"), (b"\xfd7zXZ", "xz-compressed"),
-                      (b"\x28\xb5\x2f\xfd", "zstd-compressed")):
+  compressed.check_named(head, path)
+  for magic, kind in ((b"PK\x03\x04", "a zip archive"), (b"BZh", "bzip2-compressed"),
+                      (b"\xfd7zXZ", "xz-compressed")):
     if head.startswith(magic):
-      raise ElectraError(f"{path} is {kind}, not text; decompress it first")
+      raise ElectraError(f"{path} is {kind}, not text; decompress it first (or compress it "
+                         "with gzip or zstd: .gz and .zst files are read)")
   if not head:
     return
   nuls = head.count(0)
@@ -291,17 +301,18 @@ def documents_of_text(text: str, options: TextOptions, stats: TextStats,
 
 def read_documents(path: str, options: TextOptions | None = None,
                    stats: TextStats | None = None) -> list[Document]:
-  """Reads one text file into documents (see the module docstring).
+  """Reads one text file into documents (see the module docstring); a .gz or .zst file
+  decompressed whole (`compressed.read_bytes`).
 
   Strips a byte-order mark, normalises CRLF/CR line ends and surrounding whitespace; runs of
-  blank lines never make empty documents.
+  blank lines never make empty documents. `stats.bytes` counts the file's bytes on disk.
   """
   options = options or TextOptions()
   stats = stats if stats is not None else TextStats()
-  data = fileio.read_bytes(path)
+  data = compressed.read_bytes(path)
   check_is_text(data, path)
   stats.files += 1
-  stats.bytes += len(data)
+  stats.bytes += fileio.size(path) if compressed.kind_of(path) else len(data)
   text = _decode(data, path, stats)
   documents = documents_of_text(text, options, stats, where=path)
   if not documents:
@@ -324,6 +335,20 @@ def iter_documents(files: Sequence[str], options: TextOptions | None = None,
       yield from read_documents(path, options, stats)
 
 
+def is_plain_text(path: str) -> bool:
+  """Whether a file's bytes are its text as they are: not records (`records.record_format`) and
+  not compressed (.gz, .zst), so that a tokenizer trainer may read the file itself."""
+  return not compressed.kind_of(path) and not records.record_format(path)
+
+
+def cuts_into_ranges(path: str, options: TextOptions) -> bool:
+  """Whether `path` can be read in byte ranges (`byte_range_documents`): a plain text file
+  (`is_plain_text`) read with no cleanup and blank-line documents. Streaming and data.build
+  read any other file whole."""
+  return (options.cleanup == "none" and options.document_boundary == "blank_line"
+          and is_plain_text(path))
+
+
 def byte_range_documents(path: str, start: int, end: int, options: TextOptions | None = None,
                          stats: TextStats | None = None) -> Iterator[Document]:
   """Streams the documents of bytes [start, end) of a file with blank-line boundaries.
@@ -335,7 +360,7 @@ def byte_range_documents(path: str, start: int, end: int, options: TextOptions |
   cleanup sees whole files) and lines are split at "\n" only.
 
   Args:
-    path: a text file (local or gs://).
+    path: an uncompressed text file (local or gs://).
     start, end: byte offsets, 0 <= start <= end.
     options: reading options; requires cleanup "none" and document_boundary "blank_line".
     stats: counts to add to (files/bytes count the range: a file split into ranges counts
@@ -345,6 +370,9 @@ def byte_range_documents(path: str, start: int, end: int, options: TextOptions |
   stats = stats if stats is not None else TextStats()
   if options.cleanup != "none" or options.document_boundary != "blank_line":
     raise ValueError("byte ranges need cleanup 'none' and document_boundary 'blank_line'")
+  if compressed.kind_of(path):
+    raise ValueError(f"byte ranges need an uncompressed file, not {path}: read a compressed "
+                     "file whole (read_documents)")
   stats.files += 1
   stats.bytes += end - start
   with fileio.open_file(path, "rb") as f:

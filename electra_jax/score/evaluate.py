@@ -442,7 +442,7 @@ def read_sentences(path: str, limit: int, flag: str = "--text") -> list[str]:
   """Non-empty lines of a text file (at most `limit`; 0: all); `flag` names it in errors."""
   if not fileio.isfile(path):
     raise ElectraError(f"{flag}={path} does not exist; pass a file of sentences, one per line")
-  lines = [line.strip() for line in fileio.read_bytes(path).decode("utf-8").splitlines()]
+  lines = [line.strip() for line in fileio.read_bytes(path).decode("utf-8-sig").splitlines()]
   lines = [line for line in lines if line]
   if not lines:
     raise ElectraError(f"{flag}={path} has no non-empty line")

@@ -67,9 +67,12 @@ def parse_line(number: int, line: str, want_candidates: bool) -> Record:
 
 def read_records(stream: TextIO, want_candidates: bool, chunk: int = 512
                  ) -> Iterator[list[Record]]:
-  """The input's records, `chunk` at a time (so output streams while input is read)."""
+  """The input's records, `chunk` at a time (so output streams while input is read); a
+  byte-order mark before the first line is dropped."""
   batch: list[Record] = []
   for number, line in enumerate(stream, start=1):
+    if number == 1:
+      line = line.removeprefix("\ufeff")
     batch.append(parse_line(number, line, want_candidates))
     if len(batch) >= chunk:
       yield batch

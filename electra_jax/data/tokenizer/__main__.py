@@ -132,14 +132,15 @@ def _check_train_flags(vocab_size: int, output_dir: str, tokenizer_type: str,
 
 
 def cleaned_copies(files: Sequence[str], cleanup: str, directory: str) -> list[str]:
-  """`files` with `cleanup` applied, written under `directory` (one sentence per line, a
-  blank line between documents): what pretraining reads of them."""
+  """`files` with `cleanup` applied, written under `directory` as plain text files (one
+  sentence per line, a blank line between documents): what pretraining reads of them (a .gz or
+  .zst file decompressed, a record file's texts)."""
   options = text_files.TextOptions(cleanup=cleanup)
   out = []
   for index, path in enumerate(files):
-    target = os.path.join(directory, f"{index:05d}-{os.path.basename(path)}")
+    target = os.path.join(directory, f"{index:05d}-{os.path.basename(path)}.txt")
     with open(target, "w", encoding="utf-8") as f:
-      for document in text_files.read_documents(path, options):
+      for document in text_files.iter_documents([path], options):
         f.write("\n".join(document) + "\n\n")
     out.append(target)
   return out
@@ -148,12 +149,13 @@ def cleaned_copies(files: Sequence[str], cleanup: str, directory: str) -> list[s
 def train_command(input_patterns: str, vocab_size: int, output_dir: str, lowercase: bool = True,
                   input_sentence_size: int = 2_000_000, overwrite: bool = False,
                   tokenizer_type: str = SENTENCEPIECE, text_cleanup: str = "none") -> str:
-  """`train_on_files` on the --input files, cleaned first when `text_cleanup` is not "none"
-  (in a temporary directory, removed afterwards)."""
+  """`train_on_files` on the --input files, cleaned first when `text_cleanup` is not "none" or
+  a file is not plain text (.gz, .zst, records: `cleaned_copies`, in a temporary directory,
+  removed afterwards)."""
   text_files.get_cleanup(text_cleanup, "--text_cleanup")
   _check_train_flags(vocab_size, output_dir, tokenizer_type, input_sentence_size, overwrite)
   files = text_files.expand_patterns(input_patterns, "--input")
-  if text_cleanup == "none":
+  if text_cleanup == "none" and all(text_files.is_plain_text(f) for f in files):
     return train_on_files(files, vocab_size, output_dir, lowercase, input_sentence_size,
                           overwrite, tokenizer_type)
   with tempfile.TemporaryDirectory(prefix="electra_tokenizer_text_") as tmp:

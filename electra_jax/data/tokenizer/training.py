@@ -14,6 +14,8 @@ from tokenizers import models as hf_models
 from tokenizers import trainers as hf_trainers
 
 from electra_jax import fileio
+from electra_jax.data import compressed
+from electra_jax.data import records
 from electra_jax.data.tokenizer.base import (CLS, MASK, MAX_SENTENCE_BYTES, PAD, SEP,
                                             SPECIAL_TOKENS, UNK, WORDPIECE_PREFIX)
 from electra_jax.data.tokenizer.wordpiece import bert_pipeline
@@ -73,6 +75,22 @@ def count_long_sentences(sentences: Sequence[str], max_bytes: int = MAX_SENTENCE
   return LongLines(count, max_bytes, where if count else None, first)
 
 
+def check_plain_text(files: Sequence[str]) -> None:
+  """Refuses files a trainer cannot read as they are: compressed (.gz, .zst) or record files
+  (JSON Lines, Parquet, Arrow, datasets), whose bytes are not their text.
+
+  Raises:
+    ElectraError: naming the first such file; train on its documents' sentences instead
+      (`sentences=`), as pretraining and `python -m electra_jax.data.tokenizer train` do.
+  """
+  for path in files:
+    if compressed.kind_of(path) or records.record_format(path):
+      raise ElectraError(
+          f"{path} is compressed or a record file, whose bytes a tokenizer trainer would read "
+          "as text; train on its sentences (python -m electra_jax.data.tokenizer train "
+          "--input=... decompresses and reads records first)")
+
+
 def train_sentencepiece(input_files: Sequence[str], model_prefix: str, vocab_size: int,
                         lowercase: bool = True, input_sentence_size: int = 2_000_000, *,
                         vocab_size_flag: str = "--config.model.vocab_size",
@@ -108,6 +126,8 @@ def train_sentencepiece(input_files: Sequence[str], model_prefix: str, vocab_siz
   Raises:
     ElectraError: the corpus is too small for `vocab_size`, or sentencepiece fails otherwise.
   """
+  if sentences is None:
+    check_plain_text(input_files)
   if long_lines is None:
     long_lines = (count_long_sentences(sentences) if sentences is not None
                   else count_long_lines(input_files, MAX_SENTENCE_BYTES))
@@ -181,7 +201,8 @@ def _training_error(e: Exception, vocab_size: int, vocab_size_flag: str,
 
 
 def _text_batches(files: Sequence[str], batch_lines: int = 10_000) -> Iterator[list[str]]:
-  """The lines of UTF-8 files (local or gs://) in lists of up to `batch_lines`.
+  """The lines of UTF-8 files (local or gs://) in lists of up to `batch_lines`, without a
+  file's byte-order mark.
 
   Raises:
     ElectraError: a file is not UTF-8.
@@ -191,7 +212,7 @@ def _text_batches(files: Sequence[str], batch_lines: int = 10_000) -> Iterator[l
       batch: list[str] = []
       for number, line in enumerate(f, start=1):
         try:
-          batch.append(line.decode("utf-8"))
+          batch.append(line.decode("utf-8-sig" if number == 1 else "utf-8"))
         except UnicodeDecodeError as e:
           raise ElectraError(f"line {number} of {path} is not UTF-8 ({e}); give UTF-8 text "
                              "files") from e
@@ -253,6 +274,8 @@ def train_wordpiece(input_files: Sequence[str], vocab_file: str, vocab_size: int
       vocab_size=vocab_size, special_tokens=list(SPECIAL_TOKENS),
       continuing_subword_prefix=WORDPIECE_PREFIX, show_progress=False)
   files = list(input_files)
+  if sentences is None:
+    check_plain_text(files)
   try:
     if sentences is not None:
       hf.train_from_iterator((sentences[i:i + 10_000] for i in range(0, len(sentences), 10_000)),

@@ -196,7 +196,7 @@ def read_json(path: str, task: str, split: str) -> tuple[list[Question], ReadSta
         "train-v2.0.json, dev-v2.0.json from https://rajpurkar.github.io/SQuAD-explorer/) in "
         "--config.data_dir, or read tfds squad with --config.data_source=tfds")
   try:
-    document = json.loads(fileio.read_bytes(path).decode("utf-8"))
+    document = json.loads(fileio.read_bytes(path).decode("utf-8-sig"))
   except (UnicodeDecodeError, json.JSONDecodeError) as e:
     raise ElectraError(f"{path} is not a JSON file ({e}); pass the official SQuAD JSON") from e
   if not isinstance(document, dict) or "data" not in document:

@@ -46,7 +46,7 @@ def read_labels(path: str) -> tuple[tuple[str, ...], str]:
     raise ElectraError(f"label file {path} does not exist; it is written when fine-tuning "
                        "starts: fine-tune with --config.train_file first")
   try:
-    content = json.loads(fileio.read_bytes(path).decode("utf-8"))
+    content = json.loads(fileio.read_bytes(path).decode("utf-8-sig"))
   except (ValueError, UnicodeDecodeError) as e:
     raise ElectraError(f"label file {path} is not JSON ({e}); delete it to have it written "
                        "again from the training file") from e
