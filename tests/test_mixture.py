@@ -1,6 +1,7 @@
 """Weighted mixtures of pretraining sources (issue 45): the setting's syntax and errors, the
 row schedule (exact shares per round, a closed form for any position), resumable batches from
-in-memory and shard sources, and a run that reports each source's share and refuses other
+in-memory and shard sources, its cache read once per call (issue 57), a shard source packed
+otherwise than the config, and a run that reports each source's share and refuses other
 weights on resume."""
 
 import json
@@ -52,6 +53,35 @@ def test_apportion_and_the_schedules_closed_form():
   np.testing.assert_array_equal(schedule.rows(37, 20), rows[37:57])
   again = mixture.Schedule([0.6, 0.3, 0.1], batch_size=8, seed=[3], round_batches=5)
   np.testing.assert_array_equal(again.rows(0, len(rows)), rows)
+
+
+@pytest.mark.parametrize("reads_before", [1, 2, 3])
+def test_the_round_cache_is_read_once_per_call(reads_before):
+  """Read-ahead threads share a schedule: another thread that caches another round between
+  two reads of one call (possible on free-threaded Python), after the call's first, second or
+  third read of the cache, does not change the sources the call gives."""
+  plain = mixture.Schedule([0.6, 0.4], batch_size=4, seed=[1], round_batches=2)
+  rounds = [plain.round_sources(r).copy() for r in (0, 1)]
+  assert rounds[0].tolist() != rounds[1].tolist()
+
+  class Raced(mixture.Schedule):
+    """The cache, replaced by round 1's after the `reads_before`-th read."""
+
+    @property
+    def _cached(self):
+      self.reads = getattr(self, "reads", 0) + 1
+      value = self.__dict__["_slot"]
+      if self.reads == reads_before:
+        self.__dict__["_slot"] = (1, rounds[1])
+      return value
+
+    @_cached.setter
+    def _cached(self, value):
+      self.__dict__["_slot"] = value
+
+  raced = Raced([0.6, 0.4], batch_size=4, seed=[1], round_batches=2)
+  raced._cached, raced.reads = (0, rounds[0]), 0  # pylint: disable=protected-access
+  np.testing.assert_array_equal(raced.round_sources(0), rounds[0])
 
 
 def arrays_of(ids, length=6):
@@ -150,6 +180,26 @@ def test_mixture_errors_name_the_source(corpus_and_tokenizer, tmp_path):
   d.train_files = files
   with pytest.raises(ElectraError, match="names the training sources itself"):
     pipeline.build_pretraining_data(d, str(tmp_path / "run"), 512, seed=0)
+
+
+def test_an_unpacked_shard_source_under_a_packing_preset_gets_both_fixes(corpus_and_tokenizer,
+                                                                         tmp_path):
+  """configs/modern_tiny.py packs its rows; a mixture's shards built without --packing get the
+  single shard source's two fixes, naming the source."""
+  files, model = corpus_and_tokenizer
+  config = testing.load_config("modern_tiny")
+  assert config.data.packing
+  shards = str(tmp_path / "shards")
+  build_lib.build(output=shards, num_shards=1, tokenizer_model=model,
+                  input_patterns=files.split(",")[0], processes=1,
+                  max_seq_length=config.data.max_seq_length, progress=False)
+  config.data.mixture = f"1:{files.split(',')[1]},1:shards:{shards}"
+  with pytest.raises(ElectraError, match=(
+      r"the shards of --config.data.mixture source 1_shards \(.*shards\) hold unpacked rows "
+      r"but --config.data.packing=True; set --config.data.packing=False or rebuild the "
+      r"shards with --packing")):
+    pipeline.build_pretraining_data(config.data, str(tmp_path / "run"),
+                                    config.model.vocab_size, seed=0)
 
 
 @pytest.mark.full  # Two short runs (a compile each).

@@ -1,5 +1,6 @@
 """Two real processes on this machine (jax.distributed on localhost, CPU backend, 2 devices
-each) train together: they agree with each other and with one process of 4 devices."""
+each) train together: they agree with each other and with one process of 4 devices, and they
+evaluate a stream whose pieces they share unevenly as one process does."""
 
 import json
 import os
@@ -84,6 +85,44 @@ def test_two_processes_train_like_one(tmp_path, corpus_and_tokenizer):
   one_eval = [r for r in _metrics(single) if "eval/disc_auc" in r]
   np.testing.assert_allclose(two_eval[-1]["eval/disc_auc"], one_eval[-1]["eval/disc_auc"],
                              rtol=1e-5)
+
+
+@pytest.mark.full
+def test_two_processes_evaluate_a_stream_like_one(tmp_path, corpus_and_tokenizer):
+  """Issue 57: a stream of three record files (process 0 streams two pieces, process 1 one)
+  evaluated by two processes: both run the same evaluation steps and finish (a process with
+  fewer steps left the other waiting at a collective), and the evaluation before training is
+  one process's: the same held-out set, split by rows."""
+  from tests import test_multihost_eval  # pylint: disable=import-outside-toplevel
+  files, model = corpus_and_tokenizer
+  paths = ",".join(test_multihost_eval.write_documents(files, tmp_path / "stream", records=True))
+  stream = ["--config.data.streaming=True", "--config.data.eval_fraction=0.25",
+            "--config.train.eval_at_start=True", "--config.train.eval_batches=3"]
+  workdir = str(tmp_path / "two")
+  address = f"127.0.0.1:{_free_port()}"
+  procs = [subprocess.Popen(
+      _command(workdir, paths, model) + stream, cwd=testing.REPO, stdout=subprocess.PIPE,
+      stderr=subprocess.PIPE, text=True,
+      env=_env(2, JAX_COORDINATOR_ADDRESS=address, JAX_NUM_PROCESSES="2",
+               JAX_PROCESS_ID=str(i))) for i in range(2)]
+  outputs = [p.communicate(timeout=600) for p in procs]
+  for p, (_, err) in zip(procs, outputs):
+    assert p.returncode == 0, err[-3000:]
+  plans = [[line for line in err.splitlines() if line.startswith("Evaluation: ")]
+           for _, err in outputs]
+  assert plans[0] == plans[1] == [
+      "Evaluation: 3 batches of 8 held-out rows (4 of each from this host)"]
+  single = str(tmp_path / "one")
+  proc = subprocess.run(_command(single, paths, model) + stream, cwd=testing.REPO,
+                        env=_env(4), capture_output=True, text=True, timeout=600, check=False)
+  assert proc.returncode == 0, proc.stderr[-3000:]
+  assert "Evaluation: 3 batches of 8 held-out rows (8 of each from this host)" in proc.stderr
+  two, one = ([r for r in _metrics(w) if r.get("step") == 0 and "eval/disc_auc" in r]
+              for w in (workdir, single))
+  assert len(two) == len(one) == 1
+  for key, value in one[0].items():
+    if key.startswith("eval/"):
+      np.testing.assert_allclose(two[0][key], value, rtol=1e-5, err_msg=key)
 
 
 def test_partial_distributed_environment_is_a_clear_error(tmp_path, corpus_and_tokenizer):

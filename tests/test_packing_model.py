@@ -5,8 +5,9 @@ document computes alone in its own unpacked row: the attention implementations (
 directions and padding; the encoders of both architectures (the modern one with a window
 smaller than a document, unrolled and scanned), the pretraining networks' logits (ELECTRA's
 generator and discriminator, Electric's towers and energies) and gradients; positions
-restarting per document; an unpacked row's numbers exactly as before; the objectives' token
-counts and weights reading document ids as real tokens; cuDNN refused for packed rows.
+restarting per document, with `EncoderConfig.packed` set or left at its default (issue 57);
+an unpacked row's numbers exactly as before; the objectives' token counts and weights reading
+document ids as real tokens; cuDNN refused for packed rows.
 
 (Rotary scores depend only on the distance between positions, so restarting them per document
 moves the modern block's numbers by rounding only; `test_positions_restart_...` pins the
@@ -282,10 +283,28 @@ def test_gradients_of_a_packed_row_are_the_sum_of_each_documents():
                 [max(DOC_LENGTHS):]).max() == 0  # No document reaches past its length.
 
 
-def test_unpacked_rows_compute_what_they_did():
-  """On 1 ... 1 0 ... 0 masks: the learned positions' gather is the slice it replaced, and
-  the rotary positions are 0 .. T - 1, bit for bit."""
-  cfg = encoder_config("electra")
+@pytest.mark.parametrize("architecture", ["electra", "modern"])
+def test_a_packed_row_is_right_with_the_packed_flag_at_its_default(architecture):
+  """EncoderConfig.packed left at its default (None, not said): the learned positions restart
+  at each document (issue 57: with False, the 2020 block's document 2 was 2.3 off), and so do
+  electra.encoder_configs' when its `packed` is left alone."""
+  default = next(f.default for f in dataclasses.fields(enc.EncoderConfig) if f.name == "packed")
+  assert default is None
+  assert electra.encoder_configs(default_config.get_config().model)[0].packed is None
+  cfg = encoder_config(architecture, packed=default)
+  params = encoder_params(cfg)
+  packed, alone = packed_and_alone(seed=4)
+  model = enc.ElectraModel(cfg)
+  assert_documents_equal(model.apply({"params": params}, *packed),
+                         model.apply({"params": params}, *alone))
+
+
+@pytest.mark.parametrize("packed", [None, True, False])
+def test_unpacked_rows_compute_what_they_did(packed):
+  """On 1 ... 1 0 ... 0 masks, whatever EncoderConfig.packed says: the learned positions are
+  the slice of before, bit for bit (and when the flag is not said, their gradient too: the
+  batch holds no packed row, so no scatter), and the rotary positions are 0 .. T - 1."""
+  cfg = encoder_config("electra", packed=packed)
   mask = jnp.asarray((np.arange(SEQ_LEN)[None] < np.array([[SEQ_LEN], [40]])).astype(np.int32))
   ids = jnp.asarray(np.random.default_rng(0).integers(5, 64, size=(2, SEQ_LEN)), jnp.int32)
   segments = jnp.zeros_like(ids)
@@ -294,6 +313,16 @@ def test_unpacked_rows_compute_what_they_did():
   with_mask = embeddings.apply(variables, ids, segments, True, input_mask=mask)
   without = embeddings.apply(variables, ids, segments, True)  # The slice of before.
   np.testing.assert_array_equal(np.asarray(with_mask), np.asarray(without))
+  if packed is None:
+    weights = jnp.asarray(np.random.default_rng(2).normal(size=cfg.embedding_size), jnp.float32)
+
+    def loss(v, input_mask):
+      out = embeddings.apply(v, ids, segments, True, input_mask=input_mask)
+      return jnp.sum(jnp.tanh(out @ weights))
+    with_mask = jax.jit(jax.grad(lambda v: loss(v, mask)))(variables)
+    without = jax.jit(jax.grad(lambda v: loss(v, None)))(variables)
+    for got, want in zip(jax.tree.leaves(with_mask), jax.tree.leaves(without)):
+      np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
   x = jnp.asarray(np.random.default_rng(1).normal(size=(2, SEQ_LEN, 2, 16)), jnp.float32)
   np.testing.assert_array_equal(
       np.asarray(rotary.apply(x, enc.document_positions(mask), 10_000.0)),
@@ -379,6 +408,20 @@ def test_resolve_with_packed_rows(name, platform, dtype, want):
                            platform=platform, packed=True) == want
   assert attention.resolve("auto", dropout_rate=0.0, dtype=jnp.bfloat16, seq_len=SEQ_LEN,
                            platform="gpu") == "cudnn"
+
+
+def test_rows_not_said_to_be_unpacked_keep_auto_off_cudnn():
+  """EncoderConfig.packed's default (None, not said) may meet packed rows: "auto" takes "xla"
+  on a GPU, and an explicit "cudnn" asks for packed=False; False alone lets cuDNN in."""
+  def pick(name, packed):
+    return attention.resolve(name, dropout_rate=0.0, dtype=jnp.bfloat16, seq_len=SEQ_LEN,
+                             platform="gpu", packed=packed)
+  assert pick("auto", None) == "xla" and pick("auto", False) == "cudnn"
+  assert pick("cudnn", False) == "cudnn"
+  with pytest.raises(ElectraError, match=r"cudnn.*does not say.*packed=False"):
+    pick("cudnn", None)
+  assert enc.EncoderConfig(vocab_size=8, embedding_size=4, hidden_size=4, num_layers=1,
+                           num_heads=1, intermediate_size=4).packed is None
 
 
 def test_cudnn_with_packed_rows_is_one_clear_error():

@@ -128,15 +128,19 @@ class Schedule:
     self.round_rows = batch_size * round_batches
     self.quotas = apportion(weights, self.round_rows)
     self.seed = list(np.atleast_1d(seed))
-    self._cached: tuple[int, np.ndarray] | None = None
+    # (round, its sources): one tuple, replaced whole, as read-ahead threads share it.
+    self._cached: tuple[int, np.ndarray] = (-1, np.zeros(0, np.int32))
 
   def round_sources(self, index: int) -> np.ndarray:
-    """int32 [round_rows]: the source of each row of round `index`."""
-    if self._cached is None or self._cached[0] != index:
+    """int32 [round_rows]: the source of each row of round `index`. The cache is read once
+    per call (another thread may replace it between a check and a second read)."""
+    cached_index, sources = self._cached
+    if cached_index != index:
       rows = np.repeat(np.arange(len(self.quotas), dtype=np.int32), self.quotas)
       order = np.random.default_rng([*self.seed, index]).permutation(len(rows))
-      self._cached = (index, rows[order])
-    return self._cached[1]
+      sources = rows[order]
+      self._cached = (index, sources)
+    return sources
 
   def counts_before(self, row: int) -> np.ndarray:
     """int64 [K]: the rows of each source among rows 0 .. row - 1."""

@@ -172,7 +172,12 @@ def build_mixture_data(data_config: Any, workdir: str, vocab_size: int, seed: in
                        eval_cap: int, load_tokenizer) -> tuple[Any, MixtureData, Arrays]:
   """(tokenizer, MixtureData, held-out examples) of `data.mixture`. `load_tokenizer(documents)`
   gives the configured or newly trained tokenizer of in-memory documents
-  (`pipeline._load_tokenizer`)."""
+  (`pipeline._load_tokenizer`).
+
+  The held-out examples are every source's, concatenated in the mixture's order: an in-memory
+  source's seeded share of its documents, a shard source's first eval examples (all its eval
+  shards, up to eval_cap / sources). They are the same on every host, which split their
+  batches by rows (`pipeline.PretrainingData.eval_batches`)."""
   components = check_config(data_config)
   options = text_files.TextOptions.from_config(data_config)
   options.validate()
@@ -185,10 +190,9 @@ def build_mixture_data(data_config: Any, workdir: str, vocab_size: int, seed: in
         raise ElectraError(f"the shards of {component.name} ({component.target}) hold examples "
                            f"of length {manifest.max_seq_length}, not data.max_seq_length="
                            f"{data_config.max_seq_length}")
-      if manifest.packed != bool(data_config.get("packing", False)):
-        raise ElectraError(f"the shards of {component.name} ({component.target}) are "
-                           f"{'' if manifest.packed else 'not '}packed, but "
-                           f"--config.data.packing={data_config.get('packing', False)}")
+      shard_reader.check_packing(
+          f"the shards of {FLAG} source {component.name} ({component.target})", manifest,
+          bool(data_config.get("packing", False)))
       splits.append(None)
       shard_dirs.append((component.target, manifest))
     else:

@@ -26,7 +26,6 @@ from absl import logging
 from electra_jax.data import corpus as corpus_lib
 from electra_jax.data import documents as documents_lib
 from electra_jax.data import examples as examples_lib
-from electra_jax.data import records
 from electra_jax import fileio
 from electra_jax.data import loader as loader_lib
 from electra_jax.data import shard_reader
@@ -61,8 +60,12 @@ class PretrainingData:
     tokenizer: the tokenizer the examples were built with.
     train: in-memory sources: int32 `input_ids`, `input_mask`, `segment_ids`, each
       [num_train_examples, T]; None for shards.
-    eval: held-out examples as the same arrays (for shards: this host's first eval examples,
-      up to `eval_examples_cap`); may have 0 rows.
+    eval: the run's held-out examples as the same arrays ([N_eval, T]; may have 0 rows), the
+      SAME on every host: each source builds the global held-out set deterministically, with
+      no communication between hosts (text and tfds: the seeded split of documents every host
+      reads whole; shards: the first examples of all the eval shards, up to the cap; a
+      stream: the held-out documents of all its pieces, up to the cap; a mixture: its
+      sources' held-out sets, concatenated). `eval_batches` gives each host its rows.
     source: where the training text came from (a setting, "the embedded corpus", a tfds
       split or the shard directory), for messages.
     shards_dir: the shard directory (source=shards), else "".
@@ -176,10 +179,20 @@ class PretrainingData:
 
   def eval_batches(self, global_batch: int, max_batches: int, process_index: int = 0,
                    process_count: int = 1) -> list[Arrays]:
-    """This host's part of the fixed evaluation batches (see `eval_batches`)."""
+    """This host's rows of the fixed evaluation batches: the global batches of `eval` (the
+    module's `eval_batches`, [global_batch, T] each), host h of P taking rows
+    [h * B / P, (h + 1) * B / P) of each, as [global_batch / P, T] arrays.
+
+    `eval` is the same on every host, so every host gets the same number of batches (a
+    multi-host evaluation runs the same steps everywhere, never waiting at a collective for
+    a host that has none left), and together the hosts evaluate exactly the batches one host
+    would: each held-out example once, in the first min(N // B, max_batches) full batches (a
+    set smaller than one batch: the one batch that repeats it, as on one host).
+
+    Raises:
+      ElectraError: the global batch does not divide over the hosts.
+    """
     local = local_batch_size(global_batch, process_count)
-    if self.manifest is not None:
-      return eval_batches(self.eval, local, max_batches)
     rows = slice(process_index * local, (process_index + 1) * local)
     return [{k: v[rows] for k, v in batch.items()}
             for batch in eval_batches(self.eval, global_batch, max_batches)]
@@ -196,7 +209,7 @@ def _train_tokenizer(data_config: Any, workdir: str, vocab_size: int,
     return path
   start = time.time()
   files = list(text.files)
-  if any(records.record_format(f) for f in files):  # Record files: their texts, not bytes.
+  if not all(text_files.is_plain_text(f) for f in files):  # Records, .gz/.zst: their texts.
     files = []
   sentences = None if files else list(documents_lib.sentences(documents))
   if wordpiece:
@@ -344,12 +357,8 @@ def _shard_data(data_config: Any, vocab_size: int, eval_cap: int) -> Pretraining
         f"the shards in {directory} hold examples of length {manifest.max_seq_length} but "
         f"--config.data.max_seq_length={data_config.max_seq_length}; set it to "
         f"{manifest.max_seq_length} or rebuild the shards with --max_seq_length")
-  packing = bool(data_config.get("packing", False))
-  if manifest.packed != packing:
-    raise ElectraError(
-        f"the shards in {directory} hold {'packed' if manifest.packed else 'unpacked'} rows but "
-        f"--config.data.packing={packing}; set --config.data.packing={manifest.packed} or "
-        f"rebuild the shards {'without' if manifest.packed else 'with'} --packing")
+  shard_reader.check_packing(f"the shards in {directory}", manifest,
+                             bool(data_config.get("packing", False)))
   if data_config.shuffle_buffer < 0:
     raise ElectraError(f"--config.data.shuffle_buffer={data_config.shuffle_buffer} must be >= 0")
   tokenizer = tokenizer_lib.load_tokenizer(
@@ -401,7 +410,7 @@ def _streaming_data(data_config: Any, vocab_size: int, seed: int,
         single_segment_prob=data_config.single_segment_prob,
         short_seq_prob=data_config.short_seq_prob, packing=data_config.get("packing", False))
   else:
-    evaluation = streaming.eval_examples(host, min(eval_cap, STREAM_EVAL_EXAMPLES))
+    evaluation = streaming.eval_examples(spec, pieces, min(eval_cap, STREAM_EVAL_EXAMPLES))
   logging.info("Streaming %d file(s) in %d piece(s) (%d on this host); %d held-out examples",
                len(files), len(pieces), len(host.pieces), len(evaluation["input_ids"]))
   return PretrainingData(tokenizer=tokenizer, train=None, eval=evaluation,
@@ -486,7 +495,8 @@ def build_pretraining_data(data_config: Any, workdir: str, vocab_size: int, seed
     vocab_size: the model's vocabulary size; the tokenizer must have exactly this many pieces.
     seed: (>= 0) seeds the eval split and the example recipe (train and eval examples use
       seeds 2*seed and 2*seed+1).
-    eval_cap: source=shards: read at most this many eval examples.
+    eval_cap: shards, streams and a mixture's shard sources: read at most this many held-out
+      examples (all hosts read the same ones: `PretrainingData.eval`).
 
   A new tokenizer is trained on all training documents, held-out eval documents included (a
   vocabulary leak that does not matter for pretraining). A provided or reused sentencepiece

@@ -47,6 +47,23 @@ def check_order(order: str, flag: str = "--config.data.shard_order") -> None:
                        f"{' or '.join(repr(o) for o in ORDERS)}")
 
 
+def check_packing(what: str, manifest: shards_lib.Manifest, packing: bool) -> None:
+  """Raises ElectraError, with both fixes, when the shards' rows are not packed as
+  `data.packing` says (`what`: the shards, e.g. "the shards in DIR").
+
+  Args:
+    what: names the shard directory in the message.
+    manifest: its manifest (`packed`: whether `data.build --packing` wrote it).
+    packing: the config's `data.packing`.
+  """
+  if manifest.packed != packing:
+    raise ElectraError(
+        f"{what} hold {'packed' if manifest.packed else 'unpacked'} rows but "
+        f"--config.data.packing={packing}; set --config.data.packing={manifest.packed} or "
+        f"rebuild the shards {'without' if manifest.packed else 'with'} --packing "
+        "(python -m electra_jax.data.build)")
+
+
 def host_seed(seed: int, process_index: int) -> int:
   """A 32-bit seed for host `process_index`'s shuffles (Grain's index shuffle takes 32 bits)."""
   return int(np.random.SeedSequence([seed, process_index]).generate_state(1)[0])
@@ -355,12 +372,16 @@ class ShardStream:
 
 def first_eval_examples(directory: str, manifest: shards_lib.Manifest, pad_id: int,
                         cap: int) -> Arrays:
-  """This host's first `cap` held-out examples (rows) of a shard directory, in stored order;
-  [0, T] arrays when it holds none (or cap < 1)."""
+  """The run's held-out set of a shard directory: the first `cap` examples (rows) of all its
+  eval shards, in stored order; [0, T] arrays when it holds none (or cap < 1).
+
+  Every host reads the same examples (all the eval shards, whichever host trains on which
+  train shards), so the hosts split its batches by rows
+  (`pipeline.PretrainingData.eval_batches`) and run the same number of evaluation steps; a
+  directory with fewer eval shards than hosts evaluates too.
+  """
   if not manifest.examples("eval") or cap < 1:
     return examples_lib.pad_examples([], manifest.max_seq_length, pad_id)
-  import jax  # pylint: disable=import-outside-toplevel
   stream = ShardStream(directory, manifest, "eval", batch_size=1, seed=0, shuffle_buffer=0,
-                       pad_id=pad_id, process_index=jax.process_index(),
-                       process_count=jax.process_count(), shuffle=False)
+                       pad_id=pad_id, shuffle=False)
   return stream.first_examples(cap)

@@ -2,9 +2,9 @@
 as training goes (`data.streaming=True`), never the whole corpus in memory.
 
 The files are cut into pieces at startup without reading them (`pieces_of`): a record file
-(JSON Lines, Parquet, Arrow) is one piece, a text file with blank-line documents and no cleanup
-is cut into byte ranges of about `PIECE_BYTES` at document boundaries, any other text file is
-one piece. Host h of P takes pieces h, h+P, ...; each epoch visits the host's pieces in a seeded
+(JSON Lines, Parquet, Arrow) or a compressed text file (.gz, .zst) is one piece, an uncompressed
+text file with blank-line documents and no cleanup is cut into byte ranges of about
+`PIECE_BYTES` at document boundaries, any other text file is one piece. Host h of P takes pieces h, h+P, ...; each epoch visits the host's pieces in a seeded
 order. A piece's examples are a pure function of (seed, epoch, piece): its documents (less the
 held-out ones, a seeded coin each with `data.eval_fraction`) are tokenized and built into
 examples with the recipe seeded by (seed, epoch, piece), and dealt in a seeded permutation, so
@@ -31,7 +31,6 @@ import numpy as np
 
 from electra_jax import fileio
 from electra_jax.data import examples as examples_lib
-from electra_jax.data import records
 from electra_jax.data import text_files
 from electra_jax.data import tokenizer as tokenizer_lib
 from electra_jax.errors import ElectraError
@@ -43,11 +42,12 @@ PIECE_BYTES = 8 << 20  # Target size of a text file's byte range (a shuffle wind
 
 def pieces_of(files: Sequence[str], options: text_files.TextOptions,
               piece_bytes: int = PIECE_BYTES) -> list[Piece]:
-  """The pieces the files are read in (see the module docstring), in file order."""
-  splittable = options.cleanup == "none" and options.document_boundary == "blank_line"
+  """The pieces the files are read in (see the module docstring), in file order: a file that
+  cannot be cut into byte ranges (records, a compressed .gz/.zst file, a cleanup or file
+  documents: `text_files.cuts_into_ranges`) is one piece, read whole."""
   pieces: list[Piece] = []
   for path in files:
-    if records.record_format(path) or not splittable:
+    if not text_files.cuts_into_ranges(path, options):
       pieces.append((path, 0, -1))
       continue
     size = fileio.size(path)
@@ -259,12 +259,27 @@ def host_spec(spec: StreamSpec, all_pieces: Sequence[Piece], process_index: int,
                              numbers=numbers, host=process_index)
 
 
-def eval_examples(spec: StreamSpec, cap: int) -> Arrays:
-  """The held-out documents' examples of the host's pieces, in file order, until `cap`
-  examples (the run's evaluation set; read at startup)."""
+def eval_examples(spec: StreamSpec, all_pieces: Sequence[Piece], cap: int) -> Arrays:
+  """The run's held-out set: the held-out documents' examples of every piece (all hosts'
+  pieces, not only `spec`'s), in file order, until `cap` examples; read at startup.
+
+  Every host computes the same set (the held-out coin and the example recipe are seeded by
+  the piece's number, not the host), so the hosts split its batches by rows
+  (`pipeline.PretrainingData.eval_batches`) and run the same number of evaluation steps,
+  without agreeing on anything; reading stops at `cap`, so this costs each host what reading
+  its own pieces' share did.
+
+  Args:
+    spec: the stream (its recipe, seed and `eval_fraction`; its pieces are not read here).
+    all_pieces: every piece of the corpus in file order (`pieces_of`; piece i has number i).
+    cap: at most this many examples.
+
+  Returns:
+    [min(held-out examples, cap), T] arrays (0 rows when nothing is held out).
+  """
   tokenizer = _tokenizer(spec.tokenizer_file, spec.tokenizer_type, spec.lowercase)
   parts, total = [], 0
-  for number, piece in zip(spec.numbers, spec.pieces):
+  for number, piece in enumerate(all_pieces):
     if total >= cap or not spec.eval_fraction:
       break
     documents = piece_documents(spec, piece, text_files.TextStats())

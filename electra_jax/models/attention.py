@@ -375,16 +375,18 @@ def check_name(name: str) -> None:
 
 
 def resolve(name: str, *, dropout_rate: float, dtype: Any, seq_len: int | None = None,
-            platform: str | None = None, windowed: bool = False, packed: bool = False) -> str:
+            platform: str | None = None, windowed: bool = False,
+            packed: bool | None = False) -> str:
   """The implementation `name` stands for on `platform` (default: JAX's backend).
 
   "auto" -> "cudnn" on a GPU with 16-bit compute, "splash" on a TPU when the sequence length
   is a multiple of 128, "xla" otherwise, and "xla" whenever attention dropout is on or some
   layer attends within a window (`windowed`: the modern block's local layers) or, on a GPU,
-  the rows may be packed (`packed`: several documents per row, which cuDNN's key lengths
-  cannot keep apart). An explicit "splash" takes windows and packed rows. An explicit fused
-  choice that cannot run (attention dropout, a window or packed rows for cuDNN, a float32
-  cuDNN, no GPU) is an ElectraError naming the fix.
+  the rows may be packed (`packed`: True, several documents per row, which cuDNN's key lengths
+  cannot keep apart; None, not said (`EncoderConfig.packed`'s default), counts as may be;
+  False: one document a row). An explicit "splash" takes windows and packed rows. An explicit
+  fused choice that cannot run (attention dropout, a window or rows that may be packed for
+  cuDNN, a float32 cuDNN, no GPU) is an ElectraError naming the fix.
   """
   check_name(name)
   platform = platform or jax.default_backend()
@@ -392,7 +394,7 @@ def resolve(name: str, *, dropout_rate: float, dtype: Any, seq_len: int | None =
   if name == "auto":
     if dropout_rate > 0 or windowed:  # Windowed: cuDNN takes none; splash only when named.
       return "xla"
-    if platform == "gpu" and sixteen_bit and not packed:
+    if platform == "gpu" and sixteen_bit and packed is False:
       return "cudnn"
     if platform == "tpu" and (seq_len is None or seq_len % SPLASH_BLOCK == 0):
       return "splash"
@@ -402,6 +404,12 @@ def resolve(name: str, *, dropout_rate: float, dtype: Any, seq_len: int | None =
                        f"attention_dropout_prob={dropout_rate}; set it to 0 (the fused kernels "
                        "cannot drop attention probabilities) or use attention 'xla' or 'auto'")
   if name == "cudnn":
+    if packed is None:
+      raise ElectraError("model.attention='cudnn' needs rows of one document each, and this "
+                         "encoder's config does not say whether its rows are packed "
+                         "(EncoderConfig.packed=None); build it with packed=False for unpacked "
+                         "rows (electra.encoder_configs(..., packed=False)), or use attention "
+                         "'xla' or 'auto'")
     if packed:
       raise ElectraError("model.attention='cudnn' cannot keep the documents of a packed row "
                          "apart (jax.nn.dot_product_attention takes no segment ids); with "

@@ -47,12 +47,19 @@ class EncoderConfig:
       (`encoder/layers/...`, a leading axis of num_layers) instead of unrolling them
       (`encoder/layer_0/...`, ...): the same function, compiled once instead of L times.
       `encoder.stack_layers` / `encoder.unstack_layers` convert between the two layouts.
-    packed: whether rows may hold several documents (input_mask k >= 1: the k-th document of
-      the row, 0: padding). The encoder computes packed rows correctly whatever this says
-      (attention within each document, positions restarting per document); the flag only
-      tells `attention.resolve` to keep away from "cudnn", which cannot take them ("auto"
-      picks "xla" on a GPU instead; an explicit "cudnn" is an error). Set it where
-      data.packing is on.
+    packed: whether rows hold several documents (input_mask k >= 1: the k-th document of the
+      row, 0: padding). None (the default: not said) is right either way: the learned
+      positions restart per document whenever a batch holds a document id above 1 (decided on
+      the batch, `encoder.learned_positions`; unpacked batches compute what they did), and
+      attention keeps away from "cudnn", which cannot keep a packed row's documents apart
+      ("auto" picks "xla" on a GPU; an explicit "cudnn" is an error asking for False).
+      True gathers the positions per document without asking the batch, and keeps attention
+      off "cudnn" likewise. False promises unpacked rows (1 ... 1 0 ... 0): the positions are
+      0 .. T - 1 whatever the mask says, and "auto" may pick "cudnn" (GPU, 16-bit), so a
+      packed row would be wrong. Rotary positions (the modern block) restart per document,
+      and "xla" and "splash" attention keep documents apart, whatever this says. Pretraining
+      and fine-tuning set True or False from their packing setting, the scorer False (one
+      text a row): `electra.encoder_configs(..., packed=)`.
     causal: which keys each position attends to (`attention.CAUSAL`): "none" (all, the
       encoders), "ltr" (itself and those to its left) or "rtl" (itself and those to its
       right): the two towers of Electric's noise model (`electra_jax.models.electric`).
@@ -90,7 +97,7 @@ class EncoderConfig:
   plain_dense_init: str = "glorot_uniform"
   scan_layers: bool = False
   causal: str = "none"
-  packed: bool = False
+  packed: bool | None = None
   architecture: str = "electra"
   local_attention: int = 128
   global_attn_every_n_layers: int = 3

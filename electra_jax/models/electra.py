@@ -69,10 +69,11 @@ def remat_name(value) -> str:
   return str(value)
 
 
-def encoder_configs(model_config: ml_collections.ConfigDict, packed: bool = False
+def encoder_configs(model_config: ml_collections.ConfigDict, packed: bool | None = None
                     ) -> tuple[enc.EncoderConfig, enc.EncoderConfig]:
   """The discriminator's and the generator's `EncoderConfig` from `config.model` (`packed`:
-  rows hold several documents, `config.data.packing`; see `EncoderConfig.packed`).
+  rows hold several documents, `config.data.packing`; None, not said, is right for packed and
+  unpacked rows alike; see `EncoderConfig.packed`).
 
   The generator follows the original `get_generator_config`: hidden = round(H * ratio),
   layers = round(L * generator_layers), heads = max(1, hidden // 64), FFN = 4 * hidden (the

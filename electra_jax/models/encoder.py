@@ -56,6 +56,43 @@ def document_positions(input_mask: jax.Array) -> jax.Array:
   return index[None] - first
 
 
+def learned_positions(table: jax.Array, input_mask: jax.Array | None, seq_len: int,
+                      packed: bool | None) -> jax.Array:
+  """The learned position vectors of each token, float32 [B, T, E] or [1, T, E].
+
+  - no `input_mask`, or `packed` False (the caller says every row is one document): 0 .. T - 1,
+    a slice of the table ([1, T, E]; no scatter in its gradient);
+  - `packed` True (rows may hold several documents, data.packing): the gather at
+    `document_positions`, restarting at each document (float32: its gradient is a float32
+    scatter-add, docs/PERFORMANCE.md);
+  - `packed` None (not said, `EncoderConfig`'s default): decided on the batch, the gather when
+    some token's document id is above 1 (a packed row), else the slice (a `lax.cond`), so a
+    caller that leaves the flag alone gets packed rows right, and unpacked ones as before (the
+    slice's vectors and gradient, bit for bit; a whole compiled step around the cond may
+    fuse, and round its last bits, otherwise, which is why pretraining and fine-tuning say
+    True or False).
+
+  Args:
+    table: float32 [max_position_embeddings, E], the position embeddings.
+    input_mask: int [B, T] document ids (0 padding, k >= 1 the k-th document), or None.
+    seq_len: T.
+    packed: `EncoderConfig.packed`.
+  """
+  if input_mask is None or packed is False:
+    return table[:seq_len][None]
+
+  def gathered(table):  # [B, T, E]
+    return jnp.take(table, document_positions(input_mask), axis=0)
+
+  if packed:
+    return gathered(table)
+
+  def sliced(table):  # [B, T, E]
+    return jnp.broadcast_to(table[:seq_len][None], (*input_mask.shape, table.shape[-1]))
+
+  return jax.lax.cond(jnp.max(input_mask) > 1, gathered, sliced, table)
+
+
 class Embeddings(nn.Module):
   """Word + position + token-type embeddings, LayerNorm, dropout.  [B, T] ids -> [B, T, E].
 
@@ -63,10 +100,10 @@ class Embeddings(nn.Module):
   three lookups has a 16-bit scatter in its gradient: word vectors are gathered from the
   float32 table (the backward scatter-add is float32), position vectors are gathered from
   theirs in float32 too when rows are packed (at `document_positions`, restarting at each
-  document; unpacked, a slice of the first T rows), and token-type vectors a one-hot
-  product with theirs (type_vocab_size rows, 2 for BERT). A bfloat16 gather from the 2-row
-  type table would make every token of the batch scatter-add into the same two rows in
-  bfloat16, which GPUs serialise (no native bfloat16 atomic add in XLA's emitter).
+  document: `learned_positions`; unpacked, a slice of the first T rows), and token-type
+  vectors a one-hot product with theirs (type_vocab_size rows, 2 for BERT). A bfloat16 gather
+  from the 2-row type table would make every token of the batch scatter-add into the same two
+  rows in bfloat16, which GPUs serialise (no native bfloat16 atomic add in XLA's emitter).
   """
   config: EncoderConfig
 
@@ -96,9 +133,9 @@ class Embeddings(nn.Module):
     `word_offset` (optional [B, T, E]) is added to the word vectors: a per-token correction
     (GDES's discriminator delta, or a straight-through estimator's zero-valued gradient path).
     `input_mask` (optional int [B, T], document ids: 0 padding, k >= 1 the k-th document)
-    makes the learned positions restart at each document of a packed row
-    (`document_positions`) when the config says rows are packed (`packed`); otherwise the
-    positions are 0 .. T - 1 (an unpacked row's), a slice of the table with no scatter.
+    makes the learned positions restart at each document of a packed row unless the config
+    says the rows are unpacked (`packed` False; `learned_positions`); without it the positions
+    are 0 .. T - 1 (an unpacked row's), a slice of the table with no scatter.
     The modern block reads no segment ids (ModernBERT has no segment embeddings) and no
     input mask here (its rotary positions are the attention's).
     """
@@ -116,10 +153,8 @@ class Embeddings(nn.Module):
     words = self.word_embeddings(input_ids)  # float32 gather.
     if word_offset is not None:
       words = words + word_offset.astype(jnp.float32)
-    if input_mask is None or not cfg.packed:  # Unpacked rows: positions 0 .. T - 1.
-      positions = self.position_embeddings.embedding[:seq_len][None]  # [1, T, E]
-    else:  # float32 gather: the gradient is a float32 scatter-add (docs/PERFORMANCE.md).
-      positions = self.position_embeddings(document_positions(input_mask))  # [B, T, E]
+    positions = learned_positions(self.position_embeddings.embedding, input_mask, seq_len,
+                                  cfg.packed)
     types = jnp.einsum("btk,ke->bte",
                        jax.nn.one_hot(segment_ids, cfg.type_vocab_size, dtype=jnp.float32),
                        self.token_type_embeddings.embedding)
@@ -157,7 +192,8 @@ class SelfAttention(nn.Module):
     if not deterministic and cfg.attention_dropout_prob > 0:
       dropout_rng = self.make_rng("dropout")
     implementation = attention.resolve(cfg.attention, dropout_rate=cfg.attention_dropout_prob,
-                                       dtype=cfg.dtype, seq_len=seq_len, packed=cfg.packed)
+                                       dtype=cfg.dtype, seq_len=seq_len,
+                                       packed=cfg.packed)
     context = attention.get_attention(implementation)(
         query, key, value, input_mask, dropout_rng=dropout_rng,
         dropout_rate=cfg.attention_dropout_prob, deterministic=deterministic, dtype=cfg.dtype,
@@ -237,7 +273,8 @@ class ModernAttention(nn.Module):
       dropout_rng = self.make_rng("dropout")
     implementation = attention.resolve(cfg.attention, dropout_rate=cfg.attention_dropout_prob,
                                        dtype=cfg.dtype, seq_len=seq_len,
-                                       windowed=cfg.has_local_layers, packed=cfg.packed)
+                                       windowed=cfg.has_local_layers,
+                                       packed=cfg.packed)
     context = attention.get_attention(implementation)(
         query, key, value, input_mask, dropout_rng=dropout_rng,
         dropout_rate=cfg.attention_dropout_prob, deterministic=deterministic, dtype=cfg.dtype,

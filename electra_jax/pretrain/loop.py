@@ -294,8 +294,13 @@ def _train_with(ckpt: checkpoints.Checkpointer, config: ml_collections.ConfigDic
   train_iter = data.train_iterator(config.train.batch_size, config.seed,
                                    position=start.data_position, state=start.data_state,
                                    **hosts)
+  # This host's rows of the global evaluation batches: the same count on every host.
   eval_batches = data.eval_batches(config.train.batch_size, config.train.eval_batches, **hosts)
-  _warn_about_settings(config, eval_batches)
+  if config.train.eval_every_steps and eval_batches:
+    logging.info("Evaluation: %d batches of %d held-out rows (%d of each from this host)",
+                 len(eval_batches), config.train.batch_size, len(eval_batches[0]["input_ids"]))
+  _warn_about_settings(config, data.eval_batches(config.train.batch_size,
+                                                 config.train.eval_batches))
   save = _checkpoint_saver(ckpt, start, data, getattr(train_iter, "state_at", None))
   _log_training_plan(start, total)
   if start_step >= stop_at:
@@ -364,17 +369,19 @@ def _write_run_files(workdir: str, config: ml_collections.ConfigDict,
 
 
 def _warn_about_settings(config: ml_collections.ConfigDict,
-                         eval_batches: list[dict[str, np.ndarray]]) -> None:
+                         global_eval_batches: list[dict[str, np.ndarray]]) -> None:
   """Warnings for settings that run but are probably not meant (`validation.advice`), too few
-  held-out examples, or none (evaluation then is off)."""
+  held-out examples, or none (evaluation then is off). `global_eval_batches`: every host's
+  rows ([train.batch_size, T] batches), the same on every host."""
   for warning in validation.advice(config):
     logging.warning("%s", warning)
   # Distinct sequences: a held-out set smaller than a batch is repeated to fill it.
-  distinct = len({row.tobytes() for b in eval_batches for row in np.asarray(b["input_ids"])})
-  eval_warning = validation.eval_advice(distinct * jax.process_count())
+  distinct = len({row.tobytes() for b in global_eval_batches
+                  for row in np.asarray(b["input_ids"])})
+  eval_warning = validation.eval_advice(distinct)
   if config.train.eval_every_steps and eval_warning:
     logging.warning("%s", eval_warning)
-  if config.train.eval_every_steps and not eval_batches:
+  if config.train.eval_every_steps and not global_eval_batches:
     logging.warning("No held-out examples (data.eval_fraction=0 and no data.eval_files, or "
                     "shards built without --eval_fraction): evaluation is off")
 

@@ -335,7 +335,7 @@ def network(weights: pretrained.Pretrained, dtype: str) -> Scorer:
         "ElectraForPreTraining model (python -m electra_jax.convert from-hf)")
   model_config = weights.model_config.copy_and_resolve_references()
   model_config.dtype = dtype
-  config, _ = electra.encoder_configs(model_config)
+  config, _ = electra.encoder_configs(model_config, packed=False)  # One text a row.
   model = electra.ReplacedTokenDetector(config, encoder_name=encoder, head_name=head)
   params = {name: loaded[name] for name in ("embeddings", encoder, head)}
   tokenizer = weights.tokenizer.load() if weights.tokenizer is not None else None

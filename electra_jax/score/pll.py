@@ -193,7 +193,7 @@ def from_weights(weights: pretrained.Pretrained, dtype: str = "float32"
   """`load_pll_scorer` of weights already loaded (every part: `load_pretrained(parts=None)`)."""
   model_config = weights.model_config.copy_and_resolve_references()
   model_config.dtype = dtype
-  discriminator, generator = electra.encoder_configs(model_config)
+  discriminator, generator = electra.encoder_configs(model_config, packed=False)  # A text a row.
   params = weights.params
   if weights.encoder_network == masked_lm.ENCODER:
     names = ("embeddings", masked_lm.ENCODER, masked_lm.HEAD)
