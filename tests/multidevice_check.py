@@ -49,7 +49,8 @@ def finetune_losses(pretrain_config):
                 attention_dropout_prob=0.0)
   task = glue.get_task("mrpc")
   encoder = setup_lib.encoder_config(config, weights.model_config)
-  hyper = finetune.resolve_hyperparameters(config, task, encoder.hidden_size)
+  hyper = finetune.resolve_hyperparameters(config, task, encoder.hidden_size,
+                                          num_layers=encoder.num_layers)
   rng = np.random.default_rng(0)
   data = benchmark.synthetic_batch(24, seq, pretrain_config.model.vocab_size, seed=7)
   data["labels"] = rng.integers(0, 2, 24).astype(np.int32)
@@ -100,7 +101,7 @@ def squad_losses(config, encoder, weights, data, seq):
   batch_data["start_positions"] = rng.integers(8, seq, 24).astype(np.int32)
   batch_data["end_positions"] = batch_data["start_positions"]
   batch_data["is_impossible"] = (rng.random(24) < 0.3).astype(np.float32)
-  recipe = qa.resolve_recipe(squad, encoder.hidden_size)
+  recipe = qa.resolve_recipe(squad, encoder.hidden_size, num_layers=encoder.num_layers)
   out = {}
   for name, devices in (("one", jax.devices()[:1]), ("eight", jax.devices())):
     setup = qa.build_setup(squad, encoder, recipe, 3, devices=devices)

@@ -211,7 +211,7 @@ def test_a_finetuned_head_continues_only_with_the_same_labels(multilabel_run, tm
   again = config.copy_and_resolve_references()
   again.update(init_checkpoint=str(workdir), init_head="checkpoint", num_seeds=1)
   encoder = setup_lib.encoder_config(again, weights.model_config)
-  hyper = recipe.resolve_recipe(again, encoder.hidden_size, 3.0)
+  hyper = recipe.resolve_recipe(again, encoder.hidden_size, 3.0, num_layers=encoder.num_layers)
   tokenizer = setup_lib.load_tokenizer(again, weights)
   prepared = classify.prepare(again, weights, encoder, tokenizer, hyper, labels)
   state = setup_lib.initial_state(prepared.setup, weights, seed=7)

@@ -117,14 +117,14 @@ def test_finetune_optimizer_scales_each_layer_update():
 
 def test_hyperparameters_follow_the_size_recipe():
   config = testing.load_config("glue")
-  small = finetune.resolve_hyperparameters(config, glue.get_task("sst2"), 256)
+  small = finetune.resolve_hyperparameters(config, glue.get_task("sst2"), 256, num_layers=12)
   assert (small.learning_rate, small.layer_decay, small.num_epochs) == (3e-4, 0.8, 3.0)
-  base = finetune.resolve_hyperparameters(config, glue.get_task("rte"), 768)
+  base = finetune.resolve_hyperparameters(config, glue.get_task("rte"), 768, num_layers=12)
   assert (base.learning_rate, base.layer_decay, base.num_epochs) == (1e-4, 0.8, 10.0)
-  large = finetune.resolve_hyperparameters(config, glue.get_task("stsb"), 1024)
+  large = finetune.resolve_hyperparameters(config, glue.get_task("stsb"), 1024, num_layers=24)
   assert (large.learning_rate, large.layer_decay, large.num_epochs) == (5e-5, 0.9, 10.0)
   config.learning_rate, config.layerwise_lr_decay, config.num_epochs = 2e-5, 1.0, 2.0
-  custom = finetune.resolve_hyperparameters(config, glue.get_task("rte"), 1024)
+  custom = finetune.resolve_hyperparameters(config, glue.get_task("rte"), 1024, num_layers=24)
   assert (custom.learning_rate, custom.layer_decay, custom.num_epochs) == (2e-5, 1.0, 2.0)
 
 
@@ -156,7 +156,8 @@ def test_summed_loss_is_batch_size_times_the_mean(pretrain_dir):
     config = glue_config(pretrain_dir, loss_reduction=reduction, head_dropout=0.0,
                          hidden_dropout_prob=0.0, attention_dropout_prob=0.0)
     encoder = setup_lib.encoder_config(config, weights.model_config)
-    hyper = finetune.resolve_hyperparameters(config, task, encoder.hidden_size)
+    hyper = finetune.resolve_hyperparameters(config, task, encoder.hidden_size,
+                                             num_layers=encoder.num_layers)
     setup = finetune.build_setup(config, task, encoder, hyper, num_train_steps=4)
     state = setup_lib.initial_state(setup, weights, seed=0)
     _, metrics = setup.trainer.train_step(state, setup.trainer.put_batch(batch))
@@ -207,7 +208,8 @@ def test_stsb_trains_on_scores_over_5_and_predicts_on_the_label_scale(pretrain_d
     data = finetune.load_task_data(config, task, tokenizer)
     np.testing.assert_allclose(data.train["labels"], raw / scale, rtol=1e-6)
     encoder = setup_lib.encoder_config(config, weights.model_config)
-    hyper = finetune.resolve_hyperparameters(config, task, encoder.hidden_size)
+    hyper = finetune.resolve_hyperparameters(config, task, encoder.hidden_size,
+                                             num_layers=encoder.num_layers)
     setup = finetune.build_setup(config, task, encoder, hyper, num_train_steps=2)
     state = setup_lib.initial_state(setup, weights, seed=0)
     # A head that always outputs 0.5 predicts 0.5 * 5 = 2.5 on the label scale.
@@ -235,7 +237,8 @@ def test_task_head_initialiser(pretrain_dir, head_init):
   config = glue_config(pretrain_dir, head_init=head_init)
   task = glue.get_task("mnli")
   encoder = setup_lib.encoder_config(config, weights.model_config)
-  hyper = finetune.resolve_hyperparameters(config, task, encoder.hidden_size)
+  hyper = finetune.resolve_hyperparameters(config, task, encoder.hidden_size,
+                                           num_layers=encoder.num_layers)
   setup = finetune.build_setup(config, task, encoder, hyper, num_train_steps=2)
   kernel = np.asarray(setup_lib.initial_state(setup, weights, seed=0).params["task_head"]["kernel"])
   limit = np.sqrt(6.0 / (64 + 3))
@@ -278,7 +281,8 @@ def test_pretrained_weights_land_in_the_classifier(pretrain_dir):
   config = glue_config(pretrain_dir)
   task = glue.get_task("mrpc")
   encoder = setup_lib.encoder_config(config, weights.model_config)
-  hyper = finetune.resolve_hyperparameters(config, task, encoder.hidden_size)
+  hyper = finetune.resolve_hyperparameters(config, task, encoder.hidden_size,
+                                           num_layers=encoder.num_layers)
   setup = finetune.build_setup(config, task, encoder, hyper, num_train_steps=4)
   state = setup_lib.initial_state(setup, weights, seed=0)
   for group in ("embeddings", "discriminator"):
@@ -345,7 +349,8 @@ def test_finetuning_fits_a_real_sst2_slice(pretrain_dir):
   examples = glue.read_split(task, GLUE_DIR, "train")[:64]
   data = glue.featurize(examples, tokenizer, config.max_seq_length)
   encoder = setup_lib.encoder_config(config, weights.model_config)
-  hyper = finetune.resolve_hyperparameters(config, task, encoder.hidden_size)
+  hyper = finetune.resolve_hyperparameters(config, task, encoder.hidden_size,
+                                           num_layers=encoder.num_layers)
   steps = 120
   setup = finetune.build_setup(config, task, encoder, hyper, steps)
   state = setup_lib.initial_state(setup, weights, seed=0)
@@ -506,6 +511,18 @@ def test_cli_runs_and_reports_errors(pretrain_dir, tmp_path, forks):
         message, proc.stderr[-2000:])
 
 
+def test_show_config_needs_no_checkpoint_or_data(forks):
+  """Each family's config file lists its fields as it is (no init_checkpoint, data_dir or files
+  given), and a bad value is still one error."""
+  for family in ("glue", "squad", "classify", "tag"):
+    proc = forks.run(["electra_jax.finetune", f"--config=configs/{family}.py", "--show_config"])
+    assert proc.returncode == 0, (family, proc.stderr[-2000:])
+    assert "init_checkpoint = ''" in proc.stdout and "learning_rate = -1.0" in proc.stdout
+  proc = forks.run(["electra_jax.finetune", "--config=configs/glue.py", "--config.batch_size=0",
+                    "--show_config"])
+  assert proc.returncode == 1 and "error: batch_size=0 must be positive" in proc.stderr
+
+
 def test_converted_hugging_face_checkpoint_fine_tunes(tmp_path):
   """from-hf output (WordPiece vocab.txt recorded) works as init_checkpoint."""
   transformers = pytest.importorskip("transformers")
@@ -595,8 +612,9 @@ def test_tfds_source_fine_tunes(pretrain_dir, tmp_path):
 def test_model_size_can_be_forced_and_is_checked():
   config = testing.load_config("glue")
   config.model_size = "large"
-  forced = finetune.resolve_hyperparameters(config, glue.get_task("sst2"), 256)
-  assert (forced.learning_rate, forced.layer_decay, forced.size) == (5e-5, 0.9, "large")
+  # The size picks the learning rate; the layer decay follows the depth (12 layers: 0.8).
+  forced = finetune.resolve_hyperparameters(config, glue.get_task("sst2"), 256, num_layers=12)
+  assert (forced.learning_rate, forced.layer_decay, forced.size) == (5e-5, 0.8, "large")
   config.model_size = "huge"
   with pytest.raises(ElectraError, match="model_size='huge'"):
-    finetune.resolve_hyperparameters(config, glue.get_task("sst2"), 256)
+    finetune.resolve_hyperparameters(config, glue.get_task("sst2"), 256, num_layers=12)

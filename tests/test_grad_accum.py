@@ -31,7 +31,7 @@ def _setup(weights, accum_steps, reduction, problem="classification"):
                 head_dropout=0.0, hidden_dropout_prob=0.0, attention_dropout_prob=0.0,
                 learning_rate=1e-3)
   encoder = setup_lib.encoder_config(config, weights.model_config)
-  hyper = recipe.resolve_recipe(config, encoder.hidden_size, 3.0)
+  hyper = recipe.resolve_recipe(config, encoder.hidden_size, 3.0, num_layers=encoder.num_layers)
   num_labels = 1 if problem == "regression" else 3
   model = heads.SequenceClassifier(encoder, num_labels, 0.0, head_type="hf",
                                    encoder_name=weights.encoder_network)

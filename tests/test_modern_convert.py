@@ -438,6 +438,40 @@ def test_a_tokenizer_json_goes_out_with_the_model_and_gives_the_same_ids(tmp_pat
   del path
 
 
+def test_from_hf_of_a_masked_lm_exits_0_with_its_summary(tmp_path, bpe_tokenizer):
+  """`convert from-hf` of a released-style ModernBertForMaskedLM (no RTD head file) through the
+  command line: status 0 and a line that counts what was written, says the RTD head starts
+  afresh and that the MLM head was left out; with the folder as --generator_dir too, the
+  generator is counted and nothing is left out."""
+  from tests import cli_forks  # pylint: disable=import-outside-toplevel
+  from electra_jax.convert.hf_encoder import count_params  # pylint: disable=import-outside-toplevel
+  _, folder = _released(tmp_path, "ModernBertForMaskedLM", bpe_tokenizer)
+  out = str(tmp_path / "ours")
+  proc = cli_forks.run(["electra_jax.convert", "from-hf", f"--hf_dir={folder}",
+                        f"--output={out}"])
+  assert proc.returncode == 0, proc.stderr
+  loaded = pretrained.load_pretrained(out, parts=None)
+  assert set(loaded.params) == {"embeddings", "discriminator"}
+  assert loaded.model_config.architecture == "modern"
+  disc = count_params(loaded.params)
+  assert proc.stdout.strip() == (
+      f"wrote {out}/checkpoints/0: discriminator {disc / 1e6:.2f}M parameters (no "
+      "replaced-token-detection head: it starts afresh if pretraining continues; fine-tuning "
+      f"does not use it), tokenizer.json of {bpe_tokenizer[1].vocab_size} tokens in "
+      f"{out}/tokenizer; the masked-LM head of ModernBertForMaskedLM is left out (pass the same "
+      "folder as --generator_dir too to keep it, as the generator); use "
+      f"{out} as the initial checkpoint for fine-tuning, or export it with to-hf")
+  both = str(tmp_path / "both")
+  proc = cli_forks.run(["electra_jax.convert", "from-hf", f"--hf_dir={folder}",
+                        f"--generator_dir={folder}", f"--output={both}"])
+  assert proc.returncode == 0, proc.stderr
+  params = pretrained.load_pretrained(both, parts=None).params
+  gen = count_params({k: params[k] for k in ("generator", "generator_predictions")})
+  assert f", generator {gen / 1e6:.2f}M parameters more (sharing the discriminator's " \
+         "embeddings)" in proc.stdout
+  assert "left out" not in proc.stdout
+
+
 def test_the_to_hf_line_names_the_modernbert_classes(tmp_path):
   import types  # pylint: disable=import-outside-toplevel
   from electra_jax.convert import __main__ as convert_cli  # pylint: disable=import-outside-toplevel

@@ -328,12 +328,12 @@ def test_original_recipe_is_the_default():
   assert (config.batch_size, config.warmup_fraction, config.weight_decay) == (32, 0.1, 0.01)
   assert config.loss_reduction == "sum" and not config.adam_bias_correction
   assert config.head_init == "glorot_uniform"
-  small = runner.resolve_recipe(config, hidden_size=256)
+  small = runner.resolve_recipe(config, hidden_size=256, num_layers=12)
   assert (small.learning_rate, small.layer_decay, small.num_epochs) == (3e-4, 0.8, 2.0)
-  base = runner.resolve_recipe(config, hidden_size=768)
+  base = runner.resolve_recipe(config, hidden_size=768, num_layers=12)
   assert (base.learning_rate, base.layer_decay, base.size) == (1e-4, 0.8, "base")
-  large = runner.resolve_recipe(config, hidden_size=1024)
+  large = runner.resolve_recipe(config, hidden_size=1024, num_layers=24)
   assert (large.learning_rate, large.layer_decay, large.size) == (5e-5, 0.9, "large")
   config.learning_rate, config.num_epochs = 2e-4, 3.0
-  custom = runner.resolve_recipe(config, hidden_size=256)
+  custom = runner.resolve_recipe(config, hidden_size=256, num_layers=12)
   assert (custom.learning_rate, custom.num_epochs) == (2e-4, 3.0)

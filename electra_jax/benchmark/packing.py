@@ -56,7 +56,7 @@ def measure(checkpoint: str, data_dir: str, task: str = "sst2", max_seq_length: 
     glue.validate(config)
     with tempfile.TemporaryDirectory() as workdir:
       run = glue.start(config, workdir)
-    hyper = glue.recipe(config, task, run.encoder.hidden_size)
+    hyper = glue.recipe(config, task, run.encoder.hidden_size, num_layers=run.encoder.num_layers)
     prepared = glue.prepare(run, task, hyper)
     total = WARMUP_STEPS + steps
     packed = seed_lib.packed_rows(prepared, batch_size, total, seed=0)

@@ -28,6 +28,8 @@ from electra_jax import convert as _package  # pylint: disable=wrong-import-posi
 __doc__ = _package.__doc__  # pylint: disable=redefined-builtin
 
 SUBCOMMANDS = ("from-hf", "from-tf", "to-hf", "extend-vocab")
+# The parameter group of the discriminator's replaced-token-detection head.
+DISCRIMINATOR_HEAD = pretrained.DEFAULT_ENCODER["head"]
 _FLAGS_OF = {"from-hf": ("hf_dir", "output", "generator_dir", "vocab_file",
                          "generator_embeddings", "overwrite"),
              "from-tf": ("checkpoint", "vocab_file", "output", "overwrite", "num_heads",
@@ -164,8 +166,11 @@ def _converted_summary(result) -> str:
             f"{finetuned['max_seq_length']}; {_vocabulary_summary(result)} in {tokenizer_dir}; "
             f"use {output} as the initial checkpoint to fine-tune it further (its head "
             "included) or to predict with it, or export it with to-hf")
-  disc = count_params({k: p[k] for k in ("embeddings", "discriminator",
-                                         "discriminator_predictions")})
+  # A ModernBertModel or ModernBertForMaskedLM without the RTD head's file has no head.
+  disc = count_params({k: p[k] for k in ("embeddings", "discriminator", DISCRIMINATOR_HEAD)
+                       if k in p})
+  without_head = ("" if DISCRIMINATOR_HEAD in p else " (no replaced-token-detection head: it "
+                  "starts afresh if pretraining continues; fine-tuning does not use it)")
   gen_parts = [k for k in ("generator_embeddings", "generator", "generator_predictions")
                if k in p]
   gen = ""
@@ -174,9 +179,10 @@ def _converted_summary(result) -> str:
               else "sharing the discriminator's embeddings")
     gen = (f", generator {_millions(count_params({k: p[k] for k in gen_parts}))} parameters "
            f"more ({shared})")
-  return (f"wrote {result.step_dir}: discriminator {_millions(disc)} parameters{gen}, "
-          f"{_vocabulary_summary(result)} in {tokenizer_dir}; use {output} as the initial "
-          "checkpoint for fine-tuning, or export it with to-hf")
+  notes = "".join(f"; {note}" for note in result.notes)
+  return (f"wrote {result.step_dir}: discriminator {_millions(disc)} parameters{without_head}"
+          f"{gen}, {_vocabulary_summary(result)} in {tokenizer_dir}{notes}; use {output} as the "
+          "initial checkpoint for fine-tuning, or export it with to-hf")
 
 
 def _to_hf_command(fl) -> str:

@@ -176,13 +176,15 @@ def find_vocab(vocab_file: str | None, directory: str, where: str = "") -> str:
 
 class FromHfResult(NamedTuple):
   """What `convert_from_hf` wrote (`finetuned`: the meta of a fine-tuned classifier or tagger,
-  None for a pretraining checkpoint)."""
+  None for a pretraining checkpoint; `notes`: what the command's summary should add, e.g. a
+  part of the Hugging Face model that was left out)."""
   step_dir: str
   model_config: ml_collections.ConfigDict
   params: dict[str, Any]
   tokenizer: pretrained.TokenizerInfo
   vocab_size: int
   finetuned: dict[str, Any] | None = None
+  notes: tuple[str, ...] = ()
 
 
 def convert_from_hf(hf_dir: str, output_dir: str, generator_dir: str | None = None,
@@ -275,7 +277,11 @@ def _modernbert_from_hf(hf_dir: str, config: dict[str, Any], state: dict[str, An
   step_dir = pretrained.save_pretrained(output_dir, params, model_config, info, step=0,
                                         overwrite=overwrite, source=source,
                                         extra_meta={"encoder": dict(pretrained.DEFAULT_ENCODER)})
-  return FromHfResult(step_dir, model_config, params, info, tokenizer.vocab_size)
+  notes = ()
+  if role == GENERATOR and not generator_dir:
+    notes = (f"the masked-LM head of {modern_models.ARCHITECTURES[GENERATOR]} is left out (pass "
+             "the same folder as --generator_dir too to keep it, as the generator)",)
+  return FromHfResult(step_dir, model_config, params, info, tokenizer.vocab_size, notes=notes)
 
 
 def _modern_qa_from_hf(state: Mapping[str, Any], config: Mapping[str, Any]

@@ -28,6 +28,10 @@ def _define_flags() -> None:
       "configs/classify.py or configs/tag.py); override fields with --config.a=v.",
       lock_config=True)
   flags.DEFINE_string("workdir", None, "Directory for results, predictions and TensorBoard logs.")
+  flags.DEFINE_bool("allow_config_change", False,
+                    "Continue a workdir whose finished or preempted seeds were trained with "
+                    "other settings (learning rate, epochs, data, head, ...): finished seeds "
+                    "are reused, preempted ones resume; the changes are logged and recorded.")
   cli.define_show_config(validate=validate)
   flags.mark_flags_as_required(["config", "workdir"])
 
@@ -42,9 +46,10 @@ def _family(config):
 
 
 def validate(config) -> None:
-  """--show_config's check: every check of the config that needs no data."""
+  """--show_config's check: every check of the config that needs no data, without asking for
+  the checkpoint and data (a config file's fields are listed before they are filled in)."""
   task = _family(config)
-  task.validate(config)
+  task.validate(config, inputs=False)
   task.units(config)
 
 
@@ -54,7 +59,7 @@ def main(argv: list[str]) -> None:
   config = FLAGS.config
   task = _family(config)
   parallel.initialize_distributed()
-  driver.run(task, config, FLAGS.workdir)
+  driver.run(task, config, FLAGS.workdir, allow_config_change=FLAGS.allow_config_change)
 
 
 if __name__ == "__main__":

@@ -67,10 +67,14 @@ def get_config():
 
 
 def add_recipe_fields(config: ml_collections.ConfigDict) -> None:
-  """The learning-rate recipe every task shares (-1 / "auto": the original's for the size)."""
-  config.model_size = "auto"  # small, base or large recipe; "auto": from the hidden size.
+  """The learning-rate recipe every task shares (-1 / "auto": the original's, the learning rate
+  by the model's size, the layer decay by its depth)."""
+  config.model_size = "auto"  # small, base or large learning rate; "auto": from the hidden size.
   config.learning_rate = -1.0  # Peak learning rate; -1: 3e-4 small, 1e-4 base, 5e-5 large.
-  config.layerwise_lr_decay = -1.0  # Per-layer lr factor; -1: 0.8 (0.9 for large); 1: off.
+  # Per-layer learning-rate factor; 1: off. -1: by the encoder's depth, 0.8 up to 15 layers and
+  # 0.9 from 16 (the original's 0.8 for its 12-layer Small and Base, 0.9 for its 24-layer Large;
+  # docs/finetuning.md says why 16).
+  config.layerwise_lr_decay = -1.0
   # The original code's layer-wise decay has one extra factor (top layer decay^2, embeddings
   # decay^(L+2)); False uses the intended decay^1 ... decay^(L+1). True reproduces the original.
   config.original_layer_decay = False

@@ -187,10 +187,10 @@ def run_seed(task: task_lib.Task, run: task_lib.Run, unit: str, prepared: task_l
   """
   config, weights = run.config, run.weights
   num_steps = prepared.num_steps
-  logging.info("%s seed %d: %d steps (%.3g epochs of %s, batch %d), lr %.2e, layer decay %.2f "
-               "(%s recipe)%s", unit, seed, num_steps, hyper.num_epochs, task.describe(prepared),
-               config.batch_size, hyper.learning_rate, hyper.layer_decay, hyper.size,
-               task.plan_details(run))
+  logging.info("%s seed %d: %d steps (%.3g epochs of %s, batch %d), lr %.2e (%s recipe), "
+               "layer decay %.2f (%d layers)%s", unit, seed, num_steps, hyper.num_epochs,
+               task.describe(prepared), config.batch_size, hyper.learning_rate, hyper.size,
+               hyper.layer_decay, hyper.num_layers, task.plan_details(run))
 
   packed = packed_rows(prepared, config.batch_size, num_steps, seed)
 

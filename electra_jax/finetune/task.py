@@ -12,7 +12,7 @@ A run, as the driver calls it:
   task.validate(config)                       # every check that needs no data
   run = task.start(config, workdir)           # the checkpoint, tokenizer, encoder: a `Run`
   for unit in task.units(config):             # GLUE's tasks; one for the other families
-    hyper = task.recipe(config, unit, hidden) # learning rate, layer decay, epochs
+    hyper = task.recipe(config, unit, hidden, num_layers=layers)  # lr, layer decay, epochs
     per seed not done yet (resumed when preempted):
       prepared = task.prepare(run, unit, hyper)       # once: read, featurize, build the setup
       # train on task.train_batch(prepared, batch) for seeded batches of prepared.train
@@ -111,13 +111,19 @@ class Task(abc.ABC):
   architecture: ClassVar[str | None] = None  # Its Hugging Face class (convert to-hf).
   num_epochs: ClassVar[float] = 3.0  # The original's epochs when config.num_epochs is -1.
   published_files: ClassVar[tuple[str, ...]] = ()  # Copied from the median seed to the unit.
+  # The family's fields that a finished or preempted seed may be rerun with changed, beyond
+  # the shared `driver.RERUN_SAFE`: those that change no seed's training or dev metrics (e.g.
+  # the metric that picks the median seed, when every seed records them all).
+  rerun_safe_fields: ClassVar[tuple[str, ...]] = ()
 
   # ------------------------------------------------------------------------------------------
   # Config and loading.
 
   @abc.abstractmethod
-  def validate(self, config: ml_collections.ConfigDict) -> None:
-    """Raises ElectraError for a config that cannot work (every check that needs no data)."""
+  def validate(self, config: ml_collections.ConfigDict, *, inputs: bool = True) -> None:
+    """Raises ElectraError for a config that cannot work (every check that needs no data).
+    `inputs=False` (--show_config) leaves out the checks that the run's inputs are given (the
+    checkpoint, the data): the config's other fields are still checked."""
 
   def units(self, config: ml_collections.ConfigDict) -> list[str]:
     """The names of what the run fine-tunes, each with its own seeds under WORKDIR/<name>/
@@ -125,11 +131,12 @@ class Task(abc.ABC):
     del config
     return [self.name]
 
-  def recipe(self, config: ml_collections.ConfigDict, unit: str,
-             hidden_size: int) -> Hyperparameters:
-    """The unit's learning rate, layer decay and epochs (auto fields from the model size)."""
+  def recipe(self, config: ml_collections.ConfigDict, unit: str, hidden_size: int, *,
+             num_layers: int) -> Hyperparameters:
+    """The unit's learning rate, layer decay and epochs (auto fields from the encoder's
+    `hidden_size` and `num_layers`, `recipe.resolve_recipe`)."""
     del unit
-    return resolve_recipe(config, hidden_size, self.num_epochs)
+    return resolve_recipe(config, hidden_size, self.num_epochs, num_layers=num_layers)
 
   @abc.abstractmethod
   def start(self, config: ml_collections.ConfigDict, workdir: str) -> Run:

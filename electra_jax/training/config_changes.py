@@ -80,10 +80,12 @@ def as_dict(config: ml_collections.ConfigDict | dict[str, Any]) -> dict[str, Any
 
 
 def diff(recorded: ml_collections.ConfigDict | dict[str, Any],
-         now: ml_collections.ConfigDict | dict[str, Any]) -> list[Change]:
+         now: ml_collections.ConfigDict | dict[str, Any],
+         file_fields: Iterable[str] = FILE_FIELDS) -> list[Change]:
   """The leaf fields whose values differ, in field order. A field missing on one side (a config
-  written before the field existed) counts as None there. A field of `FILE_FIELDS` whose two
-  paths hold the same bytes does not differ."""
+  written before the field existed) counts as None there. A field of `file_fields` (default:
+  pretraining's `FILE_FIELDS`) whose two paths hold the same bytes does not differ."""
+  file_fields = tuple(file_fields)
   changes: list[Change] = []
 
   def visit(prefix: str, a: dict[str, Any], b: dict[str, Any]) -> None:
@@ -92,7 +94,7 @@ def diff(recorded: ml_collections.ConfigDict | dict[str, Any],
       if isinstance(x, dict) and isinstance(y, dict):
         visit(f"{prefix}{key}.", x, y)
       elif _normalised(x) != _normalised(y) and not (
-          f"{prefix}{key}" in FILE_FIELDS and same_content(x, y)):
+          f"{prefix}{key}" in file_fields and same_content(x, y)):
         changes.append(Change(f"{prefix}{key}", x, y, one_sided=(key not in a or key not in b)))
 
   visit("", as_dict(recorded), as_dict(now))

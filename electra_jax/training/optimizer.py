@@ -28,6 +28,7 @@ changes that layout: such a run restarts from its checkpoint only with the same 
 from __future__ import annotations
 
 import dataclasses
+import re
 from typing import Any, Callable, Mapping
 
 import jax
@@ -59,11 +60,28 @@ def path_names(path) -> ParamPath:
   return tuple(str(getattr(k, "key", getattr(k, "name", k))) for k in path)
 
 
+# Flax's numbering of unnamed submodules ("LayerNorm_0", "RMSNorm_1"), dropped before a
+# module's name is read.
+_MODULE_NUMBER = re.compile(r"_\d+$")
+
+
+def is_norm_module(name: str) -> bool:
+  """Whether a module called `name` is a normalisation layer: its name, without Flax's "_N"
+  numbering, ends in "norm" in any case (`LayerNorm`, `RMSNorm_0`, `layer_norm`, the modern
+  block's `attn_norm`, `mlp_norm`, `final_norm`, the modern task and QA heads' `norm`)."""
+  return _MODULE_NUMBER.sub("", name).lower().endswith("norm")
+
+
 def wants_decay(path: ParamPath) -> bool:
-  """True for parameters that get weight decay: everything but LayerNorms (`LayerNorm...`, and
-  the modern block's `attn_norm`, `mlp_norm`, `final_norm`) and biases."""
-  return not (path[-1] in ("bias", "output_bias")
-              or any(n.startswith("LayerNorm") or n.endswith("_norm") for n in path))
+  """True for parameters that get weight decay: everything but the parameters of norms (any
+  module on the path that `is_norm_module`) and biases (a parameter named "bias" or "..._bias":
+  `output_bias`, the QA head's `span_end_hidden_bias`). This is the original's exclusion of
+  "LayerNorm", "layer_norm" and "bias" (`AdamWeightDecayOptimizer`), for every norm's name.
+
+  Args:
+    path: the parameter's names, top-level module first, the parameter's own name last.
+  """
+  return not (path[-1].endswith("bias") or any(is_norm_module(n) for n in path[:-1]))
 
 
 def decay_mask(params: Any) -> Any:

@@ -135,7 +135,8 @@ def build_finetune(config: ml_collections.ConfigDict, devices,
   _validate_without_inputs(ft, glue_task.validate)
   task = glue.get_task(FINETUNE_TASK)
   encoder = setup_lib.encoder_config(ft, config.model)
-  hyper = glue_task.resolve_hyperparameters(ft, task, encoder.hidden_size)
+  hyper = glue_task.resolve_hyperparameters(ft, task, encoder.hidden_size,
+                                            num_layers=encoder.num_layers)
   setup = glue_task.build_setup(ft, task, encoder, hyper, num_train_steps=1000, devices=devices)
   b, t = ft.batch_size, ft.max_seq_length
   shapes = {k: (b, t) for k in batches.INPUT_KEYS}
@@ -158,7 +159,7 @@ def build_squad(config: ml_collections.ConfigDict, devices,
   ft = finetune_config_for(config, finetune_config, "squad")
   _validate_without_inputs(ft, squad_task.validate)
   encoder = setup_lib.encoder_config(ft, config.model)
-  recipe = squad_task.resolve_recipe(ft, encoder.hidden_size)
+  recipe = squad_task.resolve_recipe(ft, encoder.hidden_size, num_layers=encoder.num_layers)
   setup = squad_task.build_setup(ft, encoder, recipe, num_train_steps=1000, devices=devices)
   b, t = ft.batch_size, ft.max_seq_length
   shapes = {k: (b, t) if rank == 2 else (b,) for k, rank in squad_task.BATCH_RANKS.items()}

@@ -79,9 +79,10 @@ def spec_of(config: ml_collections.ConfigDict) -> own_data.Spec:
                        label_separator=config.label_separator)
 
 
-def validate(config: ml_collections.ConfigDict) -> None:
-  """Raises ElectraError for a config that cannot work (no data read), naming the field."""
-  validate_training(config, FINETUNE_RANGES)
+def validate(config: ml_collections.ConfigDict, inputs: bool = True) -> None:
+  """Raises ElectraError for a config that cannot work (no data read), naming the field
+  (`inputs=False`: not whether the checkpoint and files are given)."""
+  validate_training(config, FINETUNE_RANGES, inputs=inputs)
   spec_of(config)
   metrics_lib.check_metric(config.problem, config.metric)
   checks = [
@@ -94,11 +95,11 @@ def validate(config: ml_collections.ConfigDict) -> None:
        f"{config.head!r} head reads [CLS]"),
       (config.init_head in INIT_HEADS,
        f"init_head={config.init_head!r}; choose one of {', '.join(INIT_HEADS)}"),
-      (bool(config.train_file) or bool(config.dev_file) or bool(config.test_file),
+      (not inputs or bool(config.train_file) or bool(config.dev_file) or bool(config.test_file),
        "no file to read: pass --config.train_file and --config.dev_file to fine-tune (or, with "
        "a fine-tuned --config.init_checkpoint, --config.dev_file and/or --config.test_file to "
        "predict)"),
-      (not config.train_file or bool(config.dev_file),
+      (not inputs or not config.train_file or bool(config.dev_file),
        "--config.dev_file is required with --config.train_file: the seeds are scored (and the "
        "median seed picked) on it"),
   ]
@@ -398,7 +399,7 @@ def _load(config: ml_collections.ConfigDict):
     raise ElectraError(f"--config.pooling={config.pooling} is ModernBERT's: {weights.path} has "
                        "ELECTRA's encoder, whose head reads [CLS]; drop --config.pooling")
   tokenizer = load_tokenizer(config, weights)
-  hyper = resolve_recipe(config, encoder.hidden_size, NUM_EPOCHS)
+  hyper = resolve_recipe(config, encoder.hidden_size, NUM_EPOCHS, num_layers=encoder.num_layers)
   head = checkpoint_head(weights)
   if not config.train_file:
     if head is None:
@@ -439,9 +440,11 @@ class ClassifyTask(task_lib.Task):
   architecture = ARCHITECTURE  # With --config.head=hf (`model_meta`).
   num_epochs = NUM_EPOCHS
   published_files = ("dev_predictions.jsonl", "predictions.jsonl")
+  # Every seed records all of its problem's metrics; `metric` only picks the median seed.
+  rerun_safe_fields = ("metric",)
 
-  def validate(self, config: ml_collections.ConfigDict) -> None:
-    validate(config)
+  def validate(self, config: ml_collections.ConfigDict, *, inputs: bool = True) -> None:
+    validate(config, inputs)
 
   def start(self, config: ml_collections.ConfigDict, workdir: str) -> task_lib.Run:
     weights, encoder, tokenizer, _, head_labels = _load(config)

@@ -60,18 +60,20 @@ LONG_TASKS = ("rte", "stsb")  # Trained for 10 epochs instead of 3.
 
 
 def resolve_hyperparameters(config: ml_collections.ConfigDict, task: glue.Task,
-                            hidden_size: int) -> Hyperparameters:
+                            hidden_size: int, *, num_layers: int) -> Hyperparameters:
   """`resolve_recipe` with the original's epochs for the task (10 for RTE and STS-B, else 3)."""
-  return resolve_recipe(config, hidden_size, 10.0 if task.name in LONG_TASKS else 3.0)
+  return resolve_recipe(config, hidden_size, 10.0 if task.name in LONG_TASKS else 3.0,
+                        num_layers=num_layers)
 
 
-def validate(config: ml_collections.ConfigDict) -> None:
-  """Raises ElectraError for a GLUE config that cannot work, naming the field and the fix."""
-  validate_training(config, FINETUNE_RANGES)
+def validate(config: ml_collections.ConfigDict, inputs: bool = True) -> None:
+  """Raises ElectraError for a GLUE config that cannot work, naming the field and the fix
+  (`inputs=False`: not whether the checkpoint and data are given)."""
+  validate_training(config, FINETUNE_RANGES, inputs=inputs)
   checks = [
       (config.data_source in ("tsv", "tfds"),
        f"data_source={config.data_source!r}; use 'tsv' (with data_dir) or 'tfds'"),
-      (config.data_source != "tsv" or bool(config.data_dir),
+      (not inputs or config.data_source != "tsv" or bool(config.data_dir),
        "--config.data_dir is required with data_source=tsv: the GLUE root holding CoLA/, "
        "SST-2/, ... (or set --config.data_source=tfds)"),
   ]
@@ -274,15 +276,16 @@ class GlueTask(task_lib.Task):
   head = classifier.HEAD
   architecture = None  # GLUE fine-tuning saves no model.
 
-  def validate(self, config: ml_collections.ConfigDict) -> None:
-    validate(config)
+  def validate(self, config: ml_collections.ConfigDict, *, inputs: bool = True) -> None:
+    validate(config, inputs)
 
   def units(self, config: ml_collections.ConfigDict) -> list[str]:
     return [task.name for task in task_names(config)]
 
-  def recipe(self, config: ml_collections.ConfigDict, unit: str,
-             hidden_size: int) -> Hyperparameters:
-    return resolve_hyperparameters(config, glue.get_task(unit), hidden_size)
+  def recipe(self, config: ml_collections.ConfigDict, unit: str, hidden_size: int, *,
+             num_layers: int) -> Hyperparameters:
+    return resolve_hyperparameters(config, glue.get_task(unit), hidden_size,
+                                   num_layers=num_layers)
 
   def start(self, config: ml_collections.ConfigDict, workdir: str) -> task_lib.Run:
     weights = pretrained_lib.load_pretrained(config.init_checkpoint)

@@ -61,15 +61,16 @@ BATCH_RANKS = {"input_ids": 2, "input_mask": 2, "segment_ids": 2, "start_positio
 QA_RANGES = (*TRAINING_RANGES, ("answerable_weight", "[0, inf)"))
 
 
-def validate(config: ml_collections.ConfigDict) -> None:
-  """Raises ElectraError for a SQuAD config that cannot work, naming the field and the fix."""
+def validate(config: ml_collections.ConfigDict, inputs: bool = True) -> None:
+  """Raises ElectraError for a SQuAD config that cannot work, naming the field and the fix
+  (`inputs=False`: not whether the checkpoint and data are given)."""
   qa_data.check_task(config.task)
-  validate_training(config, QA_RANGES)
+  validate_training(config, QA_RANGES, inputs=inputs)
   checks = [
       (config.data_source in ("json", "tfds"),
        f"data_source={config.data_source!r}; use 'json' (the official files in data_dir) or "
        "'tfds'"),
-      (config.data_source != "json" or bool(config.data_dir),
+      (not inputs or config.data_source != "json" or bool(config.data_dir),
        "--config.data_dir is required with data_source=json: the folder holding "
        f"{qa_data.FILES[(config.task, 'train')]} and {qa_data.FILES[(config.task, 'dev')]} "
        "(or set --config.data_source=tfds)"),
@@ -104,9 +105,10 @@ def uses_answerable(config: ml_collections.ConfigDict) -> bool:
 Recipe = Hyperparameters  # The resolved learning rate, layer decay, epochs, size.
 
 
-def resolve_recipe(config: ml_collections.ConfigDict, hidden_size: int) -> Recipe:
+def resolve_recipe(config: ml_collections.ConfigDict, hidden_size: int, *,
+                   num_layers: int) -> Recipe:
   """`recipe.resolve_recipe` with SQuAD's default epochs (NUM_EPOCHS)."""
-  return resolve_any_recipe(config, hidden_size, NUM_EPOCHS)
+  return resolve_any_recipe(config, hidden_size, NUM_EPOCHS, num_layers=num_layers)
 
 
 def build_setup(config: ml_collections.ConfigDict, encoder: Any, recipe: Recipe,
@@ -258,8 +260,8 @@ class SquadTask(task_lib.Task):
   num_epochs = NUM_EPOCHS
   published_files = ("predictions.json", "null_odds.json")
 
-  def validate(self, config: ml_collections.ConfigDict) -> None:
-    validate(config)
+  def validate(self, config: ml_collections.ConfigDict, *, inputs: bool = True) -> None:
+    validate(config, inputs)
 
   def units(self, config: ml_collections.ConfigDict) -> list[str]:
     return [config.task]
@@ -268,7 +270,8 @@ class SquadTask(task_lib.Task):
     weights = pretrained_lib.load_pretrained(config.init_checkpoint)
     encoder = encoder_config(config, weights.model_config)
     tokenizer = load_tokenizer(config, weights)
-    resolve_recipe(config, encoder.hidden_size)  # A bad model_size fails before the log line.
+    # A bad model_size fails before the log line.
+    resolve_recipe(config, encoder.hidden_size, num_layers=encoder.num_layers)
     logging.info("SQuAD fine-tuning (%s) from %s (pretraining step %d, H=%d, L=%d)",
                  config.task, weights.path, weights.step, encoder.hidden_size,
                  encoder.num_layers)

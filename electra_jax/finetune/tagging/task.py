@@ -88,10 +88,11 @@ def resolve_metric(config: ml_collections.ConfigDict) -> str:
   return str(config.metric)
 
 
-def validate(config: ml_collections.ConfigDict) -> None:
+def validate(config: ml_collections.ConfigDict, inputs: bool = True) -> None:
   """Raises ElectraError for a token-classification config that cannot work (everything
-  checkable without data), naming the field and the fix."""
-  validate_training(config, FINETUNE_RANGES)
+  checkable without data), naming the field and the fix (`inputs=False`: not whether the
+  checkpoint and files are given)."""
+  validate_training(config, FINETUNE_RANGES, inputs=inputs)
   scheme = schemes.check_scheme(config.label_scheme)
   metric = str(config.metric)
   name, _, kind = metric.partition("/")
@@ -114,11 +115,11 @@ def validate(config: ml_collections.ConfigDict) -> None:
        f"grad_accum_steps={config.grad_accum_steps} with loss_reduction=mean: the mean over a "
        "batch's labelled words is not the mean of its microbatches' means (their word counts "
        "differ); use --config.loss_reduction=sum (the original's) to accumulate"),
-      (bool(config.train_file) or bool(config.dev_file) or bool(config.test_file),
+      (not inputs or bool(config.train_file) or bool(config.dev_file) or bool(config.test_file),
        "--config.train_file is empty, so the run only predicts, but neither --config.dev_file "
        "nor --config.test_file names a file to predict; pass a training file to fine-tune, or "
        "a file to predict"),
-      (not config.train_file or bool(config.dev_file),
+      (not inputs or not config.train_file or bool(config.dev_file),
        "--config.dev_file is required with --config.train_file: the labeled CoNLL file that "
        "scores each seed and picks the median one"),
   ]
@@ -362,9 +363,10 @@ class TagRun:
   restore: bool  # Whether the checkpoint's tag layer is restored.
 
 
-def _read_for_training(config: ml_collections.ConfigDict, workdir: str) -> TagRun:
-  """The files of a training run, checked against the training file's label set (written to
-  WORKDIR/labels.json), and whether the checkpoint's tag layer continues."""
+def _read_for_training(config: ml_collections.ConfigDict) -> TagRun:
+  """The files of a training run, checked against the training file's label set (which
+  `TagTask.prepare` writes to WORKDIR/labels.json), and whether the checkpoint's tag layer
+  continues."""
   scheme = schemes.check_scheme(config.label_scheme)
   metric = resolve_metric(config)
   sentences = {split: read_split(config, split, scheme) for split in SPLITS}
@@ -378,8 +380,6 @@ def _read_for_training(config: ml_collections.ConfigDict, workdir: str) -> TagRu
     sentences["train"] = sentences["train"][:config.max_train_examples]
   if config.max_eval_examples > 0:
     sentences["dev"] = sentences["dev"][:config.max_eval_examples]
-  if jax.process_index() == 0:
-    label_files.write_labels(fileio.join(workdir, "labels.json"), labels, PROBLEM)
   restore = restores_head(config, checkpoint_meta(config.init_checkpoint), labels)
   return TagRun(sentences, labels, scheme, metric, restore)
 
@@ -421,20 +421,21 @@ class TagTask(task_lib.Task):
   num_epochs = NUM_EPOCHS
   published_files = ("dev_predictions.conll", "test_predictions.conll")
 
-  def validate(self, config: ml_collections.ConfigDict) -> None:
-    validate(config)
+  def validate(self, config: ml_collections.ConfigDict, *, inputs: bool = True) -> None:
+    validate(config, inputs)
 
   def predicts_only(self, config: ml_collections.ConfigDict) -> bool:
     return not config.train_file
 
   def start(self, config: ml_collections.ConfigDict, workdir: str) -> task_lib.Run:
     predicting = self.predicts_only(config)
-    tag = _read_for_prediction(config) if predicting else _read_for_training(config, workdir)
+    tag = _read_for_prediction(config) if predicting else _read_for_training(config)
     parts = ("embeddings", "encoder", heads.HEAD) if tag.restore else ("embeddings", "encoder")
     weights = pretrained_lib.load_pretrained(config.init_checkpoint, parts=parts)
     encoder = encoder_config(config, weights.model_config)
     tokenizer = load_tokenizer(config, weights)
-    resolve_recipe(config, encoder.hidden_size, NUM_EPOCHS)  # Fails before the log line.
+    resolve_recipe(config, encoder.hidden_size, NUM_EPOCHS,
+                   num_layers=encoder.num_layers)  # Fails before the log line.
     if predicting:
       logging.info("Token classification: predicting with %s (%s, %d labels), nothing trained",
                    weights.path, tag.scheme, len(tag.labels))
@@ -448,6 +449,8 @@ class TagTask(task_lib.Task):
   def prepare(self, run: task_lib.Run, unit: str, hyper: Hyperparameters, *,
               training: bool = True) -> task_lib.Prepared:
     config, tag = run.config, run.extra
+    if training and jax.process_index() == 0:  # After the driver checked the workdir's seeds.
+      label_files.write_labels(fileio.join(run.workdir, "labels.json"), tag.labels, PROBLEM)
     train = (featurize(tag.sentences["train"], run.tokenizer, config, tag.labels, "train")
              if training else None)
     evals = {split: featurize(tag.sentences[split], run.tokenizer, config, tag.labels, split)
