@@ -50,7 +50,7 @@ def skippable_frame(payload: bytes = b"seek-table") -> bytes:
 def gzip_members(data: bytes) -> bytes:
   """`data` as three gzip members and an empty one, cut at arbitrary bytes (`cat a.gz b.gz`)."""
   a, b = len(data) // 3, 2 * len(data) // 3
-  return b"".join(gzip.compress(part) for part in (data[:a], b"", data[a:b], data[b:]))
+  return b"".join(gzip.compress(part, mtime=0) for part in (data[:a], b"", data[a:b], data[b:]))
 
 
 def zstd_frames(data: bytes) -> bytes:
@@ -182,7 +182,7 @@ def test_lines_longer_than_a_read_chunk_and_than_max_line_chars(tmp_path):
   for name, data in (("long.txt", text.encode()), ("long.txt.gz", gzip_members(text.encode())),
                      ("long.txt.zst", zstd_frames(text.encode())),
                      ("long.jsonl.zst", zstd_frames(records.encode())),
-                     ("long.jsonl.gz", gzip.compress(records.encode(), compresslevel=1))):
+                     ("long.jsonl.gz", gzip.compress(records.encode(), compresslevel=1, mtime=0))):
     path = _write(tmp_path / name, data)
     documents, stats = _read(path)
     assert documents == DOCS and stats.long_lines == 1, name
@@ -215,13 +215,13 @@ def _cut_zstd(where: str) -> bytes:
 
 def _cut_gzip(where: str) -> bytes:
   data = CLEAN_TEXT.encode()
-  members = [gzip.compress(data[:30]), gzip.compress(data[30:])]
+  members = [gzip.compress(data[:30], mtime=0), gzip.compress(data[30:], mtime=0)]
   index = {"first": 0, "last": 1}[where]
   return b"".join(members[:index]) + members[index][:-5]
 
 
 def _bad_crc() -> bytes:
-  member = bytearray(gzip.compress(CLEAN_TEXT.encode()))
+  member = bytearray(gzip.compress(CLEAN_TEXT.encode(), mtime=0))
   member[-8] ^= 0xFF  # The CRC-32 in the trailer.
   return bytes(member)
 
@@ -230,7 +230,7 @@ ZSTD_CLEAN = zstd_frames(CLEAN_TEXT.encode())
 GZIP_CLEAN = gzip_members(CLEAN_TEXT.encode())
 
 
-@pytest.mark.parametrize("name, data, message", [
+BROKEN = [
     ("cut_first.zst", _cut_zstd("first"), "ends early after .*: the zstd stream stops inside a "
      "frame, so the file is cut short"),
     ("cut_middle.zst", _cut_zstd("middle"), "stops inside a frame, so the file is cut short"),
@@ -248,7 +248,12 @@ GZIP_CLEAN = gzip_members(CLEAN_TEXT.encode())
     ("", GZIP_CLEAN, r"is gzip-compressed but its name does not end in \.gz; rename it"),
     ("", ZSTD_CLEAN[len(skippable_frame(b"head")):],
      r"is zstd-compressed but its name does not end in \.zst"),
-])
+]
+
+
+# Named ids: the same on every pytest-xdist worker (the bytes are not part of them).
+@pytest.mark.parametrize("name, data, message", BROKEN,
+                         ids=[name or f"misnamed_{i}" for i, (name, _, _) in enumerate(BROKEN)])
 @pytest.mark.parametrize("kind", ["txt", "jsonl"])
 def test_a_broken_or_misnamed_compressed_file_is_one_error_naming_it(tmp_path, kind, name,
                                                                      data, message):
