@@ -8,6 +8,8 @@ r"""Converts ELECTRA weights between Hugging Face `transformers` and electra-jax
       --output=CKPT_DIR [--overwrite]
   python -m electra_jax.convert to-hf --checkpoint=WORKDIR_OR_CKPT_OR_FINETUNED --output=DIR \
       [--overwrite]
+  python -m electra_jax.convert to-sentence-transformers --checkpoint=WORKDIR_OR_CKPT_OR_EMBED \
+      --output=DIR [--pooling=mean|cls] [--max_seq_length=N] [--overwrite]
   python -m electra_jax.convert extend-vocab --checkpoint=WORKDIR_OR_CKPT \
       (--tokens=FILE | --from_corpus=GLOB --num_tokens=N) --output=CKPT_DIR [--overwrite]
 
@@ -44,13 +46,23 @@ ModernBertFor{Sequence,Token}Classification / ModernBertForQuestionAnswering. `f
 those, and a released ModernBertForMaskedLM (its encoder starts the discriminator), with the
 folder's tokenizer.json.
 
+`to-sentence-transformers` writes a checkpoint's encoder as a sentence-transformers model
+folder (`sentence_transformers`): the encoder as `ElectraModel` or `ModernBertModel` at its
+root with the tokenizer, then Pooling (mean or CLS: an `embed` model's own, `--pooling` for a
+pretrained encoder) and Normalize modules, so that `SentenceTransformer(DIR).encode` gives the
+embeddings `finetune.embed.model.load_embedder` gives. `from-hf` reads such a folder back (any
+sentence-transformers folder of a Transformer, a mean or CLS Pooling and an optional
+Normalize) as an embedding model: its pooling, normalisation and max_seq_length in the meta's
+`finetuned`, as an `embed` run records them.
+
 `extend-vocab` appends new words to a checkpoint's vocabulary (every old id keeps its meaning),
 each row of the grown embeddings and output biases the mean of the rows of the pieces the word
 used to be split into, and writes the grown checkpoint (see `vocab_extension`).
 
 Layout: in memory, `hf_configs` maps the configs (and names the models and their transformers
 classes), `hf_encoder` the encoders' parameters and pretraining heads, `hf_heads` the
-fine-tuned task heads; `files` reads and writes the directories; `tf_checkpoint` reads the
+fine-tuned task heads; `sentence_transformers` a sentence-transformers folder's modules and
+base model; `files` reads and writes the directories; `tf_checkpoint` reads the
 original TensorFlow checkpoints; `hf_tokenizer` writes a sentencepiece model as tokenizer.json;
 `vocab_extension` grows a vocabulary; `__main__` is the command line.
 
@@ -66,12 +78,14 @@ FFN = 4 x hidden) must match the Hugging Face generator's, or the conversion sto
 
 The Python functions work on in-memory state dicts (torch tensors or numpy arrays) as well:
 `hf_config_to_model_config`, `model_config_to_hf_configs`, `params_from_hf`, `params_to_hf`,
-`classifier_params_to_hf`, `classifier_params_from_hf`, and on directories: `from_hf`, `to_hf`.
+`classifier_params_to_hf`, `classifier_params_from_hf`, and on directories: `from_hf`, `to_hf`,
+`to_sentence_transformers`.
 torch is needed only to read pytorch_model.bin.
 """
 
 from electra_jax.convert.files import (  # pylint: disable=unused-import
-    FromHfResult, ToHfResult, convert_from_hf, convert_to_hf, from_hf, read_hf_model, to_hf)
+    FromHfResult, ToHfResult, ToSentenceTransformersResult, convert_from_hf, convert_to_hf,
+    convert_to_sentence_transformers, from_hf, read_hf_model, to_hf, to_sentence_transformers)
 from electra_jax.convert.hf_configs import (  # pylint: disable=unused-import
     ARCHITECTURES, DISCRIMINATOR, GENERATOR, SEQUENCE_CLASSIFICATION, TOKEN_CLASSIFICATION,
     hf_config_to_model_config, model_config_to_hf_configs)

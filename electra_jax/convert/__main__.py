@@ -1,5 +1,5 @@
-"""`python -m electra_jax.convert from-hf | from-tf | to-hf | extend-vocab`: the conversion
-command line.
+"""`python -m electra_jax.convert from-hf | from-tf | to-hf | to-sentence-transformers |
+extend-vocab`: the conversion command line.
 
 See `electra_jax.convert` for what each subcommand reads and writes.
 """
@@ -13,7 +13,9 @@ from absl import flags
 from absl import logging
 
 from electra_jax import cli
-from electra_jax.convert.files import convert_from_hf, convert_to_hf
+from electra_jax.convert.files import (
+    convert_from_hf, convert_to_hf, convert_to_sentence_transformers)
+from electra_jax.convert import sentence_transformers as st_folder
 from electra_jax.convert import vocab_extension
 from electra_jax.convert.tf_checkpoint import convert_from_tf
 from electra_jax.convert.hf_configs import ARCHITECTURES, DISCRIMINATOR, GENERATOR
@@ -27,7 +29,7 @@ from electra_jax.training import pretrained
 from electra_jax import convert as _package  # pylint: disable=wrong-import-position
 __doc__ = _package.__doc__  # pylint: disable=redefined-builtin
 
-SUBCOMMANDS = ("from-hf", "from-tf", "to-hf", "extend-vocab")
+SUBCOMMANDS = ("from-hf", "from-tf", "to-hf", "to-sentence-transformers", "extend-vocab")
 # The parameter group of the discriminator's replaced-token-detection head.
 DISCRIMINATOR_HEAD = pretrained.DEFAULT_ENCODER["head"]
 _FLAGS_OF = {"from-hf": ("hf_dir", "output", "generator_dir", "vocab_file",
@@ -35,16 +37,22 @@ _FLAGS_OF = {"from-hf": ("hf_dir", "output", "generator_dir", "vocab_file",
              "from-tf": ("checkpoint", "vocab_file", "output", "overwrite", "num_heads",
                          "generator_num_heads"),
              "to-hf": ("checkpoint", "output", "overwrite"),
+             "to-sentence-transformers": ("checkpoint", "output", "pooling", "max_seq_length",
+                                          "overwrite"),
              "extend-vocab": ("checkpoint", "output", "tokens", "from_corpus", "num_tokens",
                               "overwrite")}
 _REQUIRED = {"from-hf": ("hf_dir", "output"), "from-tf": ("checkpoint", "output"),
-             "to-hf": ("checkpoint", "output"), "extend-vocab": ("checkpoint", "output")}
+             "to-hf": ("checkpoint", "output"),
+             "to-sentence-transformers": ("checkpoint", "output"),
+             "extend-vocab": ("checkpoint", "output")}
 _EXAMPLES = {
     "from-hf": "python -m electra_jax.convert from-hf --hf_dir=electra-base-discriminator "
                "--generator_dir=electra-base-generator --output=ckpt/electra-base",
     "from-tf": "python -m electra_jax.convert from-tf "
                "--checkpoint=electra_small --output=ckpt/electra-small",
     "to-hf": "python -m electra_jax.convert to-hf --checkpoint=runs/small --output=hf/small",
+    "to-sentence-transformers": "python -m electra_jax.convert to-sentence-transformers "
+                                "--checkpoint=runs/embed --output=st/embed",
     "extend-vocab": "python -m electra_jax.convert extend-vocab --checkpoint=runs/small "
                     "--tokens=words.txt --output=runs/small_words",
 }
@@ -59,7 +67,11 @@ def _define_flags() -> None:
                       "says): config.json, model.safetensors or pytorch_model.bin, vocab.txt. "
                       "Or a ModernBERT one: ModernBertModel or ModernBertForMaskedLM (the "
                       "discriminator's start), ModernBertFor{Sequence,Token}Classification, "
-                      "ModernBertForQuestionAnswering, with its tokenizer.json.")
+                      "ModernBertForQuestionAnswering, with its tokenizer.json. Or a "
+                      "sentence-transformers model folder (modules.json; what "
+                      "to-sentence-transformers writes): its ElectraModel or ModernBertModel "
+                      "becomes an embedding model with the folder's pooling, normalisation and "
+                      "max_seq_length.")
   flags.DEFINE_string("generator_dir", None,
                       "from-hf: the matching ElectraForMaskedLM (or ModernBertForMaskedLM) "
                       "generator directory; omit it "
@@ -77,9 +89,11 @@ def _define_flags() -> None:
                     "discriminator: use the discriminator's even when they differ; untied: "
                     "keep the generator's own (needs its embedding_size == hidden_size).")
   flags.DEFINE_string("checkpoint", None,
-                      "to-hf, extend-vocab: a pretraining workdir (newest checkpoint), its "
-                      "checkpoints/ directory, one checkpoints/<step>/ directory, or a from-hf "
-                      "output; to-hf also: a fine-tuned classifier, tagger or SQuAD model "
+                      "to-hf, to-sentence-transformers, extend-vocab: a pretraining workdir "
+                      "(newest checkpoint), its checkpoints/ directory, one checkpoints/<step>/ "
+                      "directory, or a from-hf output; to-sentence-transformers also: an embed "
+                      "run's workdir or saved model; to-hf also: a fine-tuned classifier, "
+                      "tagger or SQuAD model "
                       "(<task>/seed_<s>/model/) or a fine-tuning workdir of one task (its "
                       "median seed's model). from-tf: an original ELECTRA TensorFlow "
                       "checkpoint (google-research/electra): DIR/model.ckpt[-STEP], or DIR (its "
@@ -88,8 +102,18 @@ def _define_flags() -> None:
                       "Required. from-hf, from-tf, extend-vocab: the electra-jax checkpoint "
                       "directory to write. to-hf: the directory for discriminator/ and "
                       "generator/ (a fine-tuned model: sequence_classification/, "
-                      "token_classification/ or question_answering/).")
+                      "token_classification/ or question_answering/). "
+                      "to-sentence-transformers: the model folder (SentenceTransformer(DIR)).")
   flags.DEFINE_bool("overwrite", False, "Replace a non-empty --output.")
+  flags.DEFINE_string("pooling", None,
+                      "to-sentence-transformers: mean (the average of the text's token states, "
+                      "[CLS] and [SEP] included) or cls (the [CLS] state); default: an embed "
+                      "model's own pooling, mean for a pretrained encoder. A pooling other "
+                      "than an embed model's own is an error.")
+  flags.DEFINE_integer("max_seq_length", None,
+                       "to-sentence-transformers: tokens per text, [CLS] and [SEP] included "
+                       "(longer texts are cut); default: an embed model's training length, "
+                       "else the model's max_position_embeddings.")
   flags.DEFINE_string("tokens", None,
                       "extend-vocab: a text file of words to add, one per line (blank lines and "
                       "repeats dropped; lowercased etc. as the tokenizer normalizes; a word it "
@@ -155,6 +179,8 @@ def _converted_summary(result) -> str:
   p = result.params
   output = os.path.dirname(os.path.dirname(result.step_dir))
   tokenizer_dir = os.path.join(output, pretrained.TOKENIZER_DIR)
+  if (result.finetuned or {}).get("task") == st_folder.EMBED_TASK:
+    return _embedding_summary(result)
   if result.finetuned is not None:
     finetuned = result.finetuned
     problem = PROBLEM_TYPES.get(finetuned["problem"])
@@ -204,6 +230,35 @@ def _to_hf_command(fl) -> str:
           f"{result.directories[main_role]!r})")
 
 
+def _to_sentence_transformers_command(fl) -> str:
+  result = convert_to_sentence_transformers(fl.checkpoint, fl.output, fl.pooling,
+                                            fl.max_seq_length, fl.overwrite)
+  settings = result.settings
+  normalized = "normalized" if settings.normalized else "not normalized"
+  tokenizer = (", ".join(result.tokenizer_files) if result.tokenizer_files
+               else "no tokenizer files")
+  return (f"wrote step {result.step} as {result.directory} (sentence-transformers: "
+          f"{result.architecture}, {_millions(result.param_count)} parameters, "
+          f"{settings.pooling} pooling, {normalized}, max_seq_length "
+          f"{settings.max_seq_length}; {tokenizer}); load with "
+          f"sentence_transformers.SentenceTransformer({result.directory!r})")
+
+
+def _embedding_summary(result) -> str:
+  """The summary line of from-hf of a sentence-transformers folder."""
+  finetuned = result.finetuned
+  output = os.path.dirname(os.path.dirname(result.step_dir))
+  tokenizer_dir = os.path.join(output, pretrained.TOKENIZER_DIR)
+  normalized = "normalized" if finetuned["normalized"] else "not normalized"
+  notes = "".join(f"; {note}" for note in result.notes)
+  return (f"wrote {result.step_dir}: embedding model, encoder "
+          f"{_millions(count_params(result.params))} parameters, {finetuned['pooling']} "
+          f"pooling, {normalized}, max_seq_length {finetuned['max_seq_length']}; "
+          f"{_vocabulary_summary(result)} in {tokenizer_dir}{notes}; embed or evaluate with "
+          f"python -m electra_jax.embed encode|evaluate --checkpoint={output}, fine-tune it "
+          "further with configs/embed.py, or export it with to-sentence-transformers")
+
+
 def _extend_vocab_command(fl) -> str:
   return vocab_extension.summary(vocab_extension.extend_vocab(
       fl.checkpoint, fl.output, tokens=fl.tokens, from_corpus=fl.from_corpus,
@@ -232,7 +287,8 @@ def _main(argv: list[str]) -> None:
     print(_extend_vocab_command(fl), flush=True)
     return
   summary = {"from-hf": _from_hf_command, "from-tf": _from_tf_command,
-             "to-hf": _to_hf_command}[command](fl)
+             "to-hf": _to_hf_command,
+             "to-sentence-transformers": _to_sentence_transformers_command}[command](fl)
   print(summary, flush=True)
 
 

@@ -23,6 +23,7 @@ from electra_jax.convert import hf_heads
 from electra_jax.convert import hf_modernbert
 from electra_jax.convert import hf_modernbert_models as modern_models
 from electra_jax.convert import hf_tokenizer
+from electra_jax.convert import sentence_transformers as st_folder
 from electra_jax.models import electra
 from electra_jax.models.masked_lm import ENCODER as MASKED_LM_ENCODER
 from electra_jax.convert.hf_configs import (
@@ -175,8 +176,9 @@ def find_vocab(vocab_file: str | None, directory: str, where: str = "") -> str:
 
 
 class FromHfResult(NamedTuple):
-  """What `convert_from_hf` wrote (`finetuned`: the meta of a fine-tuned classifier or tagger,
-  None for a pretraining checkpoint; `notes`: what the command's summary should add, e.g. a
+  """What `convert_from_hf` wrote (`finetuned`: the meta of a fine-tuned classifier, tagger,
+  span extractor or (a sentence-transformers folder) embedding model, None for a pretraining
+  checkpoint; `notes`: what the command's summary should add, e.g. a
   part of the Hugging Face model that was left out)."""
   step_dir: str
   model_config: ml_collections.ConfigDict
@@ -193,6 +195,10 @@ def convert_from_hf(hf_dir: str, output_dir: str, generator_dir: str | None = No
   """`from_hf`, returning what was written as well (for the command's summary)."""
   inputs = [hf_dir] + ([generator_dir] if generator_dir else [])
   output_dir = _check_output(output_dir, inputs, overwrite)
+  folder = st_folder.read_folder(hf_dir) if os.path.isdir(hf_dir) else None
+  if folder is not None:
+    return _sentence_transformers_from_hf(folder, hf_dir, output_dir, generator_dir,
+                                          vocab_file, overwrite)
   disc_config, disc_state, disc_file = read_hf_model(hf_dir, DISCRIMINATOR)
   if disc_config.get("model_type") == "modernbert":
     return _modernbert_from_hf(hf_dir, disc_config, disc_state, disc_file, output_dir,
@@ -352,11 +358,7 @@ def save_hf_state(output_dir: str, disc_state: Mapping[str, Any], disc_config: M
 def _load_vocab(vocab: str, lowercase: bool) -> tokenizer_lib.SubwordTokenizer:
   """A from-hf vocabulary: a sentencepiece model for a .model file, a Hugging Face fast
   tokenizer for a .json (tokenizer.json), else a WordPiece vocab.txt."""
-  name = vocab.lower()
-  kind = (tokenizer_lib.SENTENCEPIECE if name.endswith(".model")
-          else tokenizer_lib.TOKENIZER_JSON if name.endswith(".json")
-          else tokenizer_lib.WORDPIECE)
-  return tokenizer_lib.load_tokenizer(vocab, kind, lowercase=lowercase)
+  return tokenizer_lib.load_tokenizer(vocab, _load_vocab_kind(vocab), lowercase=lowercase)
 
 
 def _checked_tokenizer(tokenizer: tokenizer_lib.SubwordTokenizer, vocab: str, lowercase: bool,
@@ -405,7 +407,10 @@ def from_hf(hf_dir: str, output_dir: str, generator_dir: str | None = None,
       pytorch_model.bin, vocab.txt, optionally tokenizer_config.json), or a fine-tuned
       `ElectraForSequenceClassification` / `ElectraForTokenClassification` one (as its
       config.json's architectures says): then the checkpoint is a fine-tuned model (see
-      `save_hf_head_state`) and `generator_dir` must be None.
+      `save_hf_head_state`) and `generator_dir` must be None. Or a sentence-transformers
+      folder (modules.json: a Transformer of an ElectraModel or ModernBertModel, a mean or CLS
+      Pooling, an optional Normalize): then the checkpoint is an embedding model whose meta's
+      `finetuned` holds the folder's pooling, normalisation and max_seq_length.
     output_dir: where to write OUTPUT/checkpoints/0/ and OUTPUT/tokenizer/vocab.txt (see
       `pretrained.save_pretrained`); must be new or empty unless `overwrite`.
     generator_dir: the matching `ElectraForMaskedLM` directory, or None (the checkpoint then has
@@ -741,7 +746,7 @@ def _write_hf_model(directory: str, state: Mapping[str, np.ndarray], config: Map
   files, `extra_files` ({file name: state dict}, e.g. a modern discriminator's RTD head) and,
   for a fine-tuned classifier or tagger (`finetuned`), labels.json. Returns (the parameters
   written, the tokenizer files' names)."""
-  os.makedirs(directory)
+  os.makedirs(directory, exist_ok=True)  # A sentence-transformers folder's root exists.
   # transformers saves tied weights once; the generator's head is its word embeddings.
   written = {k: v for k, v in state.items() if k not in TIED_HEAD_WEIGHTS}
   _write_safetensors(written, os.path.join(directory, SAFETENSORS_FILE))
@@ -799,3 +804,165 @@ def to_hf(checkpoint: str, output_dir: str, overwrite: bool = False) -> dict[str
       has no class for, or an output that exists.
   """
   return convert_to_hf(checkpoint, output_dir, overwrite).directories
+
+
+# --------------------------------------------------------------------------------------------
+# sentence-transformers folders (`sentence_transformers`: the modules and their files).
+
+
+def _sentence_transformers_from_hf(folder: st_folder.Folder, hf_dir: str, output_dir: str,
+                                   generator_dir: str | None, vocab_file: str | None,
+                                   overwrite: bool) -> FromHfResult:
+  """`convert_from_hf` of a sentence-transformers folder: the Transformer module's
+  `ElectraModel` or `ModernBertModel` as the encoder (`embeddings`, `discriminator`; no
+  replaced-token-detection head) of an embedding model, whose meta's `finetuned` records the
+  folder's pooling, normalisation and max_seq_length as an `embed` run does, so that
+  `finetune.embed.model.load_embedder` embeds texts as the folder does in
+  sentence-transformers."""
+  if generator_dir:
+    raise ElectraError(f"{hf_dir} is a sentence-transformers model, which has no generator; "
+                       "drop --generator_dir (generator_dir=...)")
+  config, state, weights_file = read_hf_model(folder.model_dir, DISCRIMINATOR)
+  if config.get("model_type") == "modernbert":
+    params, model_config = st_folder.modern_model_from_hf(state, config)
+  else:
+    params, model_config = st_folder.electra_model_from_hf(state, config)
+  settings = st_folder.folder_settings(folder, model_config)
+  vocab = find_tokenizer_file(vocab_file, folder.model_dir)
+  kind = _load_vocab_kind(vocab)
+  if kind == tokenizer_lib.TOKENIZER_JSON and not vocab_file and (
+      (_read_json(vocab, "the tokenizer").get("model") or {}).get("type") == "Unigram"):
+    # sentence-transformers saves a sentencepiece model's tokenizer.json without the .model.
+    raise ElectraError(
+        f"{vocab} is a sentencepiece (Unigram) tokenizer, which electra-jax reads from its "
+        ".model file: pass the sentencepiece model the folder was exported with as "
+        "--vocab_file (vocab_file=...)")
+  # A tokenizer.json or sentencepiece model normalises (lowercases or not) by itself.
+  lowercase = lowercase_of(folder.model_dir) if kind == tokenizer_lib.WORDPIECE else False
+  if folder.do_lower_case:
+    if kind != tokenizer_lib.WORDPIECE:
+      raise ElectraError(
+          f"{os.path.join(folder.model_dir, st_folder.SENTENCE_BERT_CONFIG)} has "
+          "do_lower_case=true: sentence-transformers lowercases every text before its "
+          f"tokenizer, which electra-jax reads from {vocab} as it is; add a Lowercase "
+          "normalizer to the tokenizer and set do_lower_case to false")
+    lowercase = True
+  tokenizer = _load_vocab(vocab, lowercase)
+  info = _checked_tokenizer(tokenizer, vocab, lowercase, params, "vocab_size in config.json")
+  finetuned = st_folder.finetuned_meta(settings)
+  step_dir = pretrained.save_pretrained(
+      output_dir, params, model_config, info, step=0, overwrite=overwrite,
+      source="sentence-transformers:" + os.path.abspath(weights_file),
+      extra_meta={"encoder": dict(pretrained.DEFAULT_ENCODER), "finetuned": finetuned})
+  notes = ()
+  if folder.default_prompt:
+    notes = (f"sentence-transformers puts its default prompt {folder.default_prompt!r} before "
+             "every text; electra-jax does not: put it before your texts yourself",)
+  return FromHfResult(step_dir, model_config, params, info, tokenizer.vocab_size, finetuned,
+                      notes)
+
+
+def _load_vocab_kind(vocab: str) -> str:
+  """The tokenizer kind `_load_vocab` loads `vocab` as."""
+  name = vocab.lower()
+  return (tokenizer_lib.SENTENCEPIECE if name.endswith(".model")
+          else tokenizer_lib.TOKENIZER_JSON if name.endswith(".json")
+          else tokenizer_lib.WORDPIECE)
+
+
+class ToSentenceTransformersResult(NamedTuple):
+  """What `convert_to_sentence_transformers` wrote: the folder, the encoder's transformers
+  class and parameter count, the tokenizer files, the settings and the checkpoint's step."""
+  directory: str
+  architecture: str
+  param_count: int
+  tokenizer_files: list[str]
+  settings: st_folder.EmbeddingSettings
+  step: int
+
+
+def _encoder_groups(step_dir: str) -> tuple[str, list[str]]:
+  """(the checkpoint's encoder network, its parameter groups), without reading weights."""
+  meta = pretrained.read_meta(step_dir)
+  network = {**pretrained.DEFAULT_ENCODER, **(meta.get("encoder") or {})}["network"]
+  return network, sorted(pretrained.param_shapes(step_dir))
+
+
+def convert_to_sentence_transformers(checkpoint: str, output_dir: str,
+                                     pooling: str | None = None,
+                                     max_seq_length: int | None = None,
+                                     overwrite: bool = False) -> ToSentenceTransformersResult:
+  """Exports a checkpoint's encoder as a sentence-transformers model folder.
+
+  The folder (see `sentence_transformers` for its modules) holds at its root the encoder as
+  transformers' `ElectraModel` (the 2020 block) or `ModernBertModel` (the modern one) without
+  any pretraining or task head, the tokenizer as to-hf writes it (a tokenizer.json that lacks
+  a post-processor gets one that adds [CLS] and [SEP], as electra-jax's inputs have them), and
+  the Transformer, Pooling and Normalize modules' files, so that
+  `SentenceTransformer(OUTPUT).encode(texts)` gives `finetune.embed.model.load_embedder(
+  checkpoint).encode(texts)`. It is written through `fileio.staged_directory`: complete or not
+  at all.
+
+  Args:
+    checkpoint: a pretraining workdir (its encoder network: ELECTRA's discriminator, an MLM
+      objective's encoder), an `embed` run's workdir or saved model, a from-hf output, or any
+      checkpoint `pretrained.find_step_dir` finds.
+    output_dir: new or empty unless `overwrite`.
+    pooling: "mean" or "cls"; None: an `embed` model's own, else "mean". One that contradicts
+      an `embed` model's own is an error.
+    max_seq_length: tokens per text, [CLS] and [SEP] included; None: an `embed` model's
+      training length, else the encoder's max_position_embeddings.
+    overwrite: replace a non-empty `output_dir`.
+
+  Raises:
+    ElectraError: no checkpoint there, no encoder in it, an unknown or contradicting pooling,
+      a length beyond the positions, a modern encoder that projects its embeddings, no
+      tokenizer, or an output that exists.
+  """
+  step_dir = pretrained.find_step_dir(checkpoint)
+  network, groups = _encoder_groups(step_dir)
+  missing = [g for g in ("embeddings", network) if g not in groups]
+  if missing:
+    raise ElectraError(
+        f"the checkpoint {step_dir} has no encoder to export (no {', '.join(missing)}; it has "
+        f"{', '.join(groups) or 'no parameters'}); pass a pretraining workdir, an embed run or "
+        "a from-hf output")
+  loaded = pretrained.load_pretrained(step_dir, parts=("embeddings", "encoder"))
+  model_config = loaded.model_config
+  settings = st_folder.embedding_settings(loaded.finetuned, model_config.max_position_embeddings,
+                                          loaded.path, pooling, max_seq_length)
+  if is_modern(model_config) and model_config.embedding_size != model_config.hidden_size:
+    raise ElectraError(
+        f"{loaded.path} has model.embedding_size={model_config.embedding_size} != "
+        f"model.hidden_size={model_config.hidden_size}: its embeddings pass a projection that "
+        "ModernBertModel has no layer for, so it has no sentence-transformers form")
+  output_dir = _check_output(output_dir, [loaded.path], overwrite)
+  if loaded.tokenizer is None:
+    raise ElectraError(f"cannot find the tokenizer of {loaded.path}: the file its checkpoint "
+                       "records is gone and the workdir has no tokenizer/ copy; a "
+                       "sentence-transformers model needs one")
+  tokenizer = _export_tokenizer(loaded)
+  if is_modern(model_config):
+    token_ids = {"pad_token_id": tokenizer.pad_id, "cls_token_id": tokenizer.cls_id,
+                 "sep_token_id": tokenizer.sep_id, "bos_token_id": tokenizer.cls_id,
+                 "eos_token_id": tokenizer.sep_id}
+    state, config = st_folder.modern_model_to_hf(loaded.params, model_config,
+                                                 loaded.encoder_network, token_ids)
+  else:
+    state, config = st_folder.electra_model_to_hf(loaded.params, model_config,
+                                                  loaded.encoder_network, tokenizer.pad_id)
+  with fileio.staged_directory(output_dir) as staging:
+    count, tokenizer_files = _write_hf_model(staging, state, config, loaded, tokenizer, None)
+    if TOKENIZER_JSON in tokenizer_files and loaded.tokenizer.kind == tokenizer_lib.TOKENIZER_JSON:
+      hf_tokenizer.add_cls_and_sep(os.path.join(staging, TOKENIZER_JSON), tokenizer.cls_id,
+                                   tokenizer.sep_id)
+    st_folder.write_modules(staging, int(model_config.hidden_size), settings)
+  return ToSentenceTransformersResult(output_dir, st_folder.base_architecture(model_config),
+                                      count, tokenizer_files, settings, loaded.step)
+
+
+def to_sentence_transformers(checkpoint: str, output_dir: str, pooling: str | None = None,
+                             max_seq_length: int | None = None, overwrite: bool = False) -> str:
+  """`convert_to_sentence_transformers`, returning the folder written."""
+  return convert_to_sentence_transformers(checkpoint, output_dir, pooling, max_seq_length,
+                                          overwrite).directory

@@ -378,3 +378,27 @@ def write_sentencepiece(model_file: str, directory: str, max_length: int,
   fileio.write_atomic(fileio.join(directory, "tokenizer_config.json"),
                       json.dumps(tokenizer_config(max_length, lowercase), indent=2) + "\n")
   return [TOKENIZER_JSON, "tokenizer_config.json"]
+
+
+def add_cls_and_sep(path: str, cls_id: int, sep_id: int) -> bool:
+  """Makes the tokenizer.json at `path` add [CLS] before and [SEP] after a text (and
+  `[CLS] A [SEP] B [SEP]` for a pair, segments 0 and 1), as electra-jax's inputs have them,
+  when its post-processor does not already (a tokenizer.json trained without one); returns
+  whether the file changed.
+
+  Args:
+    path: a Hugging Face tokenizer.json, rewritten in place.
+    cls_id, sep_id: the ids of the tokenizer's [CLS] and [SEP] (their pieces are the file's).
+  """
+  from tokenizers import Tokenizer, processors  # pylint: disable=import-outside-toplevel
+  tokenizer = Tokenizer.from_file(path)
+  probe = tokenizer.encode("a")
+  bare = tokenizer.encode("a", add_special_tokens=False).ids
+  if probe.ids == [cls_id, *bare, sep_id]:
+    return False
+  cls, sep = tokenizer.id_to_token(cls_id), tokenizer.id_to_token(sep_id)
+  tokenizer.post_processor = processors.TemplateProcessing(
+      single=f"{cls}:0 $A:0 {sep}:0", pair=f"{cls}:0 $A:0 {sep}:0 $B:1 {sep}:1",
+      special_tokens=[(cls, cls_id), (sep, sep_id)])
+  fileio.write_atomic(path, tokenizer.to_str())
+  return True
