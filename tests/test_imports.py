@@ -34,7 +34,7 @@ LAYERS = (
     ("training", ("training",)),
     ("pretrain", ("pretrain",)),
     ("finetune, convert", ("finetune", "convert")),
-    ("score", ("score",)),
+    ("score, embed", ("score", "embed")),
     ("experiments, benchmark", ("experiments", "benchmark")),
     ("launch", ("launch",)),
     ("main", ("main",)),
@@ -306,7 +306,8 @@ FAMILIES = _families(MODULES)
 
 
 def test_the_family_scan_finds_every_family():
-  assert FAMILIES == {f"{FINETUNE}.{name}" for name in ("glue", "qa", "classify", "tagging")}
+  assert FAMILIES == {f"{FINETUNE}.{name}"
+                      for name in ("glue", "qa", "classify", "tagging", "embed")}
   assert f"{FINETUNE}.shared" not in FAMILIES
 
 

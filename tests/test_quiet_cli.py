@@ -115,6 +115,8 @@ def _commands(tmp, pretrained: str, files: str, tokenizer: str) -> dict[str, lis
           f"--workdir={tmp / 'experiment'}", f"--config.finetune.data_dir={glue}"],
       "electra_jax.convert": ["to-hf", f"--checkpoint={pretrained}", f"--output={tmp / 'hf'}"],
       "electra_jax.score": ["sentences", f"--checkpoint={pretrained}", f"--input={texts}"],
+      "electra_jax.embed": ["encode", f"--checkpoint={pretrained}", f"--input={texts}",
+                            f"--output={tmp / 'embeddings.npy'}"],
       "electra_jax.data.tokenizer": ["train", f"--input={first_file}", "--vocab_size=300",
                                      f"--output={tmp / 'tokenizer'}"],
       "electra_jax.data.build": [f"--input={first_file}", f"--tokenizer_model={tokenizer}",

@@ -1,7 +1,8 @@
 """`python -m electra_jax.finetune`: the family that the config's `task_family` names (see
 `families`): GLUE (configs/glue.py, see `glue.task`), SQuAD (configs/squad.py, see `qa.task`),
-one's own files (configs/classify.py, see `classify.task`) or token classification
-(configs/tag.py, see `tagging.task`), run by the one driver (`driver`)."""
+one's own files (configs/classify.py, see `classify.task`), token classification
+(configs/tag.py, see `tagging.task`) or sentence embeddings (configs/embed.py, see
+`embed.task`), run by the one driver (`driver`)."""
 
 from absl import app
 from absl import flags
@@ -17,6 +18,7 @@ from electra_jax.training import parallel
 __doc__ = (families.doc("glue") + "\nSQuAD:\n" + families.doc("squad").split("\n", 1)[1]
            + "\nYour own files:\n" + families.doc("classify").split("\n", 1)[1]
            + "\nToken classification:\n" + families.doc("tag").split("\n", 1)[1]
+           + "\nSentence embeddings:\n" + families.doc("embed").split("\n", 1)[1]
            )  # pylint: disable=redefined-builtin
 
 FLAGS = flags.FLAGS
@@ -25,7 +27,8 @@ FLAGS = flags.FLAGS
 def _define_flags() -> None:
   config_flags.DEFINE_config_file(
       "config", None, "Fine-tuning config (configs/glue.py, configs/squad.py, "
-      "configs/classify.py or configs/tag.py); override fields with --config.a=v.",
+      "configs/classify.py, configs/tag.py or configs/embed.py); override fields with "
+      "--config.a=v.",
       lock_config=True)
   flags.DEFINE_string("workdir", None, "Directory for results, predictions and TensorBoard logs.")
   flags.DEFINE_bool("allow_config_change", False,

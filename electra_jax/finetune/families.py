@@ -17,6 +17,7 @@ import ml_collections
 
 from electra_jax.errors import ElectraError
 from electra_jax.finetune.classify.task import ClassifyTask
+from electra_jax.finetune.embed.task import EmbedTask
 from electra_jax.finetune.glue.task import GlueTask
 from electra_jax.finetune.qa.task import SquadTask
 from electra_jax.finetune.tagging.task import TagTask
@@ -24,7 +25,7 @@ from electra_jax.finetune.task import Task
 
 # config.task_family -> the family's Task class.
 FAMILIES: dict[str, type[Task]] = {
-    cls.name: cls for cls in (GlueTask, SquadTask, ClassifyTask, TagTask)
+    cls.name: cls for cls in (GlueTask, SquadTask, ClassifyTask, TagTask, EmbedTask)
 }
 
 

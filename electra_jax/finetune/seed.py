@@ -10,7 +10,7 @@ import dataclasses
 import itertools
 import json
 import time
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterator, Sequence
 
 from absl import logging
 import jax
@@ -53,13 +53,27 @@ class TrainedSeed:
   log: metrics_lib.MetricsLog
 
 
+@dataclasses.dataclass
+class _Schedule(loop.Schedule):
+  """A seed's schedule, with its evaluations while training after the steps `eval_steps`
+  (those before the last step, whose evaluation is the seed's final one: `run_seed`)."""
+  eval_steps: frozenset[int] = frozenset()
+
+  def eval_due(self, step: int) -> bool:
+    return step in self.eval_steps and step < self.total_steps
+
+
 def train_seed(config: ml_collections.ConfigDict, name: str, setup: FinetuneSetup,
                weights: pretrained_lib.Pretrained, batches: Callable[[int], Iterator[Any]],
-               num_steps: int, seed: int, seed_dir: str) -> TrainedSeed:
+               num_steps: int, seed: int, seed_dir: str,
+               evaluation: tuple[Sequence[int], Callable[[TrainState], dict[str, float]]]
+               | None = None) -> TrainedSeed:
   """Trains one seed of a fine-tuning task on the shared training core: the pretrained
   weights with a fresh seeded head (or the seed's preemption checkpoint in
   SEED_DIR/checkpoints), `num_steps` steps of `batches(start_step)`, metrics to
-  SEED_DIR/metrics.jsonl and WORKDIR/tensorboard/NAME/seed_S.
+  SEED_DIR/metrics.jsonl and WORKDIR/tensorboard/NAME/seed_S; with `evaluation` ((steps,
+  evaluate(state) -> metrics): `Task.epoch_evaluation`), the state's metrics after each of
+  those steps before the last, as eval/<metric>.
 
   A preemption or signal saves the checkpoint and raises `Preempted` (the same command resumes
   the seed); the caller deletes the checkpoint directory once its results are written.
@@ -94,10 +108,12 @@ def train_seed(config: ml_collections.ConfigDict, name: str, setup: FinetuneSetu
         trainer=setup.trainer, state=state, batches=batches(start_step),
         # A packed batch's rows are not config.batch_size (one host: each array as it is).
         global_batch=None if setup.packing else config.batch_size, start_step=start_step,
-        schedule=loop.Schedule(total_steps=num_steps, stop_at=num_steps,
-                               log_every=config.log_every_steps,
-                               checkpoint_every=config.checkpoint_every_steps),
+        schedule=_Schedule(total_steps=num_steps, stop_at=num_steps,
+                           log_every=config.log_every_steps,
+                           eval_steps=frozenset(evaluation[0]) if evaluation else frozenset(),
+                           checkpoint_every=config.checkpoint_every_steps),
         log=log, progress=loop.Progress(prefix=f"{name} seed {seed} "),
+        evaluate=(lambda step, state: evaluation[1](state)) if evaluation else None,
         save=save, preemption=checkpoints.reached_preemption,
         nonfinite_policy=config.nonfinite_policy)
   finally:
@@ -163,14 +179,18 @@ class Preempted(Interrupted):
 
 def packed_rows(prepared: task_lib.Prepared, batch_size: int, num_steps: int, seed: int
                 ) -> PackedRows | None:
-  """How this seed's training batches pack (R for all of them), or None when the run pads."""
+  """How this seed's training batches pack (R for all of them), or None when the run pads.
+  A training example of S texts (input arrays [N, S, T]: the embed family's anchor, positive,
+  negatives) packs as S examples, in their order (what the family's `train_batch` gives)."""
   if not prepared.setup.packing:
     return None
-  train = prepared.train
-  rows = PackedRows.for_batches(
-      example_lengths(train["input_mask"]),
-      train_batch_rows(len(train["input_ids"]), batch_size, num_steps, seed),
-      train["input_ids"].shape[1], jax.device_count())
+  mask = np.asarray(prepared.train["input_mask"])
+  texts = mask.shape[1] if mask.ndim == 3 else 1
+  batches = train_batch_rows(len(mask), batch_size, num_steps, seed)
+  if texts > 1:
+    batches = ((rows[:, None] * texts + np.arange(texts)).reshape(-1) for rows in batches)
+  rows = PackedRows.for_batches(example_lengths(mask.reshape(-1, mask.shape[-1])), batches,
+                                mask.shape[-1], jax.device_count())
   logging.info("Packing: %d examples a step in %d rows of %d (padded: %d rows)", batch_size,
                rows.rows, rows.row_length, batch_size)
   return rows
@@ -200,7 +220,8 @@ def run_seed(task: task_lib.Task, run: task_lib.Run, unit: str, prepared: task_l
     stream = (task.train_batch(prepared, batch) for batch in stream)
     return stream if packed is None else map(packed.pack, stream)
 
-  trained = train_seed(config, unit, prepared.setup, weights, batches, num_steps, seed, seed_dir)
+  trained = train_seed(config, unit, prepared.setup, weights, batches, num_steps, seed, seed_dir,
+                       task.epoch_evaluation(run, prepared))
   evaluation = task.evaluate(run, prepared, trained.state)
   metrics = evaluation.metrics
   trained.log.write_scalars(num_steps, {f"eval/{k}": v for k, v in metrics.items()})

@@ -167,7 +167,7 @@ def build_trainer(config: ml_collections.ConfigDict, encoder: Any, hyper: Hyperp
       mesh_config=config.mesh, batch_ranks=batch_ranks,
       batch_sizes={"batch_size": config.batch_size, "eval_batch_size": config.eval_batch_size},
       devices=devices, accum_steps=config.get("grad_accum_steps", 1),
-      accumulation=config.loss_reduction)
+      accumulation=config.get("loss_reduction", "sum"))
   parallel.check_heads_divide(encoder.num_heads, trainer.mesh, trainer.rules, "encoder")
   return trainer
 

@@ -31,7 +31,7 @@ from __future__ import annotations
 import abc
 import dataclasses
 import statistics
-from typing import Any, Callable, ClassVar
+from typing import Any, Callable, ClassVar, Sequence
 
 import jax
 import ml_collections
@@ -179,6 +179,15 @@ class Task(abc.ABC):
   @abc.abstractmethod
   def evaluate(self, run: Run, prepared: Prepared, state: TrainState) -> Evaluation:
     """Predicts the dev (and test) data with `state`: its metrics and the files to write."""
+
+  def epoch_evaluation(self, run: Run, prepared: Prepared
+                       ) -> tuple[Sequence[int], Callable[[TrainState], dict[str, float]]] | None:
+    """(steps, evaluate(state) -> metrics): an evaluation after each of those training steps
+    (e.g. each epoch's last) before the last step (written as eval/<metric> to the seed's
+    metrics and TensorBoard; the last step's is `evaluate`'s); None (the default): only the
+    final evaluation."""
+    del run, prepared
+    return None
 
   @abc.abstractmethod
   def seed_record(self, prepared: Prepared) -> dict[str, Any]:

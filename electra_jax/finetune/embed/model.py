@@ -135,6 +135,12 @@ class TextEmbedder:
         {"params": params}, ids, mask, segments, deterministic=True))
     self._device_params = None
 
+  def use_params(self, params: dict[str, Any]) -> None:
+    """Embeds with `params` (same shapes: a training state's) from now on, without compiling
+    again."""
+    self.params = params
+    self._device_params = None
+
   @property
   def dim(self) -> int:
     """H: the length of an embedding."""

@@ -1,0 +1,26 @@
+r"""Sentence embeddings of any checkpoint from the command line: evaluation and encoding.
+
+  python -m electra_jax.embed evaluate --checkpoint=CKPT [--sts_file=FILE] \
+      [--retrieval_dir=DIR] [--output=OUT] [--pooling=mean|cls] [--max_seq_length=N] \
+      [--batch_size=64] [--top_k=100] [--dtype=float32|bfloat16]
+  python -m electra_jax.embed encode --checkpoint=CKPT --input=FILE --output=emb.npy \
+      [--pooling=mean|cls] [--max_seq_length=N] [--batch_size=64] [--dtype=float32|bfloat16]
+
+--checkpoint: a pretraining workdir (its encoder: ELECTRA's discriminator, an MLM objective's
+encoder), an `embed` fine-tuning run's workdir or saved model, or a `convert from-hf` output
+(electra_jax.finetune.embed.model.load_embedder). A text is embedded as `[CLS] text [SEP]`, cut
+to --max_seq_length tokens, its final states pooled (an `embed` model's own pooling; a raw
+encoder's as --pooling says, mean by default) and L2-normalised.
+
+`evaluate` (electra_jax.finetune.embed.evaluation) reports the Spearman and Pearson correlation
+of the cosine with the scores of an STS file (CSV, TSV or JSON Lines with sentence1, sentence2,
+score: GLUE's STS-B dev.tsv as it is), and nDCG@10, MRR@10, Recall@100 and MAP@100 (by
+pytrec_eval) of an exact search over a retrieval set in the BEIR layout (corpus.jsonl,
+queries.jsonl, qrels/test.tsv or qrels/dev.tsv). It prints the metrics as one JSON line; with
+--output=OUT it writes OUT/run.trec (each query's top --top_k documents, TREC run format) and
+OUT/metrics.json.
+
+`encode` writes the float32 [N, H] embeddings of a text file, one text a line (UTF-8; a byte
+order mark and CRLF line ends are fine; an empty line is an error, so that row i is line i + 1),
+in the file's order, as a NumPy .npy file (np.load reads it), written atomically.
+"""

@@ -1,0 +1,173 @@
+"""The `embed` family's contrastive losses: pure float32 functions of L2-normalised embeddings.
+
+A training batch holds B rows of S texts each: the anchor (column 0), its positive (column 1)
+and K = S - 2 hard negatives (columns 2..), embedded as float32 [B, S, D] unit vectors, with
+`text_ids` int [B, S]: equal ids for equal texts (their token ids), so that a text that occurs
+twice in a batch is never a negative of itself.
+
+  infonce_losses  in-batch negatives plus hard negatives (sentence-transformers'
+                  MultipleNegativesRankingLoss): anchor i against every positive and hard negative
+                  of the batch, logits = scale * cosine, cross-entropy towards its own positive;
+                  symmetric: also positive i against every anchor (the mean of both directions).
+  cosent_loss     scored pairs (CoSENT, sentence-transformers' CoSENTLoss): log(1 + sum over the
+                  pairs (i, j) with score_i > score_j of exp(scale * (cos_j - cos_i))).
+  matryoshka      a loss summed over nested prefixes of the embedding (each prefix re-normalised),
+                  as sentence-transformers' MatryoshkaLoss with equal weights.
+
+Every function takes the whole (global) batch: under `jax.jit` on a mesh the batch arrays are
+sharded over the devices and the similarity matrix is computed over the whole batch, so the
+negatives of a row come from every device and host.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Sequence
+
+import jax
+import jax.numpy as jnp
+
+from electra_jax.finetune.embed import model as model_lib
+
+LOSSES = ("infonce", "cosent")  # config.loss choices.
+DEFAULT_SCALE = 20.0  # config.scale: logits are scale * cosine (sentence-transformers' 20).
+
+
+def _masked_cross_entropy(logits: jax.Array, target: jax.Array, masked: jax.Array
+                          ) -> tuple[jax.Array, jax.Array]:
+  """(float32 [B] -log softmax(logits)[i, target_i] with the `masked` [B, C] candidates left
+  out, float32 [B] 1.0 where the target has the highest logit of the candidates kept)."""
+  logits = jnp.where(masked, -jnp.inf, logits)
+  rows = jnp.arange(logits.shape[0])
+  chosen = logits[rows, target]
+  losses = jax.nn.logsumexp(logits, axis=-1) - chosen
+  correct = (jnp.argmax(logits, axis=-1) == target).astype(jnp.float32)
+  return losses, correct
+
+
+def infonce_losses(embeddings: jax.Array, text_ids: jax.Array, scale: float = DEFAULT_SCALE,
+                   symmetric: bool = False) -> tuple[jax.Array, jax.Array]:
+  """InfoNCE with in-batch and hard negatives.
+
+  Args:
+    embeddings: float [B, S, D] unit vectors: anchor, positive, S - 2 hard negatives per row.
+    text_ids: int [B, S]; equal ids are equal texts.
+    scale: logits are scale * cosine (an inverse temperature).
+    symmetric: also each positive against every anchor of the batch; each row's loss is then
+      the mean of the two directions.
+
+  Returns:
+    (float32 [B] each row's loss, float32 [B] 1.0 where the anchor's positive scored highest
+    of its candidates). Anchor i's candidates are the B positives and B x (S - 2) hard
+    negatives of the batch, less every candidate other than its own positive whose text equals
+    that positive's (a duplicate in another row, or a hard negative equal to it); in the
+    symmetric direction positive i's candidates are the B anchors, less the other copies of its
+    own anchor's text.
+  """
+  embeddings = embeddings.astype(jnp.float32)
+  batch, texts = embeddings.shape[:2]
+  anchors, positives = embeddings[:, 0], embeddings[:, 1]
+  candidates = embeddings[:, 1:].reshape(batch * (texts - 1), -1)  # Row i's are i*(S-1)...
+  candidate_ids = text_ids[:, 1:].reshape(-1)
+  target = jnp.arange(batch) * (texts - 1)
+  columns = jnp.arange(candidates.shape[0])
+  masked = ((candidate_ids[None, :] == text_ids[:, 1:2])
+            & (columns[None, :] != target[:, None]))  # [B, B(S-1)]
+  losses, correct = _masked_cross_entropy(scale * anchors @ candidates.T, target, masked)
+  if not symmetric:
+    return losses, correct
+  rows = jnp.arange(batch)
+  masked_back = (text_ids[None, :, 0] == text_ids[:, 0:1]) & (rows[None, :] != rows[:, None])
+  back, _ = _masked_cross_entropy(scale * positives @ anchors.T, rows, masked_back)
+  return (losses + back) / 2.0, correct
+
+
+def cosent_loss(embeddings: jax.Array, scores: jax.Array, scale: float = DEFAULT_SCALE
+                ) -> jax.Array:
+  """CoSENT: float32 [] log(1 + sum_{i, j: score_i > score_j} exp(scale * (cos_j - cos_i))).
+
+  Args:
+    embeddings: float [B, S >= 2, D] unit vectors; each row's pair is columns 0 and 1.
+    scores: float [B] the pairs' similarity scores (any scale: only their order counts).
+    scale: multiplies the cosine differences.
+  """
+  embeddings = embeddings.astype(jnp.float32)
+  cosine = jnp.sum(embeddings[:, 0] * embeddings[:, 1], axis=-1)  # [B]
+  differences = scale * (cosine[None, :] - cosine[:, None])  # [i, j]: scale (cos_j - cos_i)
+  ordered = scores[:, None] > scores[None, :]
+  terms = jnp.where(ordered, differences, -jnp.inf).reshape(-1)
+  return jax.nn.logsumexp(jnp.concatenate([jnp.zeros((1,), jnp.float32), terms]))
+
+
+def prefix(embeddings: jax.Array, dim: int) -> jax.Array:
+  """The first `dim` components of float [..., D] embeddings, re-normalised to unit length."""
+  return model_lib.normalize(embeddings[..., :dim])
+
+
+def matryoshka(loss: Callable[[jax.Array], jax.Array], embeddings: jax.Array,
+               dims: Sequence[int]) -> jax.Array:
+  """sum over `dims` of loss(prefix(embeddings, d)) (equal weights, MatryoshkaLoss's default);
+  `dims` empty: loss(embeddings)."""
+  if not dims:
+    return loss(embeddings)
+  return sum(loss(prefix(embeddings, int(d))) for d in dims)
+
+
+@dataclasses.dataclass(frozen=True)
+class Objective:
+  """The loss a run trains with (config.loss, scale, symmetric, matryoshka_dims).
+
+  Attributes:
+    loss: one of `LOSSES`.
+    scale: logits are scale * cosine.
+    symmetric: infonce in both directions.
+    dims: the Matryoshka prefixes the loss is summed over; (): the whole embedding.
+  """
+  loss: str = "infonce"
+  scale: float = DEFAULT_SCALE
+  symmetric: bool = False
+  dims: tuple[int, ...] = ()
+
+  def __call__(self, embeddings: jax.Array, text_ids: jax.Array,
+               scores: jax.Array | None = None) -> tuple[jax.Array, jax.Array | None]:
+    """(float32 [] the batch's loss, float32 [B] 1.0 where the anchor's positive is its
+    nearest candidate, on the whole embedding (infonce; None for cosent)).
+
+    The batch's loss: infonce the mean over rows of `infonce_losses`, cosent `cosent_loss`;
+    summed over the Matryoshka prefixes (`matryoshka`).
+
+    Args:
+      embeddings: float [B, S, D] unit vectors (see `infonce_losses`).
+      text_ids: int [B, S]: equal ids, equal texts.
+      scores: float [B] the pairs' scores (cosent).
+    """
+    if self.loss == "cosent":
+      return matryoshka(lambda e: cosent_loss(e, scores, self.scale), embeddings,
+                        self.dims), None
+    if self.loss != "infonce":
+      raise ValueError(f"loss={self.loss!r}; choose one of {', '.join(LOSSES)}")
+    infonce = lambda e: infonce_losses(e, text_ids, self.scale, self.symmetric)
+    losses, correct = infonce(embeddings)
+    if not self.dims:
+      return jnp.mean(losses), correct
+    return matryoshka(lambda e: jnp.mean(infonce(e)[0]), embeddings, self.dims), correct
+
+
+def parse_dims(value: str | Sequence[int]) -> tuple[int, ...]:
+  """config.matryoshka_dims ("768,256,64", "" for none) -> (768, 256, 64).
+
+  Raises:
+    ValueError: a part that is not a positive integer, or a dimension named twice.
+  """
+  if isinstance(value, str):
+    parts = [p.strip() for p in value.split(",") if p.strip()]
+  else:
+    parts = [str(p) for p in value]
+  dims = []
+  for part in parts:
+    if not part.isdigit() or int(part) < 1:
+      raise ValueError(f"{part!r} is not a positive whole number of dimensions")
+    dims.append(int(part))
+  if len(set(dims)) != len(dims):
+    raise ValueError(f"a dimension is named twice in {','.join(map(str, dims))}")
+  return tuple(dims)
