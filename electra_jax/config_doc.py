@@ -23,7 +23,8 @@ import ml_collections
 
 _PACKAGE = os.path.dirname(os.path.abspath(__file__))
 # The modules that define every field of each kind of config, with the prefix their fields take
-# inside it: an experiment config holds a fine-tuning config under "finetune.".
+# inside it: an experiment config holds a fine-tuning config under "finetune." and an embed
+# one under "embed.".
 DEFAULTS = {
     "pretrain": (("", "pretrain/default_config.py"), ("model.", "models/default_config.py")),
     "finetune": (("", "finetune/default_config.py"), ("", "pretrain/default_config.py")),
@@ -37,7 +38,10 @@ DEFAULTS = {
               ("", "pretrain/default_config.py")),
     "experiments": (("", "experiments/default_config.py"),
                     ("finetune.", "finetune/default_config.py"),
-                    ("finetune.", "pretrain/default_config.py")),
+                    ("finetune.", "pretrain/default_config.py"),
+                    ("embed.", "finetune/embed/default_config.py"),
+                    ("embed.", "finetune/default_config.py"),
+                    ("embed.", "pretrain/default_config.py")),
 }  # The fine-tuning config takes some sub-configs (mesh) from the pretraining one.
 
 
@@ -126,19 +130,23 @@ def describe(config: ml_collections.ConfigDict, config_file: str, kind: str = ""
              width: int = 100) -> str:
   """`config` as text: one `field = value` line per field, each followed by its comment
   (indented), in the order the config holds them; the config file's own comment on a field it
-  sets comes first, named by the file. `kind`: "" picks it from `config_file` (see `kind_of`)."""
-  kind = kind or kind_of(config_file)
+  sets comes first, named by the file. `kind`: "" picks it from `config_file` (see `kind_of`).
+  A config argument after the file (`configs/embed.py:msmarco`) is not part of its name."""
+  source = config_file
+  if not os.path.isfile(source) and ":" in source:
+    source = source.rsplit(":", 1)[0]  # configs/x.py:ARG -> configs/x.py.
+  kind = kind or kind_of(source)
   comments: dict[str, str] = {}
   for prefix, module in DEFAULTS[kind]:
     for field, comment in field_comments(os.path.join(_PACKAGE, module)).items():
       comments.setdefault(prefix + field, comment)
-  own = field_comments(config_file) if os.path.isfile(config_file) else {}
+  own = field_comments(source) if os.path.isfile(source) else {}
   lines = [f"# {config_file}: every field, its value, and what it means "
            f"(override any with --config.FIELD=VALUE)"]
   shown: set[str] = set()
   for field, value in _flatten(config):
     lines.append(f"{field} = {value!r}")
-    texts = [f"{os.path.basename(config_file)}: {own[field]}"] if field in own else []
+    texts = [f"{os.path.basename(source)}: {own[field]}"] if field in own else []
     # A field built in a loop (train.param_groups.*) has the comment of its nearest documented
     # parent, shown once.
     documented = field

@@ -1,6 +1,8 @@
 """Compute-matched experiments: budgets and schedules per variant, overrides and their errors,
 configs that change under a running experiment, and configs/experiments/smoke.py end to end
-(results.json, results.md, the plots, resuming)."""
+(results.json, results.md, the plots, resuming); the embed downstream stage
+(configs/experiments/embeddings.py): the QQP pairs and retrieval set of `embed_data`, its
+settings' errors, its report from the files, and in the full tier a run end to end."""
 
 import importlib.util
 import json
@@ -9,17 +11,25 @@ import os
 import numpy as np
 import pytest
 
+from electra_jax import config_doc
 from electra_jax.errors import ElectraError
+from electra_jax.experiments import embed_data
 from electra_jax.experiments import report
 from electra_jax.experiments import runner
 from electra_jax.experiments import spec
+from electra_jax.finetune import recipe
+from electra_jax.finetune.embed import data as embed_rows
+from electra_jax.finetune.embed import default_config as embed_default
+from electra_jax.finetune.embed import evaluation as embed_evaluation
+from electra_jax.finetune.embed import model as embed_model
+from electra_jax.finetune.embed import task as embed_task
 from electra_jax.pretrain import loop as pretrain_loop
 from tests import cli_forks
 from tests import testing
 
 GLUE_DIR = os.path.join(testing.REPO, "..", "shared", "data", "glue")
 SHIPPED = ("smoke", "table1", "table5", "generator_size", "weight_sharing", "masking",
-           "backbone")
+           "backbone", "embeddings")
 
 
 def experiment(name="smoke", scale=None):
@@ -296,3 +306,314 @@ def test_cli_help_and_one_line_errors(tmp_path):
   assert run.stderr.strip().splitlines()[-1].startswith(
       "error: fine-tuning: --config.finetune.data_dir is required")
   assert "Traceback" not in run.stderr
+
+
+# --------------------------------------------------------------------------------------------
+# The embed downstream stage: configs/experiments/embeddings.py and its data.
+
+def _qqp_rows():
+  """(question1, question2, is_duplicate) rows: a group of three duplicates, eight stand-alone
+  duplicate pairs, one pair repeated reversed, one of two equal questions, one with an empty
+  question, and non-duplicates (the distractors' pool; one shares a question with a pair)."""
+  rows = [("How do I learn Python?", "What is the best way to learn Python?", 1),
+          ("What is the best way to learn Python?", "How can I learn Python quickly?", 1)]
+  rows += [(f"What is the capital of country {i}?", f"Which city is the capital of land {i}?", 1)
+           for i in range(8)]
+  rows += [("Which city is the capital of land 3?", "What is the capital of country 3?", 1),
+           ("Why is the sky blue?", "why is the  SKY blue?", 1),
+           ("", "What is an empty question?", 1),
+           ("What is the capital of country 0?", "How tall is mountain 0?", 0)]
+  rows += [(f"How tall is mountain {i}?", f"How deep is lake {i}?", 0) for i in range(1, 6)]
+  return rows
+
+
+def _write_qqp(path, rows=None, malformed=True):
+  """A QQP train.tsv as GLUE has it (with a BOM and CRLF line ends), and one row with a space
+  where a tab belongs, as upstream."""
+  lines = ["id\tqid1\tqid2\tquestion1\tquestion2\tis_duplicate"]
+  for i, (a, b, label) in enumerate(rows or _qqp_rows()):
+    lines.append(f"{i}\t{2 * i}\t{2 * i + 1}\t{a}\t{b}\t{label}")
+    if malformed and i == 2:
+      lines.append("99\t198\t199\tA question\tAnother question 0")
+  with open(path, "wb") as f:
+    f.write(b"\xef\xbb\xbf" + "\r\n".join(lines).encode("utf-8") + b"\r\n")
+  return str(path)
+
+
+def test_embed_data_holds_out_whole_pairs_disjoint_from_training(tmp_path):
+  """The files read back through the embed family's readers; no question (by text_key) is both
+  trained on and in the retrieval set; each query's one relevant document is its own stand-alone
+  duplicate; the distractors are questions of no duplicate pair; the counts are in the
+  manifest; the split follows the seed."""
+  qqp = _write_qqp(tmp_path / "train.tsv")
+  manifest = embed_data.prepare(qqp, str(tmp_path / "out"), num_queries=3, num_distractors=4,
+                                seed=0)
+  assert manifest["counts"] == {
+      "rows": 19, "rows_skipped": 1, "duplicate_rows": 13, "dropped_empty": 1,
+      "dropped_equal": 1, "dropped_repeated": 1, "distinct_pairs": 10, "groups": 9,
+      "train_pairs": 7, "queries": 3, "documents": 7, "distractors": 4}
+  assert manifest["source"]["bytes"] == os.path.getsize(qqp)
+  out = tmp_path / "out"
+  train = embed_rows.read_rows(str(out / "train.jsonl"),
+                               embed_rows.Fields(anchor="anchor", positive="positive"))
+  beir = embed_evaluation.read_retrieval(str(out / "retrieval"))
+  key = embed_data.text_key
+  trained = {key(t) for t in train.anchors + train.positives}
+  held = {key(t) for t in beir.query_texts + beir.doc_texts}
+  assert not trained & held
+  pairs = {frozenset((key(a), key(b))) for a, b, label in _qqp_rows()
+           if label and a and key(a) != key(b)}
+  group = {key(q) for q in ("How do I learn Python?", "What is the best way to learn Python?",
+                            "How can I learn Python quickly?")}
+  assert group <= trained  # A group of three trains; only stand-alone pairs are held out.
+  text_of = dict(zip(beir.doc_ids, beir.doc_texts))
+  for query_id, text in zip(beir.query_ids, beir.query_texts):
+    (doc_id, relevance), = beir.qrels[query_id].items()
+    assert relevance == 1 and frozenset((key(text), key(text_of[doc_id]))) in pairs
+  relevant = {d for judged in beir.qrels.values() for d in judged}
+  distractors = {key(text_of[d]) for d in beir.doc_ids if d not in relevant}
+  in_pairs = set().union(*pairs) | {key("Why is the sky blue?")}
+  assert len(distractors) == 4 and not distractors & in_pairs
+  assert {frozenset((key(a), key(p))) for a, p in zip(train.anchors, train.positives)} == {
+      p for p in pairs if not p & held}
+  # The same seed writes the same bytes; another seed holds out other pairs.
+  embed_data.prepare(qqp, str(tmp_path / "again"), num_queries=3, num_distractors=4, seed=0)
+  embed_data.prepare(qqp, str(tmp_path / "other"), num_queries=3, num_distractors=4, seed=1)
+  for name in ("train.jsonl", "retrieval/corpus.jsonl", "retrieval/queries.jsonl",
+               "retrieval/qrels/test.tsv"):
+    assert (tmp_path / "again" / name).read_bytes() == (out / name).read_bytes()
+  assert (tmp_path / "other" / "train.jsonl").read_bytes() != (out / "train.jsonl").read_bytes()
+
+
+@pytest.mark.parametrize("setting, message", [
+    (dict(num_queries=9), "8 duplicate pairs stand alone .* fewer than --queries=9"),
+    (dict(num_distractors=20), r"questions are in no duplicate pair, fewer than "
+                               "--distractors=20"),
+    (dict(rows=[("a", "b", "yes")]), "line 2: unknown label 'yes'"),
+    (dict(header="id\tqid1\tqid2\tquestion1\tquestion2"), "no column 'is_duplicate'"),
+    (dict(missing=True), "does not exist"),
+    (dict(existing=True), "is not empty; pass an empty or new directory, or --overwrite"),
+])
+def test_embed_data_errors_are_one_line_and_write_nothing(tmp_path, setting, message):
+  qqp = _write_qqp(tmp_path / "train.tsv", rows=setting.pop("rows", None))
+  if "header" in setting:
+    text = (tmp_path / "train.tsv").read_bytes().decode("utf-8-sig").split("\r\n", 1)[1]
+    (tmp_path / "train.tsv").write_bytes((setting.pop("header") + "\r\n" + text).encode())
+  if setting.pop("missing", False):
+    qqp = str(tmp_path / "nothing.tsv")
+  out = tmp_path / "out"
+  if setting.pop("existing", False):
+    out.mkdir()
+    (out / "keep.txt").write_text("mine")
+  kwargs = {"num_queries": 3, "num_distractors": 4, **setting}
+  with pytest.raises(ElectraError, match=message):
+    embed_data.prepare(qqp, str(out), **kwargs)
+  assert sorted(os.listdir(out)) == ["keep.txt"] if out.exists() else True
+
+
+STS_ROWS = [("the river flows to the sea", "the river flows to the sea", 5.0),
+            ("the river flows to the sea", "a river runs into the ocean", 3.8),
+            ("a cat sleeps on the mat", "the cat is asleep on a mat", 4.2),
+            ("a cat sleeps on the mat", "a dog barks in the yard", 0.6),
+            ("how do I learn python", "what is the capital of a country", 0.0),
+            ("what is the capital of a country", "which city is the capital of a land", 4.0)]
+
+
+def _embeddings_config(tmp_path, qqp_dir=None, sts=True):
+  """configs/experiments/embeddings.py with its embed stage's files set (fixtures of tmp_path)."""
+  config = experiment("embeddings")
+  if qqp_dir is None:
+    qqp_dir = tmp_path / "qqp"
+    embed_data.prepare(_write_qqp(tmp_path / "train.tsv"), str(qqp_dir), num_queries=3,
+                       num_distractors=4)
+  config.embed.train_file = str(qqp_dir / "train.jsonl")
+  config.embed.retrieval_dir = str(qqp_dir / "retrieval")
+  if sts:
+    sts_file = tmp_path / "sts.tsv"
+    sts_file.write_text("sentence1\tsentence2\tscore\n" + "".join(
+        f"{a}\t{b}\t{score}\n" for a, b, score in STS_ROWS), encoding="utf-8")
+    config.embed.sts_file = str(sts_file)
+  return config
+
+
+def test_embeddings_experiment_is_rtd_against_mlm_through_the_embed_stage(tmp_path):
+  """configs/experiments/embeddings.py: ELECTRA, BERT at ELECTRA's FLOPs and the untrained
+  network, measured by the embed stage (symmetric InfoNCE, mean pooling, 64 tokens, 3 seeds)."""
+  config = _embeddings_config(tmp_path)
+  variants = {v.name: v for v in spec.resolve(config)}
+  assert {n: v.config.objective.name for n, v in variants.items()} == {
+      "electra": "electra", "bert": "mlm", "no_pretraining": "electra"}
+  assert variants["bert"].steps == 1111 and variants["no_pretraining"].steps == 1
+  e = config.embed
+  assert (config.downstream, e.loss, e.symmetric, e.pooling, e.max_seq_length, e.num_seeds) == (
+      "embed", "infonce", True, "mean", 64, 3)
+  runner.validate(config)  # --show_config's checks pass.
+
+
+@pytest.mark.parametrize("change, message", [
+    (dict(downstream="mteb"), "downstream='mteb'; choose one of glue, embed"),
+    (dict(train_file=""), "embed stage: --config.embed.train_file is required"),
+    (dict(sts_file="", retrieval_dir="", dev_file="dev.jsonl"),
+     "the raw encoders are evaluated on the STS file and the retrieval set: pass "
+     "--config.embed.sts_file or --config.embed.retrieval_dir"),
+    (dict(max_seq_length=256), "--config.embed.max_seq_length=256 exceeds variant 'electra''s "
+                               "model.max_position_embeddings=128"),
+    (dict(batch_size=1), "use --config.embed.batch_size=2 or more"),
+    (dict(train_file="missing.jsonl"), "--config.embed.train_file=missing.jsonl does not exist"),
+    (dict(sts_file="gone.tsv"), "STS file gone.tsv does not exist"),
+])
+def test_bad_embed_settings_fail_before_pretraining(tmp_path, change, message):
+  config = _embeddings_config(tmp_path)
+  for field, value in change.items():
+    if field == "downstream":
+      config.downstream = value
+    else:
+      config.embed[field] = value
+  with pytest.raises(ElectraError, match=message):
+    runner.run(config, str(tmp_path / "exp"))
+  assert not os.path.exists(tmp_path / "exp")
+
+
+def _fake_embed_point(variant_dir, step, raw, seeds):
+  """The files of one embed point as the runner writes them: raw/metrics.json, and the tuned
+  workdir's results.json with `seeds` ({seed: metrics}) and their medians."""
+  point = os.path.join(variant_dir, "embed", f"step_{step}")
+  os.makedirs(os.path.join(point, "raw"))
+  with open(os.path.join(point, "raw", "metrics.json"), "w") as f:
+    json.dump(raw, f)
+  if seeds:
+    os.makedirs(os.path.join(point, "tuned"))
+    names = sorted(next(iter(seeds.values())))
+    summary = {"embed": {"primary_metric": "retrieval/ndcg@10",
+                         "seeds": {str(s): m for s, m in seeds.items()},
+                         "median": {n: float(np.median([m[n] for m in seeds.values()]))
+                                    for n in names}}}
+    with open(os.path.join(point, "tuned", "results.json"), "w") as f:
+      json.dump(summary, f)
+
+
+def test_embed_report_reads_raw_and_tuned_metrics_from_the_files(tmp_path):
+  """results.json and results.md of an embed experiment, from the files alone: raw metrics
+  x100, tuned medians of the seeds x100 with each seed's, a variant without its tuned stage
+  incomplete and shown as "-", embed_vs_flops.png instead of glue_vs_flops.png."""
+  config = _embeddings_config(tmp_path)
+  config.embed.num_seeds = 3
+  variants = spec.resolve(config)
+  workdir = str(tmp_path / "exp")
+  keys = report.EMBED_METRICS
+  raw = {k: 0.1 + 0.01 * i for i, k in enumerate(keys)}
+  seeds = {s: {k: 0.5 + 0.1 * s + 0.01 * i for i, k in enumerate(keys)} for s in range(3)}
+  _fake_embed_point(os.path.join(workdir, "variants", "electra"), 1000, raw, seeds)
+  _fake_embed_point(os.path.join(workdir, "variants", "bert"), 1111, raw, {})
+  results = report.write(config, variants, workdir, plots=True)
+  electra, bert = results["variants"]["electra"], results["variants"]["bert"]
+  assert results["experiment"]["downstream"] == "embed"
+  assert results["experiment"]["metrics"] == list(keys)
+  assert electra["raw"] == pytest.approx({k: 100 * v for k, v in raw.items()})
+  assert electra["tuned"]["retrieval/ndcg@10"] == {
+      "median": pytest.approx(100 * seeds[1]["retrieval/ndcg@10"]),
+      "seeds": pytest.approx([100 * seeds[s]["retrieval/ndcg@10"] for s in range(3)])}
+  assert electra["complete"] and not bert["complete"] and bert["tuned"] == {}
+  assert not results["variants"]["no_pretraining"]["raw"]
+  with open(os.path.join(workdir, "results.md")) as f:
+    text = f.read()
+  assert ("| variant | objective | steps | pretrain FLOPs | raw STS Spearman | tuned STS Spearman "
+          "| raw nDCG@10 | tuned nDCG@10 | raw MRR@10 | tuned MRR@10 |") in text
+  # electra: raw STS 10.0, tuned 60.0; nDCG@10 (the third metric) 12.0 and 62.0; MRR@10 13, 63.
+  assert "| electra | electra | 1000 | 1.47e+13 | 10.0 | 60.0 | 12.0 | 62.0 | 13.0 | 63.0 |" in text
+  assert "| bert | mlm | 1111 | 1.47e+13 | 10.0 | - | 12.0 | - | 13.0 | - |" in text
+  assert "| electra | 50.0, 60.0, 70.0 | 51.0, 61.0, 71.0 |" in text  # Each seed, tuned.
+  assert os.path.isfile(os.path.join(workdir, "embed_vs_flops.png"))
+  assert not os.path.exists(os.path.join(workdir, "glue_vs_flops.png"))
+  config.embed.sts_file = ""  # Retrieval only: the STS columns go.
+  assert "STS" not in report.markdown_table(report.collect(config, variants, workdir))
+
+
+def test_embed_data_command_line(tmp_path, forks):
+  """`python -m electra_jax.experiments.embed_data`: its flags in --help, one summary line,
+  one error line."""
+  run = forks.run(["electra_jax.experiments.embed_data", "--help"])
+  assert run.returncode == 0
+  for flag in ("--qqp_file", "--output", "--queries", "--distractors", "--seed", "--overwrite"):
+    assert flag in run.stdout
+  qqp = _write_qqp(tmp_path / "train.tsv")
+  run = forks.run(["electra_jax.experiments.embed_data", f"--qqp_file={qqp}",
+                   f"--output={tmp_path / 'out'}", "--queries=2", "--distractors=3"])
+  assert run.returncode == 0, run.stderr
+  assert "-> 8 training pairs" in run.stdout and "2 queries and 5 documents" in run.stdout
+  run = forks.run(["electra_jax.experiments.embed_data", f"--qqp_file={qqp}",
+                   f"--output={tmp_path / 'out'}"])
+  assert run.returncode == 1 and "Traceback" not in run.stderr
+  assert run.stderr.strip().splitlines()[-1].startswith(f"error: --output={tmp_path / 'out'} "
+                                                        "is not empty")
+
+
+@pytest.mark.full
+def test_embeddings_experiment_end_to_end_and_resume(tmp_path, corpus_and_tokenizer):
+  """configs/experiments/embeddings.py at the smoke experiment's scale (RTD and MLM, the
+  1-layer model for a few steps): each checkpoint's raw metrics are `electra_jax.embed
+  evaluate`'s of that checkpoint, its tuned ones the contrastive stage's seeds; a rerun redoes
+  nothing; a changed evaluation file is refused, naming the field."""
+  files, model = corpus_and_tokenizer
+  config = _embeddings_config(tmp_path)
+  config.pretrain_overrides = experiment("smoke").pretrain_overrides + " model.vocab_size=512"
+  config.data_overrides = f"data.train_files={files} data.tokenizer_model={model}"
+  del config.variants["no_pretraining"]  # Two variants, RTD and MLM.
+  config.order, config.reference_steps = "electra,bert", 6
+  e = config.embed
+  e.max_seq_length, e.batch_size, e.eval_batch_size, e.num_seeds = 32, 4, 16, 1
+  e.log_every_steps = 1000
+  workdir = str(tmp_path / "exp")
+  results = runner.run(config, workdir)
+  electra, mlm = results["variants"]["electra"], results["variants"]["bert"]
+  assert electra["complete"] and mlm["complete"] and mlm["steps"] > electra["steps"] == 6
+  for name, v in results["variants"].items():
+    checkpoint = os.path.join(workdir, "variants", name, "pretrain", "checkpoints",
+                              str(v["steps"]))
+    embedder = embed_model.load_embedder(checkpoint, max_seq_length=32)
+    raw = embed_evaluation.evaluate(lambda texts, m=embedder: m.encode(texts, 16),
+                                    sts_file=e.sts_file, retrieval_dir=e.retrieval_dir)
+    assert v["raw"] == pytest.approx({k: 100 * x for k, x in raw.items()}, abs=1e-4)
+    point = os.path.join(workdir, "variants", name, "embed", f"step_{v['steps']}")
+    with open(os.path.join(point, "tuned", "results.json")) as f:
+      seed = json.load(f)["embed"]["seeds"]["0"]
+    assert {k: t["seeds"][0] for k, t in v["tuned"].items()} == pytest.approx(
+        {k: 100 * seed[k] for k in report.EMBED_METRICS})
+    assert os.path.isfile(os.path.join(point, "raw", "run.trec"))
+    assert embed_model.load_embedder(os.path.join(point, "tuned")).max_seq_length == 32
+  with open(os.path.join(workdir, "embed_vs_flops.png"), "rb") as f:
+    assert f.read(8) == b"\x89PNG\r\n\x1a\n"
+  written = {**_mtimes(workdir, "metrics.json"), **_mtimes(workdir, "dev_metrics.json")}
+  assert len(written) == 4
+  assert runner.run(config, workdir) == results
+  assert {**_mtimes(workdir, "metrics.json"), **_mtimes(workdir, "dev_metrics.json")} == written
+  other = tmp_path / "other_sts.tsv"
+  other.write_text("sentence1\tsentence2\tscore\nA\tB\t1\nC\tD\t2\n", encoding="utf-8")
+  e.sts_file = str(other)
+  with pytest.raises(ElectraError, match=r"variant 'electra': its step-6 embed stage was run "
+                                         r"with other settings \(embed.sts_file: "):
+    runner.run(config, workdir)
+
+
+def test_the_msmarco_preset_is_modernberts_recipe_and_shows_its_sources():
+  """configs/embed.py:msmarco: ModernBERT's train_st.py (1.25M triplets, 512 a batch in chunks
+  of 16, 8e-5, 5% warmup, bf16: 2,442 steps), a config the embed family accepts, its comments
+  shown by --show_config under the preset's name; an unknown preset is refused."""
+  path = os.path.join(testing.REPO, "configs", "embed.py")
+  module_spec = importlib.util.spec_from_file_location("embed_presets", path)
+  module = importlib.util.module_from_spec(module_spec)
+  module_spec.loader.exec_module(module)
+  config = module.get_config("msmarco")
+  assert (config.anchor_field, config.positive_field, config.negative_fields) == (
+      "query", "positive", "negative")
+  assert (config.batch_size, config.cache_chunk, config.learning_rate, config.warmup_fraction,
+          config.num_epochs, config.dtype, config.layerwise_lr_decay) == (
+              512, 16, 8e-5, 0.05, 1.0, "bfloat16", 1.0)
+  assert recipe.steps_for(config.max_train_examples, config.num_epochs, config.batch_size) == 2442
+  embed_task.validate(config, inputs=False)
+  assert module.get_config().to_dict() == embed_default.get_config().to_dict()  # No preset.
+  text = config_doc.describe(config, "configs/embed.py:msmarco")
+  assert "embed.py: train_st.py: per_device_train_batch_size=512" in " ".join(text.split())
+  with pytest.raises(ElectraError, match="configs/embed.py:marco: no such preset; the presets "
+                                         "are msmarco"):
+    module.get_config("marco")

@@ -1,12 +1,20 @@
 """An experiment's results from its directory: results.json, results.md and the plots.
 
 Everything is read back from the files the runs wrote (variant.json, timing.json, each
-fine-tuning point's results.json, the pretraining metrics.jsonl), so the report of an
-interrupted or partly finished experiment shows what exists, and rewriting it is idempotent.
+fine-tuning point's results.json, the raw evaluations' metrics.json, the pretraining
+metrics.jsonl), so the report of an interrupted or partly finished experiment shows what
+exists, and rewriting it is idempotent.
 
-Scores are GLUE dev metrics x100 (the paper's: MCC for CoLA, Spearman for STS-B, accuracy
-otherwise; MNLI matched), each the median over the fine-tuning seeds; a variant's GLUE score is
-the mean of its tasks' medians, given only when every configured task has one.
+downstream "glue": scores are GLUE dev metrics x100 (the paper's: MCC for CoLA, Spearman for
+STS-B, accuracy otherwise; MNLI matched), each the median over the fine-tuning seeds; a
+variant's GLUE score is the mean of its tasks' medians, given only when every configured task
+has one.
+
+downstream "embed": each checkpoint's sentence-embedding metrics x100 (`EMBED_METRICS`: STS
+Spearman and Pearson of the cosine, retrieval nDCG@10, MRR@10, Recall@100, MAP@100, as
+`electra_jax.embed evaluate` computes them), "raw" for the pretrained encoder as it is (one
+deterministic evaluation) and "tuned" after the contrastive stage (the median over its seeds,
+and each seed's); embed_vs_flops.png draws them against pretraining FLOPs.
 """
 
 from __future__ import annotations
@@ -21,6 +29,8 @@ import ml_collections
 from electra_jax import fileio
 from electra_jax.experiments import spec
 from electra_jax.finetune import glue
+from electra_jax.finetune.embed import evaluation as embed_evaluation
+from electra_jax.finetune.embed import task as embed_finetune
 from electra_jax.finetune.glue import task as glue_finetune
 from electra_jax.training import metrics as metrics_lib
 
@@ -31,6 +41,20 @@ CURVES = (("train/loss", "training loss (the objective's own)"),
           ("train/masked_lm_accuracy", "masked-LM accuracy (ELECTRA: the generator's)"),
           ("train/disc_loss", "discriminator loss"),
           ("eval/disc_auc", "held-out discriminator AUC"))
+
+
+# downstream "embed": under variants/<name>/, EMBED_DIR/step_<s>/ holds POINT_RECORD_FILE (the
+# config.embed it was started with), RAW_DIR/ (the raw encoder's run.trec and metrics.json) and
+# TUNED_DIR/ (the contrastive stage's workdir).
+EMBED_DIR, RAW_DIR, TUNED_DIR, POINT_RECORD_FILE = "embed", "raw", "tuned", "embed.json"
+# The embedding metrics reported, in order.
+EMBED_METRICS = embed_evaluation.STS_METRICS + embed_evaluation.RETRIEVAL_METRICS
+# Those of results.md's main table and embed_vs_flops.png, raw and tuned (of those measured).
+EMBED_TABLE = ("sts/spearman", "retrieval/ndcg@10", "retrieval/mrr@10")
+# Short column names of the embedding metrics.
+EMBED_LABELS = {"sts/spearman": "STS Spearman", "sts/pearson": "STS Pearson",
+                "retrieval/ndcg@10": "nDCG@10", "retrieval/mrr@10": "MRR@10",
+                "retrieval/recall@100": "Recall@100", "retrieval/map@100": "MAP@100"}
 
 
 def variant_record(variant: spec.Variant) -> dict[str, Any]:
@@ -75,9 +99,72 @@ def _last_eval(pretrain_dir: str) -> dict[str, float]:
                                    if k.startswith("eval/")}}
 
 
+def embed_metrics(config: ml_collections.ConfigDict) -> list[str]:
+  """The embedding metrics an embed experiment measures (`EMBED_METRICS` of the STS file and
+  the retrieval set it was given)."""
+  return [m for m in EMBED_METRICS
+          if (config.embed.sts_file if m.startswith("sts/") else config.embed.retrieval_dir)]
+
+
+def _embed_point(variant: spec.Variant, variant_dir: str, step: int, metrics: Sequence[str],
+                 num_seeds: int) -> dict[str, Any]:
+  point_dir = fileio.join(variant_dir, EMBED_DIR, f"step_{step}")
+  raw_dir = fileio.join(point_dir, RAW_DIR)
+  raw = _read_json(fileio.join(raw_dir, embed_evaluation.METRICS_FILE)) or {}
+  summary = (_read_json(fileio.join(point_dir, TUNED_DIR, "results.json")) or {}).get(
+      embed_finetune.NAME, {})
+  seeds = summary.get("seeds", {})
+  point = {"step": step, "pretrain_flops": step * variant.flops_per_step,
+           "raw": {m: 100 * raw[m] for m in metrics if m in raw}, "tuned": {}}
+  for m in metrics:
+    values = [100 * seeds[s][m] for s in sorted(seeds, key=int) if m in seeds[s]]
+    if values:
+      point["tuned"][m] = {"median": 100 * summary["median"][m], "seeds": values}
+  point["complete"] = (len(point["raw"]) == len(metrics) and len(seeds) >= num_seeds
+                       and len(point["tuned"]) == len(metrics))
+  return point
+
+
+def _collect_embed(config: ml_collections.ConfigDict, variants: Sequence[spec.Variant],
+                   workdir: str, out: dict[str, Any]) -> dict[str, Any]:
+  """`collect` for downstream "embed"."""
+  metrics = embed_metrics(config)
+  e = config.embed
+  out["experiment"].update(
+      downstream="embed", metrics=metrics, num_seeds=e.num_seeds,
+      embed={"train_file": e.train_file, "sts_file": e.sts_file,
+             "retrieval_dir": e.retrieval_dir, "pooling": e.pooling,
+             "max_seq_length": e.max_seq_length, "loss": e.loss, "batch_size": e.batch_size,
+             "num_epochs": e.num_epochs, "learning_rate": e.learning_rate})
+  for v in variants:
+    variant_dir = fileio.join(workdir, "variants", v.name)
+    timing = _read_json(fileio.join(variant_dir, "timing.json")) or {}
+    points = [_embed_point(v, variant_dir, step, metrics, e.num_seeds) for step in v.points]
+    final = points[-1]
+    out["variants"][v.name] = {
+        "overrides": v.overrides, "objective": v.config.objective.name, "steps": v.steps,
+        "flops_per_step": v.flops_per_step, "pretrain_flops": v.pretrain_flops,
+        "pretrain_seconds": timing.get("pretrain_seconds"),
+        "raw_eval_seconds": timing.get("raw_eval_seconds"),
+        "embed_seconds": timing.get("embed_seconds"),
+        "points": points, "raw": final["raw"], "tuned": final["tuned"],
+        "pretrain_eval": _last_eval(fileio.join(variant_dir, "pretrain")),
+        "complete": all(p["complete"] for p in points)}
+  return out
+
+
 def collect(config: ml_collections.ConfigDict, variants: Sequence[spec.Variant], workdir: str
             ) -> dict[str, Any]:
   """The results.json content from what is on disk."""
+  if config.downstream == "embed":
+    out = {"experiment": {"budget": config.budget, "reference_variant": config.reference_variant,
+                          "reference_steps": config.reference_steps,
+                          "pretrain_config": config.pretrain_config,
+                          "pretrain_overrides": config.pretrain_overrides,
+                          "data_overrides": config.data_overrides,
+                          "finetune_at": [p / v.steps for v in variants[:1] for p in v.points]},
+           "variants": {}}
+    return _collect_embed(config, variants, workdir, out)
   tasks = [t.name for t in glue_finetune.task_names(config.finetune)]
   out = {"experiment": {"budget": config.budget, "reference_variant": config.reference_variant,
                         "reference_steps": config.reference_steps,
@@ -115,8 +202,31 @@ def _duration(seconds: float | None) -> str:
   return f"{seconds // 3600}:{seconds % 3600 // 60:02d}:{seconds % 60:02d}"
 
 
+def _embed_table(results: dict[str, Any]) -> str:
+  """One row per variant: steps, FLOPs, raw and tuned STS Spearman, nDCG@10 and MRR@10 (of
+  those measured), the times."""
+  shown = [m for m in EMBED_TABLE if m in results["experiment"]["metrics"]]
+  header = ["variant", "objective", "steps", "pretrain FLOPs"]
+  for m in shown:
+    header += [f"raw {EMBED_LABELS[m]}", f"tuned {EMBED_LABELS[m]}"]
+  header += ["pretrain time", "embed time"]
+  lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+  for name, v in results["variants"].items():
+    cells = [name, v["objective"], str(v["steps"]), f"{v['pretrain_flops']:.3g}"]
+    for m in shown:
+      cells += [_fmt(v["raw"].get(m)),
+                _fmt(v["tuned"][m]["median"]) if m in v["tuned"] else "-"]
+    seconds = [v[k] for k in ("raw_eval_seconds", "embed_seconds") if v.get(k) is not None]
+    cells += [_duration(v["pretrain_seconds"]), _duration(sum(seconds) if seconds else None)]
+    lines.append("| " + " | ".join(cells) + " |")
+  return "\n".join(lines)
+
+
 def markdown_table(results: dict[str, Any]) -> str:
-  """One row per variant: steps, FLOPs, each task's median, the GLUE average, the times."""
+  """One row per variant: steps, FLOPs, each task's median, the GLUE average, the times
+  (downstream "embed": `_embed_table`)."""
+  if results["experiment"].get("downstream") == "embed":
+    return _embed_table(results)
   tasks = results["experiment"]["tasks"]
   header = (["variant", "objective", "steps", "pretrain FLOPs"] + tasks
             + ["GLUE", "pretrain time", "fine-tune time"])
@@ -162,6 +272,52 @@ def _eval_table(results: dict[str, Any]) -> str:
   return "\n".join(lines)
 
 
+def _embed_seed_table(results: dict[str, Any]) -> str:
+  metrics = results["experiment"]["metrics"]
+  lines = ["| variant | " + " | ".join(EMBED_LABELS[m] for m in metrics) + " |",
+           "|---|" + "---|" * len(metrics)]
+  for name, v in results["variants"].items():
+    cells = [", ".join(_fmt(s) for s in v["tuned"][m]["seeds"]) if m in v["tuned"] else "-"
+             for m in metrics]
+    lines.append(f"| {name} | " + " | ".join(cells) + " |")
+  return "\n".join(lines)
+
+
+def _embed_all_table(results: dict[str, Any]) -> str:
+  """Every measured metric, raw and tuned, at every point."""
+  metrics = results["experiment"]["metrics"]
+  lines = ["| variant | step | pretrain FLOPs | stage | " + " | ".join(
+      EMBED_LABELS[m] for m in metrics) + " |", "|---|---|---|---|" + "---|" * len(metrics)]
+  for name, v in results["variants"].items():
+    for p in v["points"]:
+      for stage in ("raw", "tuned"):
+        values = [p[stage].get(m) if stage == "raw" else p[stage].get(m, {}).get("median")
+                  for m in metrics]
+        lines.append(f"| {name} | {p['step']} | {p['pretrain_flops']:.3g} | {stage} | "
+                     + " | ".join(_fmt(x) for x in values) + " |")
+  return "\n".join(lines)
+
+
+def _embed_markdown(results: dict[str, Any], budget: str) -> list[str]:
+  """results.md's parts for downstream "embed", up to the held-out pretraining metrics."""
+  e = results["experiment"]
+  m = e["embed"]
+  sources = [f"STS `{m['sts_file']}`" if m["sts_file"] else "",
+             f"retrieval `{m['retrieval_dir']}`" if m["retrieval_dir"] else ""]
+  return [
+      "# Experiment results", "",
+      f"Pretraining: `{e['pretrain_config']}` with `{e['pretrain_overrides'] or '(no overrides)'}`"
+      + (f" and `{e['data_overrides']}`" if e["data_overrides"] else "") + f"; {budget}."
+      + f" Embeddings: {m['pooling']} pooling, L2-normalised, {m['max_seq_length']} tokens, "
+      f"evaluated on {' and '.join(s for s in sources if s)}; raw: the pretrained encoder as "
+      f"it is; tuned: after the contrastive stage ({m['loss']}, `{m['train_file']}`), the "
+      f"median of {e['num_seeds']} seed(s). Metrics x100.", "",
+      markdown_table(results), "",
+      "Every metric, raw and tuned (the tuned median), at each checkpoint:", "",
+      _embed_all_table(results), "",
+      "Per-seed tuned scores:", "", _embed_seed_table(results), ""]
+
+
 def markdown(results: dict[str, Any]) -> str:
   """results.md: the budget, the main table, per-seed scores, held-out pretraining metrics."""
   e = results["experiment"]
@@ -170,15 +326,20 @@ def markdown(results: dict[str, Any]) -> str:
             f"{e['reference_variant']} ({ref['pretrain_flops']:.3g} FLOPs)"
             if e["budget"] == "flops" else
             f"every variant runs {e['reference_steps']} pretraining steps")
-  parts = [
-      "# Experiment results", "",
-      f"Pretraining: `{e['pretrain_config']}` with `{e['pretrain_overrides'] or '(no overrides)'}`"
-      + (f" and `{e['data_overrides']}`" if e["data_overrides"] else "") + f"; {budget}."
-      + f" Fine-tuning: {', '.join(e['tasks'])}, the median of {e['num_seeds']} seed(s) "
-      "per task (GLUE dev, x100; GLUE = the mean of the task medians).", "",
-      markdown_table(results), "",
-      "Per-seed scores:", "", _seed_table(results), ""]
-  if any(len(v["points"]) > 1 for v in results["variants"].values()):
+  embed = e.get("downstream") == "embed"
+  if embed:
+    parts = _embed_markdown(results, budget)
+  else:
+    parts = [
+        "# Experiment results", "",
+        f"Pretraining: `{e['pretrain_config']}` with "
+        f"`{e['pretrain_overrides'] or '(no overrides)'}`"
+        + (f" and `{e['data_overrides']}`" if e["data_overrides"] else "") + f"; {budget}."
+        + f" Fine-tuning: {', '.join(e['tasks'])}, the median of {e['num_seeds']} seed(s) "
+        "per task (GLUE dev, x100; GLUE = the mean of the task medians).", "",
+        markdown_table(results), "",
+        "Per-seed scores:", "", _seed_table(results), ""]
+  if not embed and any(len(v["points"]) > 1 for v in results["variants"].values()):
     parts += ["GLUE at each fine-tuned checkpoint:", "", _points_table(results), ""]
   parts += [
       "Held-out pretraining metrics at the last evaluation:", "", _eval_table(results), "",
@@ -186,33 +347,66 @@ def markdown(results: dict[str, Any]) -> str:
   for name, v in results["variants"].items():
     parts.append(f"- `{name}`: `{v['overrides'] or '(the pretraining config as it is)'}`; "
                  f"{v['steps']} steps x {v['flops_per_step']:.3g} FLOPs")
-  parts += ["", "![GLUE against pretraining FLOPs](glue_vs_flops.png)", "",
+  parts += ["", ("![Embeddings against pretraining FLOPs](embed_vs_flops.png)" if embed else
+                 "![GLUE against pretraining FLOPs](glue_vs_flops.png)"), "",
             "![Pretraining curves](pretraining_curves.png)", ""]
   return "\n".join(parts)
 
 
+def _plot_embed(plt, results: dict[str, Any], workdir: str) -> str:
+  """embed_vs_flops.png: one panel per metric of `EMBED_TABLE` measured, each variant's raw
+  (dashed, open squares) and tuned (solid, dots) value against pretraining FLOPs."""
+  shown = [m for m in EMBED_TABLE if m in results["experiment"]["metrics"]]
+  fig, axes = plt.subplots(1, len(shown), figsize=(5.2 * len(shown), 4.4), squeeze=False)
+  for metric, ax in zip(shown, axes[0]):
+    for index, (name, v) in enumerate(results["variants"].items()):
+      color = f"C{index % 10}"
+      for stage, style, marker in (("raw", "--", dict(marker="s", fillstyle="none")),
+                                   ("tuned", "-", dict(marker="o"))):
+        points = [(p["pretrain_flops"], p[stage][metric] if stage == "raw"
+                   else p[stage][metric]["median"])
+                  for p in v["points"] if metric in p[stage]]
+        if points:
+          xs, ys = zip(*points)
+          ax.plot(xs, ys, style, color=color, label=f"{name} ({stage})", **marker)
+    ax.set_xlabel("pretraining FLOPs")
+    ax.set_ylabel(f"{EMBED_LABELS[metric]} x100")
+    ax.set_title(f"{EMBED_LABELS[metric]}: raw (open squares), tuned (dots)")
+    ax.grid(alpha=0.3)
+    if ax.get_legend_handles_labels()[0]:
+      ax.legend(fontsize="small")
+  fig.tight_layout()
+  path = _save(fig, fileio.join(workdir, "embed_vs_flops.png"))
+  plt.close(fig)
+  return path
+
+
 def plot(results: dict[str, Any], variants: Sequence[spec.Variant], workdir: str) -> list[str]:
-  """glue_vs_flops.png and pretraining_curves.png in `workdir`; returns the paths written."""
+  """glue_vs_flops.png (downstream "embed": embed_vs_flops.png) and pretraining_curves.png in
+  `workdir`; returns the paths written."""
   import matplotlib  # pylint: disable=import-outside-toplevel
   matplotlib.use("Agg")
   import matplotlib.pyplot as plt  # pylint: disable=import-outside-toplevel
   written = []
 
-  fig, ax = plt.subplots(figsize=(6.4, 4.4))
-  for name, v in results["variants"].items():
-    points = [(p["pretrain_flops"], p["glue"]) for p in v["points"] if "glue" in p]
-    if points:
-      xs, ys = zip(*points)
-      ax.plot(xs, ys, marker="o", label=name)
-  ax.set_xlabel("pretraining FLOPs")
-  ax.set_ylabel("GLUE dev score (mean of task medians)")
-  ax.set_title("GLUE score against pretraining compute")
-  ax.grid(alpha=0.3)
-  if ax.get_legend_handles_labels()[0]:
-    ax.legend()
-  path = fileio.join(workdir, "glue_vs_flops.png")
-  written.append(_save(fig, path))
-  plt.close(fig)
+  if results["experiment"].get("downstream") == "embed":
+    written.append(_plot_embed(plt, results, workdir))
+  else:
+    fig, ax = plt.subplots(figsize=(6.4, 4.4))
+    for name, v in results["variants"].items():
+      points = [(p["pretrain_flops"], p["glue"]) for p in v["points"] if "glue" in p]
+      if points:
+        xs, ys = zip(*points)
+        ax.plot(xs, ys, marker="o", label=name)
+    ax.set_xlabel("pretraining FLOPs")
+    ax.set_ylabel("GLUE dev score (mean of task medians)")
+    ax.set_title("GLUE score against pretraining compute")
+    ax.grid(alpha=0.3)
+    if ax.get_legend_handles_labels()[0]:
+      ax.legend()
+    path = fileio.join(workdir, "glue_vs_flops.png")
+    written.append(_save(fig, path))
+    plt.close(fig)
 
   fig, axes = plt.subplots(2, 2, figsize=(11, 7.5))
   for (key, title), ax in zip(CURVES, axes.flat):

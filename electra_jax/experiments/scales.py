@@ -5,9 +5,11 @@ The shipped experiments (configs/experiments/*.py) take a scale as their config 
 
   tiny   configs/tiny.py (H=128, 2 layers) at 128 tokens for 1,000 ELECTRA steps; fine-tuning
          on the first 4,000 training examples of each task at 64 tokens for 2 epochs. Sized so
-         that a 2-core CPU runs table1 in under an hour (docs/RESULTS.md has the times).
+         that a 2-core CPU runs table1 in under an hour (docs/RESULTS.md has the times). The
+         embed stage (downstream "embed"): 64 tokens, batches of 64 pairs, 1 epoch, 3 seeds.
   small  ELECTRA-Small (configs/small.py) with its full fine-tuning recipe, for an accelerator;
-         --config.reference_steps says how long (the paper: 1M steps).
+         --config.reference_steps says how long (the paper: 1M steps). The embed stage:
+         configs/embed.py's recipe at 128 tokens, batches of 256 pairs.
 """
 
 import ml_collections
@@ -37,11 +39,21 @@ def experiment(scale: str) -> ml_collections.ConfigDict:
     f.max_train_examples = 4000
     f.max_seq_length = 64
     f.num_epochs = 2.0
+    e = config.embed
+    # The contrastive stage at the fine-tuning length: short texts (questions, STS sentences)
+    # in 64 tokens, 64 pairs a batch (each anchor against 63 in-batch negatives), the
+    # family's 1 epoch; the texts embedded 256 at a time for the evaluations.
+    e.max_seq_length = 64
+    e.batch_size = 64
+    e.eval_batch_size = 256
   elif scale == "small":
     config.pretrain_config = "configs/small.py"
     config.pretrain_overrides = (
         "train.log_every_steps=500 train.eval_every_steps=5000 train.checkpoint_every_steps=5000")
     config.reference_steps = 100_000
+    # The contrastive stage at ELECTRA-Small's pretraining length, 256 pairs a batch.
+    config.embed.max_seq_length = 128
+    config.embed.batch_size = 256
   else:
     raise ElectraError(f"experiment scale {scale!r}; choose one of {', '.join(SCALES)}")
   return config
