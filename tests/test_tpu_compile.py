@@ -16,6 +16,7 @@ import jax
 import pytest
 
 from electra_jax.benchmark import synthetic
+from electra_jax.benchmark.tpu import cli as tpu_cli
 from electra_jax.benchmark.tpu import collectives
 from electra_jax.benchmark.tpu import slices as tpu_slices
 from electra_jax.benchmark.tpu import table as tpu_table
@@ -659,3 +660,99 @@ def test_modern_base_at_8192_tokens_compiles_with_splash_for_a_tpu_slice():
   full = config.copy_and_resolve_references()
   full.model.global_attn_every_n_layers = 1  # Every layer global.
   assert pretrain_loop.flops_per_step(config) < 0.6 * pretrain_loop.flops_per_step(full)
+
+
+# ---- the embed family's contrastive step ----------------------------------------------------
+
+def _embed_settings(**fields):
+  settings = testing.load_config("embed")
+  settings.update(fields)
+  return settings
+
+
+def test_an_embed_config_sizes_its_checkpoints_encoder_with_its_own_settings(pretrained_fast):
+  """An embed config as --config: the model is the checkpoint's (its meta; no weights read),
+  the mesh, dtype, attention and length the embed config's, and they reach the step's settings
+  unchanged; a fine-tuning config of another family for a step is one clear error."""
+  settings = _embed_settings(init_checkpoint=pretrained_fast, dtype="bfloat16",
+                             max_seq_length=48, attention_dropout_prob=0.0)
+  settings.mesh.update(data=2, fsdp=2)
+  config, same = topology.embed_step_configs(settings)
+  assert same is settings
+  model = testing.fast_config().model
+  for field in ("vocab_size", "hidden_size", "embedding_size", "num_layers", "num_heads",
+                "intermediate_size", "max_position_embeddings"):
+    assert config.model[field] == model[field], field
+  assert (config.model.dtype, config.data.max_seq_length) == ("bfloat16", 48)
+  assert (config.mesh.data, config.mesh.fsdp) == (2, 2)
+  ft = topology.finetune_config_for(config, settings, "embed")
+  assert (ft.dtype, ft.attention, ft.max_seq_length) == ("bfloat16", "auto", 48)
+  assert (ft.mesh.data, ft.mesh.fsdp, ft.attention_dropout_prob) == (2, 2, 0.0)
+  with pytest.raises(ElectraError, match="--config.init_checkpoint's encoder: pass it"):
+    topology.embed_step_configs(_embed_settings())
+  with pytest.raises(ElectraError, match="--step=finetune with an embed --finetune_config: pass "
+                                         r"--finetune_config=configs/glue.py \(or its "
+                                         r"overrides\), or --step=embed"):
+    topology.finetune_config_for(tiny(), settings, "finetune")
+  with pytest.raises(ElectraError, match="--step=embed with a GLUE --finetune_config"):
+    topology.finetune_config_for(tiny(), testing.load_config("glue"), "embed")
+
+
+@pytest.mark.full
+@needs_libtpu
+@pytest.mark.usefixtures("quick_compiles")
+def test_the_embed_step_compiles_and_cache_chunk_shrinks_its_temporaries():
+  """--step=embed: the contrastive step of rows of an anchor, a positive and a hard negative,
+  with unrolled layers as fine-tuning loads them, data parallel on a v5e 2x2; XLA's FLOPs of
+  the same step (the batch in one pass) agree with the analytic count, and cache_chunk=8 needs
+  less than half the temporaries of the batch in one pass (GradCache's fixed memory)."""
+  s = tpu_slices.parse("v5e:2x2")
+  chunked = _embed_settings(batch_size=64, max_seq_length=64, negative_fields="negative",
+                            cache_chunk=8)
+  report, _ = topology.compile_report(tiny(), s, step="embed", finetune_config=chunked)
+  assert report["step"] == "embed" and report["fits"]
+  assert (report["global_batch"], report["texts_per_row"], report["seq_len"]) == (64, 3, 64)
+  assert report["cache_chunk"] == 8 and not report["scan_layers"]
+  assert report["collectives"]["per_kind"]["all-reduce"]["count"] >= 1
+  assert 1.0 < report["xla_to_analytic"] < 1.3, report["xla_to_analytic"]
+  assert report["roofline_estimate"]["tokens_per_second"] == pytest.approx(
+      64 * 3 * 64 / report["roofline_estimate"]["step_seconds"])
+  assert "rows of 3 texts x 64, cache_chunk 8" in tpu_cli.table(report)
+  whole = _embed_settings(batch_size=64, max_seq_length=64, negative_fields="negative")
+  one_pass, _ = topology.compile_report(tiny(), s, step="embed", finetune_config=whole,
+                                        with_xla_flops=False)
+  assert "cache_chunk" not in tpu_cli.table(one_pass)
+  assert report["per_chip_bytes"]["temp"] < 0.5 * one_pass["per_chip_bytes"]["temp"]
+  assert one_pass["analytic_flops_per_step"] == report["analytic_flops_per_step"]
+
+
+@pytest.mark.full
+@needs_libtpu
+def test_the_embed_configs_command_line_compiles_its_checkpoints_step(pretrained_fast,
+                                                                       tmp_path):
+  """`python -m electra_jax.benchmark --config=configs/embed.py --config.init_checkpoint=CKPT
+  --topology=... --require_fit`: the report of the checkpoint's encoder with the embed
+  config's batch; beyond the chip's HBM, one error line naming the embed settings to lower;
+  --fit and a --step of another family are refused with the command that does it."""
+  base = [sys.executable, "-m", "electra_jax.benchmark", "--config=configs/embed.py",
+          f"--config.init_checkpoint={pretrained_fast}", "--config.batch_size=16",
+          "--config.max_seq_length=32", "--topology=v5e:2x2"]
+  report_path = tmp_path / "embed.json"
+  ok = subprocess.run(base + ["--require_fit", f"--report={report_path}"], cwd=testing.REPO,
+                      env=testing.main_env(), capture_output=True, text=True, timeout=600,
+                      check=False)
+  assert ok.returncode == 0, ok.stderr[-2000:]
+  assert "compiling the embed step of configs/embed.py" in ok.stdout
+  report = json.loads(report_path.read_text())
+  assert (report["step"], report["global_batch"], report["seq_len"]) == ("embed", 16, 32)
+  assert report["fits"] and report["parameters"]["count"] > 0
+  for argv, message in [
+      (["--require_fit", "--hbm_gib=0.001"], "lower --config.cache_chunk"),
+      (["--fit"], "--step=embed --finetune_config=configs/embed.py --fit"),
+      (["--step=finetune"], "--step=finetune with an embed --config"),
+  ]:
+    bad = subprocess.run(base + argv, cwd=testing.REPO, env=testing.main_env(),
+                         capture_output=True, text=True, timeout=600, check=False)
+    lines = [line for line in bad.stderr.splitlines() if line.strip()]
+    assert bad.returncode == 1 and lines[-1].startswith("error:"), (argv, bad.stderr[-1000:])
+    assert message in lines[-1], (argv, lines[-1])

@@ -12,6 +12,14 @@ resident memory). `--compare=hf` also times the same step written with Hugging F
 transformers (PyTorch) on the same batch and prints the speed-up. `--profile=DIR` traces two
 more steps with `jax.profiler` and prints where their time went (electra_jax/benchmark/profile.py).
 
+The contrastive step of an embed config (configs/embed.py: sentence embeddings), in rows
+(anchor, positive, hard negatives) per second, beside sentence-transformers training the same
+checkpoint, exported, on the same batch (electra_jax/benchmark/embed.py):
+
+  python -m electra_jax.benchmark --config=configs/embed.py --config.init_checkpoint=CKPT \
+      [--config.batch_size=32] [--config.max_seq_length=128] [--config.cache_chunk=16] \
+      [--compare=sentence-transformers]
+
 Memory per device for a mesh, without the hardware (nothing is allocated or run):
 
   python -m electra_jax.benchmark --config=configs/large.py --memory_only --simulate_devices=64 \
@@ -27,7 +35,7 @@ pip install -e '.[tpu]'; electra_jax/benchmark/tpu/, whose own command takes the
 `python -m electra_jax.benchmark.tpu --config=... --topology=...`):
 
   python -m electra_jax.benchmark --config=configs/base.py --topology=v5litepod-16 \
-      [--num_slices=2] [--step=pretrain|finetune|squad] [--report=FILE.json] [--fit] \
+      [--num_slices=2] [--step=pretrain|finetune|squad|embed] [--report=FILE.json] [--fit] \
       [--save_compiled=FILE] [--require_fit] [--hbm_gib=16]
 
 prints memory per chip, whether it fits, analytic and XLA FLOPs, the collectives of one step,
@@ -44,12 +52,12 @@ import numpy as np
 from ml_collections import config_flags
 
 from electra_jax import cli
+from electra_jax.benchmark import embed
 from electra_jax.benchmark.synthetic import SPECIAL, synthetic_batch
 from electra_jax.benchmark.tpu import cli as tpu_cli
 from electra_jax.benchmark.tpu import topology
 from electra_jax.errors import ElectraError
 from electra_jax.pretrain import loop as pretrain_loop
-from electra_jax.pretrain import validation
 from electra_jax.training import hardware
 from electra_jax.training import parallel
 
@@ -72,9 +80,12 @@ def define_flags() -> None:
                        "With --memory_only: compile for this many simulated CPU devices (a "
                        "TPU slice's device count, e.g. 4 for v4-8, 64 for v5p-128); 0: the "
                        "devices present.")
-  flags.DEFINE_enum("compare", "", ["", "hf"],
+  flags.DEFINE_enum("compare", "", ["", "hf", embed.COMPARE],
                     "hf: also time the same step in Hugging Face transformers (PyTorch) on the "
-                    "same batch and print both (electra_jax/benchmark/hf_compare.py).")
+                    "same batch and print both (electra_jax/benchmark/hf_compare.py); "
+                    f"{embed.COMPARE}: with an embed config (configs/embed.py), also time "
+                    "sentence-transformers training the same checkpoint, exported, on the same "
+                    "batch with the same loss (electra_jax/benchmark/embed.py).")
   flags.DEFINE_string("profile", "",
                       "A directory: after the timed steps, trace 2 more with jax.profiler "
                       "there (TensorBoard / Perfetto) and print where their time went, by part "
@@ -85,8 +96,9 @@ def define_flags() -> None:
                     "Lower the step without running it and print which dtypes its matrix "
                     "products, scatters and converts use (electra_jax/benchmark/hlo.py).")
   tpu_cli.define_slice_flags()  # --topology and the flags that go with it.
-  cli.define_show_config(required=(), validate=validation.validate_all)
+  cli.define_show_config(required=(), validate=tpu_cli.validate_config)
   flags.mark_flags_as_required(["config"])
+
 
 def _memory_line(compiled) -> str:
   parts = []
@@ -237,6 +249,18 @@ def main(argv):
   for name in ("report", "fit", "hbm_gib", "num_slices", "step", "require_fit", "save_compiled"):
     if FLAGS[name].present:
       raise ElectraError(f"--{name} goes with --topology (compiling for a TPU slice)")
+  if embed.is_embed_config(FLAGS.config):
+    embed_main()
+    return
+  if FLAGS.config.get("task_family"):
+    raise ElectraError(f"--config is a {FLAGS.config.task_family} fine-tuning config: this "
+                       "benchmark times pretraining configs (configs/small.py, ...) and the "
+                       "embed family's step (configs/embed.py); GLUE's steps padded and packed: "
+                       "python -m electra_jax.benchmark.packing")
+  if FLAGS.compare == embed.COMPARE:
+    raise ElectraError(f"--compare={embed.COMPARE} times the embed family's step: pass "
+                       "--config=configs/embed.py --config.init_checkpoint=CKPT (or --compare=hf "
+                       "for this pretraining config)")
   if FLAGS.simulate_devices and not FLAGS.memory_only:
     raise ElectraError("--simulate_devices needs --memory_only (simulated devices cannot be timed)")
   if FLAGS.profile and (FLAGS.memory_only or FLAGS.hlo_audit):
@@ -290,3 +314,18 @@ def main(argv):
           f"tokens_per_s={tokens / hf['step_s']:.0f}")
     print(f"electra_jax_speedup={hf['step_s'] / r['step_s']:.2f}x (tokens/s, same batch)")
 
+
+def embed_main() -> None:
+  """The command for an embed config: its contrastive step (`embed.run`), printed."""
+  for name in ("memory_only", "simulate_devices", "profile", "hlo_audit"):
+    if FLAGS[name].present:
+      raise ElectraError(f"--{name} goes with a pretraining config; with an embed config the "
+                         "benchmark times the contrastive step (its memory on a TPU slice: "
+                         "--topology=SLICE)")
+  if FLAGS.compare == "hf":
+    raise ElectraError("--compare=hf times the pretraining step in transformers; an embed "
+                       f"config's step compares with --compare={embed.COMPARE}")
+  result = embed.run(FLAGS.config, FLAGS.steps, FLAGS.warmup,
+                     compare=FLAGS.compare == embed.COMPARE,
+                     peak_flops=hardware.peak_flops_per_device(FLAGS.peak_tflops))
+  print(embed.report(FLAGS.config, result, FLAGS.steps), flush=True)

@@ -1,8 +1,14 @@
 r"""Compiles the real training step for a Cloud TPU slice on this host, and sizes it.
 
   python -m electra_jax.benchmark.tpu --config=configs/small.py --topology=v5litepod-8 \
-      [--num_slices=2] [--step=pretrain|finetune|squad] [--report=FILE.json] [--fit] \
+      [--num_slices=2] [--step=pretrain|finetune|squad|embed] [--report=FILE.json] [--fit] \
       [--save_compiled=FILE] [--require_fit] [--hbm_gib=16] [--finetune_config=...]
+
+An embed config as --config (configs/embed.py[:msmarco]) compiles the embed family's step for
+the encoder of its init_checkpoint (only the checkpoint's config is read) with its own settings:
+
+  python -m electra_jax.benchmark.tpu --config=configs/embed.py:msmarco \
+      --config.init_checkpoint=CKPT --topology=v5p-8 [--require_fit]
 
 The command of `electra_jax.benchmark.tpu`, the same as the train-step benchmark's topology mode
 (`python -m electra_jax.benchmark --topology=...`, which launch/tpu_run.sh runs): the same
@@ -53,7 +59,10 @@ def define_slice_flags() -> None:
   flags.DEFINE_enum("step", "pretrain", list(topology.STEPS),
                     "With --topology: which training step to compile (finetune: GLUE "
                     "fine-tuning of the encoder the config pretrains; squad: SQuAD "
-                    "fine-tuning of it; settings from --finetune_config).")
+                    "fine-tuning of it; embed: its contrastive sentence-embedding step; "
+                    "settings from --finetune_config). An embed config as --config "
+                    "(configs/embed.py) compiles the embed step of its init_checkpoint's "
+                    "encoder.")
   flags.DEFINE_string("report", "", "With --topology: also write the report as JSON here.")
   flags.DEFINE_bool("fit", False, "With --topology: find the cheapest settings that run the "
                     "config's batch (as configured, else adding bfloat16 activations, then "
@@ -73,9 +82,10 @@ def define_slice_flags() -> None:
   flags.DEFINE_float("hbm_gib", 0.0, "With --topology: the chip's HBM in GiB for the fit "
                      "verdict (0: the published capacity).")
   config_flags.DEFINE_config_file(
-      "finetune_config", None, "With --step=finetune or squad: fine-tuning settings "
-      "(configs/glue.py, default batch 32 x 128; configs/squad.py, default batch 32 x 512); "
-      "the mesh, dtype and attention come from --config.",
+      "finetune_config", None, "With --step=finetune, squad or embed: fine-tuning settings "
+      "(configs/glue.py, default batch 32 x 128; configs/squad.py, default batch 32 x 512; "
+      "configs/embed.py, default batch 32 rows x 128, configs/embed.py:msmarco 512 rows of "
+      "3 x 256); the mesh, dtype and attention come from --config.",
       lock_config=True)
 
 
@@ -84,8 +94,19 @@ def define_flags() -> None:
   config_flags.DEFINE_config_file("config", None, "Config file whose step to compile.",
                                   lock_config=True)
   define_slice_flags()
-  cli.define_show_config(required=(), validate=validation.validate_all)
+  cli.define_show_config(required=(), validate=validate_config)
   flags.mark_flags_as_required(["config"])  # --topology is checked by `run` (its default is "").
+
+
+def validate_config(config) -> None:
+  """--show_config's checks (this command's and the train-step benchmark's): an embed config's
+  as the embed family checks it without files, with the checkpoint the benchmark needs
+  (`benchmark.embed.check_config`); any other config's as pretraining does."""
+  if config.get("task_family", "") == topology.STEP_FAMILIES["embed"]:
+    from electra_jax.benchmark import embed  # pylint: disable=import-outside-toplevel
+    embed.check_config(config)
+  else:
+    validation.validate_all(config)
 
 
 def _gib(n: float) -> str:
@@ -101,9 +122,14 @@ def table(report: dict[str, Any]) -> str:
       ("slice", f"{report['accelerator_type']} ({report['topology']}) x {report['num_slices']}: "
                 f"{report['chips']} chips, {report['devices']} devices "
                 f"({report['device_kind']})"),
-      ("step", f"{report['step']}, global batch {report['global_batch']} x {report['seq_len']}"
+      ("step", f"{report['step']}, global batch {report['global_batch']}"
+               + (f" rows of {report['texts_per_row']} texts"
+                  if report.get("texts_per_row", 1) > 1 else "")
+               + f" x {report['seq_len']}"
                + (f" in {report['grad_accum_steps']} accumulated microbatches"
                   if report.get("grad_accum_steps", 1) > 1 else "")
+               + (f", cache_chunk {report['cache_chunk']}" if report.get("cache_chunk")
+                  else "")
                + f", {report['dtype']}, remat {report['remat']}, attention {report['attention']}"),
       ("mesh", " ".join(f"{k}={v}" for k, v in report["mesh"].items())),
       ("memory per chip", f"{_gib(mem['total'])} (arguments {_gib(mem['arguments'])}, outputs "
@@ -159,26 +185,30 @@ def main(flags_values) -> None:
   if f.hbm_gib < 0:
     raise ElectraError(f"--hbm_gib={f.hbm_gib} must be >= 0 (0: the chip's published HBM)")
   slice_ = slices.parse(f.topology)
-  config = f.config
-  finetune_config = f.finetune_config
+  config, finetune_config, step = f.config, f.finetune_config, f.step
+  embed_config = config.get("task_family", "") == topology.STEP_FAMILIES["embed"]
+  if embed_config:
+    _check_embed_flags(f)
+    config, finetune_config = topology.embed_step_configs(config)
+    step = "embed"
   hbm = int(f.hbm_gib * GIB)
-  print(f"compiling the {f.step} step of {config_flags.get_config_filename(f['config'])} "
+  print(f"compiling the {step} step of {config_flags.get_config_filename(f['config'])} "
         f"for {f.num_slices} x {slice_.accelerator_type} ({slice_.topology}) on this host "
         "(the TPU compiler; nothing runs)", flush=True)
   if f.fit and f.save_compiled:
     raise ElectraError("--save_compiled saves one compiled step; run it without --fit")
   config_file = config_flags.get_config_filename(f["config"])
   if f.fit:
-    result = topology.fit(config, slice_, f.num_slices, f.step, finetune_config, hbm,
+    result = topology.fit(config, slice_, f.num_slices, step, finetune_config, hbm,
                           log=lambda line: print(line, flush=True),
                           largest_batch=f.fit_largest_batch)
     result.update(topology=slice_.topology, accelerator_type=slice_.accelerator_type,
-                  num_slices=f.num_slices, step=f.step, config=config_file)
+                  num_slices=f.num_slices, step=step, config=config_file)
     print(fit_summary(result, config_file), flush=True)
     if f.report:
       fileio.write_atomic(f.report, json.dumps(result, indent=2) + "\n")
     return
-  report, _ = topology.compile_report(config, slice_, f.num_slices, f.step, finetune_config, hbm,
+  report, _ = topology.compile_report(config, slice_, f.num_slices, step, finetune_config, hbm,
                                       with_xla_flops=not f.require_fit,
                                       save_compiled=f.save_compiled)
   print(table(report), flush=True)
@@ -189,7 +219,29 @@ def main(flags_values) -> None:
     print(f"compiled step: {f.save_compiled} ({report['compiled_step']['bytes'] / 2**20:.1f} "
           "MiB); on that slice run with --config.train.compiled_step=" + f.save_compiled)
   if f.require_fit and not report["fits"]:
-    raise ElectraError(not_fitting(report, config, config_file, f.topology, slice_))
+    raise ElectraError(not_fitting(report, config, config_file, f.topology, slice_,
+                                   embed_config=embed_config))
+
+
+def _check_embed_flags(f) -> None:
+  """The flags that cannot go with an embed config as --config (its own fields are the
+  settings; its step is the embed step).
+
+  Raises:
+    ElectraError: naming the flag and the command that does it.
+  """
+  if f["step"].present and f.step != "embed":
+    raise ElectraError(f"--step={f.step} with an embed --config (configs/embed.py): its step is "
+                       "the embed step; drop --step, or pass a pretraining --config")
+  if f.finetune_config is not None:
+    raise ElectraError("--finetune_config goes with a pretraining --config; an embed --config "
+                       "holds the settings itself (--config.batch_size=..., "
+                       "--config.cache_chunk=...)")
+  if f.fit:
+    raise ElectraError("--fit searches the levers of a pretraining config's model; for the embed "
+                       "step of a preset's encoder run --config=configs/base.py --step=embed "
+                       "--finetune_config=configs/embed.py --fit (and the same settings as "
+                       "--finetune_config.* overrides)")
 
 
 def fit_summary(result: dict[str, Any], config_file: str) -> str:
@@ -198,6 +250,12 @@ def fit_summary(result: dict[str, Any], config_file: str) -> str:
   hbm = result["hbm_bytes_per_chip"]
   chosen = result["settings"]
   if chosen is None:
+    if result["step"] == "embed":
+      return (f"no settings run the config's batch of {result['batch']} on "
+              f"{result['accelerator_type']}: none of {len(result['probes'])} probes fits "
+              "(bfloat16, FSDP, remat; gradient accumulation would change the contrastive "
+              "loss); lower --finetune_config.cache_chunk (texts a pass), or use a larger "
+              "slice")
     return (f"no settings run the config's batch of {result['batch']} on "
             f"{result['accelerator_type']}: none of {len(result['probes'])} probes fits "
             "(bfloat16, gradient accumulation down to microbatches of one row per batch "
@@ -226,7 +284,7 @@ def fit_summary(result: dict[str, Any], config_file: str) -> str:
 
 
 def not_fitting(report: dict[str, Any], config, config_file: str, topology_flag: str,
-                slice_: slices.Slice) -> str:
+                slice_: slices.Slice, embed_config: bool = False) -> str:
   """`--require_fit`'s one error line: what the step needs, and docs/TPU.md's settings line for
   this preset and slice (`recommended`) or else the `--fit` command that finds them."""
   step = report["step"]
@@ -236,6 +294,9 @@ def not_fitting(report: dict[str, Any], config, config_file: str, topology_flag:
   settings = recommended.advice(config_file, slice_.accelerator_type, config, step)
   if settings:
     return f"{head}; {settings}"
+  if embed_config:
+    return (f"{head}; lower --config.cache_chunk (texts a pass: the memory of the activations) "
+            "or --config.batch_size, set --config.dtype=bfloat16, or use a larger slice")
   field = "train.batch_size" if step == "pretrain" else "finetune_config.batch_size"
   return (f"{head}; find the cheapest settings for this batch (bfloat16, gradient "
           f"accumulation, FSDP, remat), or the largest --config.{field} that fits, with: "

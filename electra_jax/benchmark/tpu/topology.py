@@ -1,13 +1,14 @@
 r"""Compiles the real training step for a Cloud TPU slice on any host, and sizes it.
 
   python -m electra_jax.benchmark --config=configs/small.py --topology=v5litepod-8 \
-      [--num_slices=2] [--step=pretrain|finetune|squad] [--report=small_v5e8.json] [--fit]
+      [--num_slices=2] [--step=pretrain|finetune|squad|embed] [--report=small_v5e8.json] [--fit]
 
 With the TPU runtime installed (`pip install -e '.[tpu]'`), libtpu's compiler runs on a CPU
 host: `slices.compile_devices` gives the slice's devices as compile-only devices, the step
 is built by the same code that training uses (`pretrain.loop.build_setup`, or
-`finetune.glue.task.build_setup` for `--step=finetune`, GLUE, and `finetune.qa.task.build_setup`
-for `--step=squad`) with the config's mesh, batch, precision,
+`finetune.glue.task.build_setup` for `--step=finetune`, GLUE, `finetune.qa.task.build_setup`
+for `--step=squad`, and `finetune.embed.task.build_setup` for `--step=embed`, the contrastive
+step of sentence embeddings) with the config's mesh, batch, precision,
 attention and remat, from abstract shapes only (nothing is allocated), and lowered and compiled
 for them. The report (`compile_report`) gives per-chip memory from XLA's memory analysis of the
 TPU executable, whether it fits the chip's HBM, the analytic and XLA FLOPs of a step, the
@@ -45,9 +46,12 @@ from electra_jax.training import compilation_cache
 from electra_jax.training import compiled_step
 from electra_jax.training import parallel
 
-STEPS = ("pretrain", "finetune", "squad")
+STEPS = ("pretrain", "finetune", "squad", "embed")
 FINETUNE_TASK = "sst2"  # Two labels: the classifier head of most GLUE tasks.
-FINETUNE_CONFIGS = {"finetune": "configs/glue.py", "squad": "configs/squad.py"}
+FINETUNE_CONFIGS = {"finetune": "configs/glue.py", "squad": "configs/squad.py",
+                    "embed": "configs/embed.py"}
+# The task_family of the fine-tuning settings each fine-tuning step takes (--finetune_config).
+STEP_FAMILIES = {"finetune": "glue", "squad": "squad", "embed": "embed"}
 
 
 @dataclasses.dataclass
@@ -60,6 +64,8 @@ class BuiltStep:
   seq_len: int
   analytic_flops: float
   accum_steps: int = 1  # Microbatches of the global batch per step (gradient accumulation).
+  texts_per_row: int = 1  # Sequences of seq_len tokens per batch row (embed: S texts a row).
+  scan_layers: bool | None = None  # Whether the encoder scans its layers; None: the config's.
 
 
 def _abstract_batch(trainer, shapes: dict[str, tuple[int, ...]],
@@ -83,11 +89,14 @@ def build_pretrain(config: ml_collections.ConfigDict, devices) -> BuiltStep:
 
 
 def default_finetune_config(step: str) -> ml_collections.ConfigDict:
-  """configs/glue.py's settings for `finetune`, configs/squad.py's for `squad`."""
+  """configs/glue.py's settings for `finetune`, configs/squad.py's for `squad`,
+  configs/embed.py's for `embed`."""
   # pylint: disable=import-outside-toplevel
   from electra_jax.finetune import default_config
+  from electra_jax.finetune.embed import default_config as embed_default_config
   from electra_jax.finetune.qa import default_config as qa_default_config
-  return (qa_default_config if step == "squad" else default_config).get_config()
+  return {"squad": qa_default_config,
+          "embed": embed_default_config}.get(step, default_config).get_config()
 
 
 def finetune_config_for(config: ml_collections.ConfigDict,
@@ -96,11 +105,14 @@ def finetune_config_for(config: ml_collections.ConfigDict,
   """The fine-tuning settings (`default_finetune_config(step)` unless given) with the
   pretraining config's mesh, compute dtype and attention, so one set of overrides sizes both
   steps."""
-  if finetune_config is not None and _is_squad_config(finetune_config) != (step == "squad"):
-    given = "a SQuAD" if step != "squad" else "a GLUE"
+  if finetune_config is not None and _family(finetune_config) != STEP_FAMILIES[step]:
+    family = _family(finetune_config)
+    given = {"glue": "a GLUE", "squad": "a SQuAD", "embed": "an embed"}.get(family,
+                                                                           f"a {family}")
+    its_step = next((k for k, v in STEP_FAMILIES.items() if v == family), "")
     raise ElectraError(f"--step={step} with {given} --finetune_config: pass "
-                       f"--finetune_config={FINETUNE_CONFIGS[step]} (or its overrides), or "
-                       f"--step={'squad' if step != 'squad' else 'finetune'}")
+                       f"--finetune_config={FINETUNE_CONFIGS[step]} (or its overrides)"
+                       + (f", or --step={its_step}" if its_step else ""))
   ft = (finetune_config or default_finetune_config(step)).copy_and_resolve_references()
   ft.mesh = config.mesh.copy_and_resolve_references()
   ft.dtype = config.model.dtype
@@ -110,9 +122,41 @@ def finetune_config_for(config: ml_collections.ConfigDict,
   return ft
 
 
-def _is_squad_config(config: ml_collections.ConfigDict) -> bool:
-  """A SQuAD fine-tuning config (configs/squad.py): its task_family says so."""
-  return config.get("task_family", "") == "squad"
+def _family(config: ml_collections.ConfigDict) -> str:
+  """A fine-tuning config's task_family (configs/glue.py's "glue" when it names none)."""
+  return config.get("task_family", "") or "glue"
+
+
+def embed_step_configs(ft: ml_collections.ConfigDict
+                       ) -> tuple[ml_collections.ConfigDict, ml_collections.ConfigDict]:
+  """(a pretraining config, `ft`) for an embed config given as --config: the pretraining
+  config holds the model of `ft.init_checkpoint` (its meta: no weights are read) and `ft`'s
+  mesh, compute dtype, attention, dropout and length, so that `compile_report(...,
+  step="embed", finetune_config=ft)` compiles the step that `ft` trains.
+
+  Raises:
+    ElectraError: no init_checkpoint, or no checkpoint there.
+  """
+  # pylint: disable=import-outside-toplevel
+  from electra_jax.pretrain import default_config as pretrain_default_config
+  from electra_jax.training import pretrained
+  # pylint: enable=import-outside-toplevel
+  if not ft.init_checkpoint:
+    raise ElectraError(
+        "an embed --config compiles the step of --config.init_checkpoint's encoder: pass it (a "
+        "pretraining workdir, an embed run or a convert from-hf output; only its config is "
+        "read), or size a preset's encoder with --config=configs/base.py --step=embed "
+        "--finetune_config=configs/embed.py")
+  step_dir = pretrained.find_step_dir(ft.init_checkpoint)
+  config = pretrain_default_config.get_config()
+  config.model = pretrained.model_config_from_meta(pretrained.read_meta(step_dir), step_dir)
+  config.model.update(dtype=ft.dtype, attention=ft.attention,
+                      hidden_dropout_prob=ft.hidden_dropout_prob,
+                      attention_dropout_prob=ft.attention_dropout_prob)
+  config.mesh = ft.mesh.copy_and_resolve_references()
+  config.data.max_seq_length = ft.max_seq_length
+  config.data.packing = bool(ft.packing)
+  return config, ft
 
 
 def _validate_without_inputs(ft: ml_collections.ConfigDict, validate: Callable) -> None:
@@ -173,6 +217,56 @@ def build_squad(config: ml_collections.ConfigDict, devices,
                    flops_lib.training_flops(forward), int(ft.get("grad_accum_steps", 1)))
 
 
+def build_embed(config: ml_collections.ConfigDict, devices,
+                finetune_config: ml_collections.ConfigDict | None = None) -> BuiltStep:
+  """The embed family's contrastive step (configs/embed.py's settings: loss, pooling, hard
+  negatives, Matryoshka prefixes, cache_chunk) of `config`'s discriminator on `devices`, with
+  unrolled layers as a fine-tuning run loads them (`pretrained.load_pretrained`). Its batch:
+  int32 [B, S, T] texts (anchor, positive, S - 2 hard negatives a row), text ids [B, S] and, for
+  cosent, scores [B].
+
+  Raises:
+    ElectraError: settings the embed family refuses, packed rows (their count depends on the
+      data), or a Matryoshka prefix longer than the hidden size.
+  """
+  # pylint: disable=import-outside-toplevel
+  from electra_jax.benchmark import embed as embed_benchmark
+  from electra_jax.finetune import setup as setup_lib
+  from electra_jax.finetune.batches import INPUT_KEYS
+  from electra_jax.finetune.embed import task as embed_task
+  # pylint: enable=import-outside-toplevel
+  ft = finetune_config_for(config, finetune_config, "embed")
+  embed_task.validate(ft, inputs=False)
+  if ft.packing:
+    raise ElectraError("--finetune_config.packing=True: the compiled step takes padded rows "
+                       "(packed rows' count depends on the data); set "
+                       "--finetune_config.packing=False")
+  model = config.model.copy_and_resolve_references()
+  model.scan_layers = False  # Fine-tuning loads the layers unrolled.
+  encoder = setup_lib.encoder_config(ft, model)
+  objective = embed_task.objective_of(ft)
+  too_long = [d for d in objective.dims if d > encoder.hidden_size]
+  if too_long:
+    raise ElectraError(f"--finetune_config.matryoshka_dims={ft.matryoshka_dims!r}: "
+                       f"{', '.join(map(str, too_long))} exceed the encoder's hidden size "
+                       f"{encoder.hidden_size}")
+  hyper = embed_task.EmbedTask().recipe(ft, embed_task.NAME, encoder.hidden_size,
+                                        num_layers=encoder.num_layers)
+  scored = ft.loss == "cosent"
+  setup = embed_task.build_setup(ft, encoder, hyper, num_train_steps=1000, scored=scored,
+                                 devices=devices)
+  b, t, texts = ft.batch_size, ft.max_seq_length, embed_benchmark.texts_per_row(ft)
+  shapes = {k: (b, texts, t) for k in INPUT_KEYS}
+  shapes["text_ids"] = (b, texts)
+  if scored:
+    shapes["scores"] = (b,)
+  trainer = setup.trainer
+  return BuiltStep(trainer, trainer.abstract_state(),
+                   _abstract_batch(trainer, shapes, {"scores": np.float32}), b, t,
+                   embed_benchmark.step_flops(encoder, b, texts, t, objective),
+                   texts_per_row=texts, scan_layers=False)
+
+
 def build(config, step: str, devices, finetune_config=None) -> BuiltStep:
   if step not in STEPS:
     raise ElectraError(f"--step={step!r}; choose one of {', '.join(STEPS)}")
@@ -180,6 +274,8 @@ def build(config, step: str, devices, finetune_config=None) -> BuiltStep:
     return build_pretrain(config, devices)
   if step == "squad":
     return build_squad(config, devices, finetune_config)
+  if step == "embed":
+    return build_embed(config, devices, finetune_config)
   return build_finetune(config, devices, finetune_config)
 
 
@@ -258,6 +354,8 @@ def xla_flops(config, step: str, finetune_config, compiled=None) -> tuple[float,
   if finetune_config is not None and "grad_accum_steps" in finetune_config:
     finetune_config = finetune_config.copy_and_resolve_references()
     finetune_config.grad_accum_steps = 1
+    if finetune_config.get("cache_chunk"):
+      finetune_config.cache_chunk = 0  # A loop over the chunks: the batch in one pass instead.
   if unrolled.model.attention in attention.FUSED:
     unrolled.model.attention = "xla"  # The same products, without a TPU kernel on the CPU.
   for axis in parallel.MESH_AXES:
@@ -399,6 +497,8 @@ def compile_report(config: ml_collections.ConfigDict, slice_: slices.Slice,
       "jax_version": jax.__version__,
       "libtpu_version": _libtpu_version(),
   }
+  if step == "embed":
+    report["cache_chunk"] = int((finetune_config or default_finetune_config(step)).cache_chunk)
   if saved:
     report["compiled_step"] = saved
   if compile_error:
@@ -458,11 +558,13 @@ def _setup_fields(config: ml_collections.ConfigDict, step: str,
       "step": step,
       "global_batch": built.global_batch,
       "seq_len": built.seq_len,
+      "texts_per_row": built.texts_per_row,
       "grad_accum_steps": built.accum_steps,
       "dtype": str(config.model.dtype),
       "remat": str(config.model.remat),
       "attention": str(config.model.attention),
-      "scan_layers": bool(config.model.scan_layers),
+      "scan_layers": bool(config.model.scan_layers if built.scan_layers is None
+                          else built.scan_layers),
   }
 
 
@@ -501,7 +603,8 @@ def _roofline_estimate(report: dict[str, Any], built: BuiltStep, mem: dict[str, 
       "hbm_traffic_bytes_per_chip": traffic,
       "min_send_bytes_per_chip": send,
       **estimate,
-      "tokens_per_second": built.global_batch * built.seq_len / estimate["step_seconds"],
+      "tokens_per_second": (built.global_batch * built.texts_per_row * built.seq_len
+                            / estimate["step_seconds"]),
   }
   if train_steps:
     out["train_steps"] = train_steps
@@ -831,6 +934,10 @@ def _cheapest_settings(stages, probe: _Prober, base_batch: int, k0: int, hbm: in
   microbatches from the configured `k0` that fits (accumulation joins after bfloat16), or
   None; the batch shards of the last stage probed)."""
   accumulate_from = 1 if len(stages) > 1 and stages[1][1] == (BF16,) else 0
+  if probe.step == "embed":
+    # Microbatches would change the contrastive loss (fewer in-batch negatives): never
+    # accumulated; cache_chunk is the embed step's memory setting, as configured.
+    accumulate_from = len(stages)
   for i, (stage_cfg, levers) in enumerate(stages):
     shards = batch_shards(stage_cfg, devices)
     accum = k0

@@ -211,6 +211,25 @@ def make_loss_fn(model: model_lib.Embedder, objective: losses_lib.Objective, cac
   return loss_fn
 
 
+def build_setup(config: ml_collections.ConfigDict, encoder: Any, hyper: Hyperparameters,
+                num_train_steps: int, *, scored: bool,
+                encoder_name: str = pretrained_lib.DEFAULT_ENCODER["network"],
+                devices=None) -> FinetuneSetup:
+  """The `Embedder`, the layer-wise-decay optimizer and the jitted steps of `config`'s loss
+  (`make_loss_fn`) over `num_train_steps`: what `EmbedTask.prepare` trains with, and what the
+  benchmark times and compiles for a TPU slice (`devices`). Batches: INPUT_KEYS int [B, S, T]
+  (packing: [R, T]), text_ids int [B, S] and, when `scored` (cosent), scores float [B]."""
+  model = model_lib.Embedder(encoder, encoder_name=encoder_name, pooling=config.pooling)
+  ranks = {**{k: 2 if config.packing else 3 for k in INPUT_KEYS}, "text_ids": 2}
+  if scored:
+    ranks["scores"] = 1
+  trainer = build_trainer(config, encoder, hyper, num_train_steps,
+                          init_params_fn(model, config.max_seq_length),
+                          make_loss_fn(model, objective_of(config), config.cache_chunk), ranks,
+                          devices)
+  return FinetuneSetup(model=model, trainer=trainer, encoder_name=encoder_name)
+
+
 # --------------------------------------------------------------------------------------------
 # Evaluation: the dev file's loss, the STS file and the retrieval set.
 
@@ -351,16 +370,9 @@ class EmbedTask(task_lib.Task):
                          "negative; give it two rows or more (or leave --config.dev_file out)")
     rows, texts = train.text_ids.shape
     num_steps = steps_for(rows, hyper.num_epochs, config.batch_size)
-    model = model_lib.Embedder(run.encoder, encoder_name=weights.encoder_network,
-                               pooling=config.pooling)
     objective = objective_of(config)
-    ranks = {**{k: 2 if config.packing else 3 for k in INPUT_KEYS}, "text_ids": 2}
-    if train.scores is not None:
-      ranks["scores"] = 1
-    trainer = build_trainer(config, run.encoder, hyper, num_steps,
-                            init_params_fn(model, config.max_seq_length),
-                            make_loss_fn(model, objective, config.cache_chunk), ranks)
-    setup = FinetuneSetup(model=model, trainer=trainer, encoder_name=weights.encoder_network)
+    setup = build_setup(config, run.encoder, hyper, num_steps, scored=train.scores is not None,
+                        encoder_name=weights.encoder_network)
     evaluator = model_lib.Embedder(dataclasses.replace(run.encoder, packed=False),
                                    encoder_name=weights.encoder_network, pooling=config.pooling)
     embedder = model_lib.TextEmbedder(
