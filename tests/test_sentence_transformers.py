@@ -267,3 +267,36 @@ def test_command_line_refuses_bad_input_in_one_line_and_writes_a_folder(
       f"{back}/tokenizer; embed or "
       f"evaluate with python -m electra_jax.embed encode|evaluate --checkpoint={back}, "
       "fine-tune it further with configs/embed.py, or export it with to-sentence-transformers"]
+
+
+@pytest.mark.full
+def test_an_imported_modernbert_trains_and_exports(modern_checkpoint, texts, tmp_path):
+  """From Hugging Face to sentence-transformers through the embed family: the from-hf
+  ModernBERT trains on pairs (InfoNCE, mean pooling, 4 steps), its workdir exports, and
+  SentenceTransformer embeds as the trained model does (not as the imported one)."""
+  from electra_jax.finetune.embed import task as embed_task  # pylint: disable=import-outside-toplevel
+  from tests import testing  # pylint: disable=import-outside-toplevel
+  words = "river mountain piano garden window rocket castle forest".split()
+  with open(tmp_path / "pairs.jsonl", "w", encoding="utf-8") as f:
+    # Short texts: the byte-level tokenizer spends a token a letter, and texts cut to the same
+    # first 16 tokens would be one text (never each other's negatives).
+    f.write("".join(json.dumps({"anchor": f"the {w}", "positive": f"{w} page"}) + "\n"
+                    for w in words))
+  with open(tmp_path / "sts.tsv", "w", encoding="utf-8") as f:
+    f.write("sentence1\tsentence2\tscore\n" + "".join(
+        f"the {a}\t{b} page\t{5.0 if a == b else 1.0}\n"
+        for a in words[:4] for b in words[:4]))
+  config = testing.load_config("embed")
+  config.update(init_checkpoint=modern_checkpoint, train_file=str(tmp_path / "pairs.jsonl"),
+                sts_file=str(tmp_path / "sts.tsv"), max_seq_length=MAX_SEQ_LENGTH,
+                batch_size=4, num_epochs=2.0, learning_rate=1e-3, eval_batch_size=8)
+  workdir = str(tmp_path / "run")
+  embed_task.run(config, workdir)
+  trained = embed_model.load_embedder(workdir)
+  assert trained.weights.finetuned["task"] == "embed"
+  want = trained.encode(texts)
+  imported = embed_model.load_embedder(modern_checkpoint, max_seq_length=MAX_SEQ_LENGTH)
+  assert np.max(np.abs(imported.encode(texts) - want)) > 1e-3  # Training moved the weights.
+  folder = convert.to_sentence_transformers(workdir, str(tmp_path / "st"))
+  _, got = st_encode(folder, texts)
+  assert_close(got, want)
