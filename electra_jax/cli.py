@@ -62,6 +62,28 @@ def subcommand(argv: Sequence[str], names: Sequence[str], *, noun: str, choose: 
   return name
 
 
+def check_subcommand_flags(command: str, fl: Any, required: dict[str, Sequence[str]],
+                           flags_of: dict[str, Sequence[str]], example: str) -> None:
+  """Refuses a subcommand's flags that cannot work: a required one not given (`required`:
+  subcommand -> its required flag names), or one given that belongs only to other subcommands
+  (`flags_of`: subcommand -> the flag names it takes). `fl` is absl's FLAGS; `example` is a
+  command line of `command` that works, for the messages.
+
+  Raises:
+    ElectraError: "<command> needs --a, --b, e.g. ...", or "--x does not apply to <command>;
+      drop it (e.g. ...)".
+  """
+  missing = [f"--{name}" for name in required[command] if not fl[name].value]
+  if missing:
+    raise ElectraError(f"{command} needs {', '.join(missing)}, e.g. {example}")
+  foreign = sorted(f"--{name}" for name in set().union(*flags_of.values())
+                   if name not in flags_of[command] and fl[name].present)
+  if foreign:
+    one = len(foreign) == 1
+    raise ElectraError(f"{', '.join(foreign)} {'does' if one else 'do'} not apply to "
+                       f"{command}; drop {'it' if one else 'them'} (e.g. {example})")
+
+
 HELP_FLAGS = ("--help", "-h", "-?", "--helpshort", "--helpfull", "--helpxml")
 SHOW_CONFIG = "show_config"
 

@@ -55,6 +55,17 @@ def _csv_text(delimiter=","):
 FIELDS = data_lib.Fields(anchor="query", positive="pos", negatives=("neg",))
 
 
+def test_a_json_string_may_hold_any_line_separator(tmp_path):
+  """JSON Lines lines end at "\n" only: U+2028, U+0085 and a form feed inside a string (valid
+  JSON, written as they are) stay in their record, which str.splitlines would cut."""
+  text = "a\u2028b\u0085c\x0cd"
+  path = tmp_path / "t.jsonl"
+  path.write_text(json.dumps({"query": text, "pos": "p", "neg": "n"}, ensure_ascii=False)
+                  + "\r\n", encoding="utf-8")
+  rows = data_lib.read_rows(str(path), FIELDS)
+  assert rows.anchors == [text] and rows.positives == ["p"]
+
+
 def test_every_format_reads_the_same_rows(tmp_path):
   """csv (quoted commas and quotes, a BOM, CRLF), tsv, JSON Lines and Parquet give the same
   rows; equal texts get one id."""
@@ -108,7 +119,7 @@ def test_every_format_reads_the_same_rows(tmp_path):
     ("a.jsonl", '{"s1": "a", "s2": "b", "label": "nan"}\n',
      data_lib.Fields("s1", "s2", (), "label"), "a.jsonl:1: the score 'nan'"),
     ("a.csv", "query,pos,neg\nq,p,n,extra\n", FIELDS, "a.csv:2: 4 field(s) where the header has 3"),
-    ("a.jsonl", '["q", "p"]\n', FIELDS, "a.jsonl:1 is a JSON list, not an object"),
+    ("a.jsonl", '["q", "p"]\n', FIELDS, "a.jsonl:1: a JSON list, not an object"),
     ("a.jsonl", '{"query": 3, "pos": "p", "neg": "n"}\n', FIELDS,
      "a.jsonl:1: the anchor (field 'query') is a int, not a text"),
     ("a.csv", "\n\n", FIELDS, "a.csv is empty"),

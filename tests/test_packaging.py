@@ -10,8 +10,9 @@ from tests import testing
 
 # Imported only by optional features that say what to install when missing: the PyTorch
 # comparisons and checkpoints (--compare=hf, pytorch_model.bin), the TPU runtime, datasets by
-# name (hf:NAME, the [hf] extra) and the Beam build (--runner=beam, the [beam] extra).
-OPTIONAL = {"torch", "transformers", "libtpu", "datasets", "apache_beam"}
+# name (hf:NAME, the [hf] extra), the Beam build (--runner=beam, the [beam] extra) and the
+# embed step's comparison (benchmark --compare=sentence-transformers).
+OPTIONAL = {"torch", "transformers", "libtpu", "datasets", "apache_beam", "sentence_transformers"}
 
 
 def _requirement_names(setup_text: str, key: str) -> set[str]:

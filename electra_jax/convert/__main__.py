@@ -21,7 +21,6 @@ from electra_jax.convert.tf_checkpoint import convert_from_tf
 from electra_jax.convert.hf_configs import ARCHITECTURES, DISCRIMINATOR, GENERATOR
 from electra_jax.convert.hf_encoder import GENERATOR_EMBEDDINGS, count_params
 from electra_jax.convert.hf_heads import PROBLEM_TYPES
-from electra_jax.errors import ElectraError
 from electra_jax.models import electra
 from electra_jax.training import pretrained
 
@@ -272,15 +271,7 @@ def _main(argv: list[str]) -> None:
       choose=f"the subcommand is {' or '.join(repr(c) for c in SUBCOMMANDS)}",
       none_example=f", e.g. {_EXAMPLES['from-hf']}", flag_example="--output=DIR")
   fl = flags.FLAGS
-  missing = [f"--{name}" for name in _REQUIRED[command] if not fl[name].value]
-  if missing:
-    raise ElectraError(f"{command} needs {', '.join(missing)}, e.g. {_EXAMPLES[command]}")
-  foreign = sorted(f"--{name}" for name in set().union(*_FLAGS_OF.values())
-                   if name not in _FLAGS_OF[command] and fl[name].present)
-  if foreign:
-    raise ElectraError(f"{', '.join(foreign)} {'does' if len(foreign) == 1 else 'do'} not apply "
-                       f"to {command}; drop {'it' if len(foreign) == 1 else 'them'} (e.g. "
-                       f"{_EXAMPLES[command]})")
+  cli.check_subcommand_flags(command, fl, _REQUIRED, _FLAGS_OF, _EXAMPLES[command])
   if not fl["verbosity"].present:  # Keep orbax's per-file INFO lines out; -v 0 shows them.
     logging.set_verbosity(logging.WARNING)
   if command == "extend-vocab":

@@ -152,15 +152,7 @@ def _main(argv: list[str]) -> None:
       choose=f"the subcommand is {' or '.join(repr(c) for c in SUBCOMMANDS)}",
       none_example=f", e.g. {_EXAMPLES['evaluate']}", flag_example="--checkpoint=CKPT")
   fl = flags.FLAGS
-  missing = [f"--{name}" for name in _REQUIRED[command] if not fl[name].value]
-  if missing:
-    raise ElectraError(f"{command} needs {', '.join(missing)}, e.g. {_EXAMPLES[command]}")
-  foreign = sorted(f"--{name}" for name in set().union(*_FLAGS_OF.values())
-                   if name not in _FLAGS_OF[command] and fl[name].present)
-  if foreign:
-    raise ElectraError(f"{', '.join(foreign)} {'does' if len(foreign) == 1 else 'do'} not apply "
-                       f"to {command}; drop {'it' if len(foreign) == 1 else 'them'} (e.g. "
-                       f"{_EXAMPLES[command]})")
+  cli.check_subcommand_flags(command, fl, _REQUIRED, _FLAGS_OF, _EXAMPLES[command])
   {"evaluate": _evaluate_command, "encode": _encode_command}[command](fl)
 
 

@@ -148,14 +148,21 @@ class Rows:
 # Records of each format: (where, {field: value}) for every non-blank row.
 
 
-def _text(path: str) -> str:
-  """The file as text (UTF-8, a BOM removed).
+def read_text(path: str, what: str = "") -> str:
+  """The whole file as text: UTF-8, a byte order mark removed, line ends untranslated (the
+  embed family's rows and evaluation files alike).
+
+  Args:
+    path: local or gs://.
+    what: what the file is, for the messages (e.g. "the STS file"); "" names the settings of
+      the training rows.
 
   Raises:
-    ElectraError: a missing file, or one that is not UTF-8.
+    ElectraError: a missing file, or one that is not UTF-8 (naming the line).
   """
   if not fileio.isfile(path):
-    raise ElectraError(f"{path} does not exist; check the path (--config.train_file, "
+    raise ElectraError(f"{what} {path} does not exist; check the path" if what else
+                       f"{path} does not exist; check the path (--config.train_file, "
                        "--config.dev_file)")
   data = fileio.read_bytes(path)
   try:
@@ -165,10 +172,44 @@ def _text(path: str) -> str:
     raise ElectraError(f"{path} is not UTF-8 (line {line}: {e.reason}); save it as UTF-8") from e
 
 
+def text_lines(text: str) -> Iterator[tuple[int, str]]:
+  """(1-based line number, line without its line end) of every line of `text`. Lines end at
+  "\n" only (a "\r" before it is dropped; str.splitlines would also cut at U+2028 and other
+  separators a JSON string may hold), and a final line end starts no empty line."""
+  lines = text.split("\n")
+  if lines and lines[-1] == "":
+    lines.pop()
+  for number, line in enumerate(lines, start=1):
+    yield number, line[:-1] if line.endswith("\r") else line
+
+
+def json_objects(path: str, what: str = "", example: str = "") -> Iterator[tuple[int, dict]]:
+  """(1-based line number, object) of each non-blank line of a JSON Lines file (`read_text`;
+  CRLF or LF line ends).
+
+  Raises:
+    ElectraError: no such file, not UTF-8, or a line that is not a JSON object (naming
+      file:line; `example` shows a good line).
+  """
+  hint = f", e.g. {example}" if example else ""
+  for number, line in text_lines(read_text(path, what)):
+    if not line.strip():
+      continue
+    try:
+      value = json.loads(line)
+    except ValueError as e:
+      raise ElectraError(f"{path}:{number}: not valid JSON ({e}); one JSON object a "
+                         f"line{hint}") from e
+    if not isinstance(value, dict):
+      raise ElectraError(f"{path}:{number}: a JSON {type(value).__name__}, not an object; "
+                         f"one JSON object a line{hint}")
+    yield number, value
+
+
 def _delimited(path: str, fmt: str) -> tuple[tuple[str, ...], Iterator[tuple[str, dict]]]:
   """(the header's columns, the data records) of a csv or tsv file."""
   options = {"delimiter": "\t", "quoting": csv.QUOTE_NONE} if fmt == "tsv" else {}
-  reader = csv.reader(io.StringIO(_text(path), newline=""), strict=True, **options)
+  reader = csv.reader(io.StringIO(read_text(path), newline=""), strict=True, **options)
   records = []
   columns = None
   line = 0
@@ -199,17 +240,7 @@ def _delimited(path: str, fmt: str) -> tuple[tuple[str, ...], Iterator[tuple[str
 def _jsonl(path: str) -> Iterator[tuple[str, dict]]:
   """The records of a JSON Lines file."""
   found = False
-  for number, line in enumerate(_text(path).splitlines(), start=1):
-    if not line.strip():
-      continue
-    try:
-      value = json.loads(line)
-    except ValueError as e:
-      raise ElectraError(f"{path}:{number} is not a JSON object ({e}); one object a line, "
-                         'e.g. {"anchor": "...", "positive": "..."}') from e
-    if not isinstance(value, dict):
-      raise ElectraError(f"{path}:{number} is a JSON {type(value).__name__}, not an object; "
-                         'one object a line, e.g. {"anchor": "...", "positive": "..."}')
+  for number, value in json_objects(path, example='{"anchor": "...", "positive": "..."}'):
     found = True
     yield f"{path}:{number}", value
   if not found:

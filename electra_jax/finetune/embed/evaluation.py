@@ -62,6 +62,7 @@ import pytrec_eval
 from electra_jax import fileio
 from electra_jax.errors import ElectraError
 from electra_jax.finetune import metrics as metrics_lib
+from electra_jax.finetune.embed import data as data_lib
 
 STS_METRICS = ("sts/spearman", "sts/pearson")
 RETRIEVAL_METRICS = ("retrieval/ndcg@10", "retrieval/mrr@10", "retrieval/recall@100",
@@ -82,57 +83,6 @@ RUN_FILE = "run.trec"
 PROGRESS_SECONDS = 10.0  # Seconds between the search's progress lines.
 
 Embed = Callable[[list[str]], np.ndarray]
-
-
-# --------------------------------------------------------------------------------------------
-# Reading text files.
-
-
-def _text(path: str, what: str) -> str:
-  """The whole file as text: UTF-8, a byte order mark removed, line ends untranslated.
-
-  Raises:
-    ElectraError: no such file, or not UTF-8.
-  """
-  if not fileio.isfile(path):
-    raise ElectraError(f"{what} {path} does not exist; check the path")
-  data = fileio.read_bytes(path)
-  try:
-    return data.decode("utf-8-sig")
-  except UnicodeDecodeError as e:
-    line = data[:e.start].count(b"\n") + 1
-    raise ElectraError(f"{path} is not UTF-8 (line {line}: {e.reason}); save it as "
-                       "UTF-8") from e
-
-
-def _lines(text: str) -> Iterator[tuple[int, str]]:
-  """(1-based line number, line without its line end) of every line of `text`; lines end at
-  "\\n" (a "\\r" before it is dropped), and a final line end starts no empty line."""
-  lines = text.split("\n")
-  if lines and lines[-1] == "":
-    lines.pop()
-  for number, line in enumerate(lines, start=1):
-    yield number, line[:-1] if line.endswith("\r") else line
-
-
-def _json_objects(path: str, what: str) -> Iterator[tuple[int, dict]]:
-  """(line number, object) of each non-blank line of a JSON Lines file.
-
-  Raises:
-    ElectraError: no such file, not UTF-8, or a line that is not a JSON object.
-  """
-  for number, line in _lines(_text(path, what)):
-    if not line.strip():
-      continue
-    try:
-      value = json.loads(line)
-    except ValueError as e:
-      raise ElectraError(f"{path}:{number}: not valid JSON ({e}); one JSON object a "
-                         "line") from e
-    if not isinstance(value, dict):
-      raise ElectraError(f"{path}:{number}: {type(value).__name__} is not a JSON object; one "
-                         "object a line")
-    yield number, value
 
 
 # --------------------------------------------------------------------------------------------
@@ -198,7 +148,8 @@ def _missing_fields(path: str, have: Sequence[str], where: str) -> ElectraError:
 def _delimited_sts(path: str, fmt: str) -> Iterator[tuple[int, str, str, float]]:
   """(line, sentence1, sentence2, score) of each data row of a CSV or TSV STS file."""
   options = {"delimiter": "\t", "quoting": csv.QUOTE_NONE} if fmt == "tsv" else {}
-  reader = csv.reader(io.StringIO(_text(path, "the STS file"), newline=""), strict=True,
+  text = data_lib.read_text(path, "the STS file")
+  reader = csv.reader(io.StringIO(text, newline=""), strict=True,
                       **options)
   columns, line = None, 0
   try:
@@ -226,7 +177,7 @@ def _delimited_sts(path: str, fmt: str) -> Iterator[tuple[int, str, str, float]]
 
 def _jsonl_sts(path: str) -> Iterator[tuple[int, str, str, float]]:
   """(line, sentence1, sentence2, score) of each object of a JSON Lines STS file."""
-  for line, row in _json_objects(path, "the STS file"):
+  for line, row in data_lib.json_objects(path, "the STS file"):
     if any(row.get(f) is None for f in STS_FIELDS):
       raise _missing_fields(path, [k for k, v in row.items() if v is not None], f":{line}")
     for field in STS_FIELDS[:2]:
@@ -336,7 +287,7 @@ def _read_records(path: str, what: str, with_title: bool) -> tuple[list[str], li
     ElectraError: a missing file, malformed line, missing field or duplicate _id.
   """
   ids, texts, first_line = [], [], {}
-  for line, row in _json_objects(path, what):
+  for line, row in data_lib.json_objects(path, what):
     record_id = _record_id(row, path, line)
     if record_id in first_line:
       raise ElectraError(f"{path}:{line}: the _id {record_id!r} is also on line "
@@ -391,7 +342,7 @@ def read_qrels(path: str, query_ids: set[str], doc_ids: set[str],
   """
   qrels: dict[str, dict[str, int]] = {}
   first = True
-  for line, text in _lines(_text(path, "the qrels file")):
+  for line, text in data_lib.text_lines(data_lib.read_text(path, "the qrels file")):
     if not text.strip():
       continue
     fields = text.split("\t")
