@@ -275,7 +275,8 @@ def test_training_improves_retrieval(pretrained_fast, fixture_dir, tmp_path):
   assert os.path.isfile(os.path.join(workdir, "embed", evaluation.RUN_FILE))
   weights = pretrained.load_pretrained(workdir)  # The median seed's model, by the workdir.
   assert weights.finetuned == {"task": "embed", "pooling": "mean", "normalized": True,
-                               "max_seq_length": 32, "matryoshka_dims": [], "loss": "infonce"}
+                               "max_seq_length": 32, "matryoshka_dims": [], "loss": "infonce",
+                               "vectors": "single"}
   after = model_lib.load_embedder(workdir)
   again = evaluation.evaluate(lambda texts: after.encode(texts, 32), retrieval_dir=beir)
   assert again["retrieval/ndcg@10"] == pytest.approx(metrics["retrieval/ndcg@10"], abs=1e-6)

@@ -38,6 +38,7 @@ import numpy as np
 from electra_jax import fileio
 from electra_jax.data import tokenizer as tokenizer_lib
 from electra_jax.errors import ElectraError
+from electra_jax.finetune.embed import late
 from electra_jax.finetune.embed import model as model_lib
 
 FORMATS = ("csv", "tsv", "jsonl", "parquet")  # config.file_format choices ("": by extension).
@@ -60,11 +61,14 @@ class Fields:
     positive: the positive's field (the text the anchor should be nearest to).
     negatives: the hard negatives' fields, in order (each row has all of them); () for none.
     score: the similarity score's field (pairs with a score, for CoSENT); "" for none.
+    teacher_scores: the field of a teacher's scores of the row's candidates (positive, then
+      each hard negative: a list of numbers, for distillation); "" for none.
   """
   anchor: str = "anchor"
   positive: str = "positive"
   negatives: tuple[str, ...] = ()
   score: str = ""
+  teacher_scores: str = ""
 
   @property
   def texts(self) -> tuple[str, ...]:
@@ -78,6 +82,8 @@ class Fields:
     out.update({name: "--config.negative_fields" for name in self.negatives})
     if self.score:
       out[self.score] = "--config.score_field"
+    if self.teacher_scores:
+      out[self.teacher_scores] = "--config.teacher_scores_field"
     return out
 
   def check(self) -> None:
@@ -85,13 +91,14 @@ class Fields:
     if not self.anchor or not self.positive:
       raise ElectraError("--config.anchor_field and --config.positive_field must name the "
                          "columns of your files' anchor and positive texts")
-    named = [*self.texts, *([self.score] if self.score else [])]
+    named = [*self.texts, *([self.score] if self.score else []),
+             *([self.teacher_scores] if self.teacher_scores else [])]
     twice = sorted({f for f in named if named.count(f) > 1})
     if twice:
       raise ElectraError(f"field {', '.join(map(repr, twice))} is named twice among "
                          "--config.anchor_field, --config.positive_field, "
-                         "--config.negative_fields and --config.score_field; name each column "
-                         "once")
+                         "--config.negative_fields, --config.score_field and "
+                         "--config.teacher_scores_field; name each column once")
 
 
 def file_format(path: str, explicit: str = "") -> str:
@@ -132,6 +139,8 @@ class Rows:
   negatives: list[tuple[str, ...]]
   scores: np.ndarray | None
   where: list[str]
+  # float32 [N, 1 + K]: a teacher's score of each row's positive and K hard negatives, or None.
+  teacher_scores: np.ndarray | None = None
 
   def __len__(self) -> int:
     return len(self.anchors)
@@ -141,7 +150,8 @@ class Rows:
     if n <= 0 or n >= len(self):
       return self
     return Rows(self.path, self.anchors[:n], self.positives[:n], self.negatives[:n],
-                None if self.scores is None else self.scores[:n], self.where[:n])
+                None if self.scores is None else self.scores[:n], self.where[:n],
+                None if self.teacher_scores is None else self.teacher_scores[:n])
 
 
 # --------------------------------------------------------------------------------------------
@@ -261,7 +271,8 @@ def _parquet(path: str, fields: Fields) -> tuple[tuple[str, ...], Iterator[tuple
                        "pass the right --config.file_format") from e
   columns = tuple(table.column_names)
   _check_columns(path, columns, fields)
-  wanted = [*fields.texts, *([fields.score] if fields.score else [])]
+  wanted = [*fields.texts, *([fields.score] if fields.score else []),
+            *([fields.teacher_scores] if fields.teacher_scores else [])]
   values = {name: table.column(name).to_pylist() for name in wanted}
   if not table.num_rows:
     raise ElectraError(f"{path} has no rows")
@@ -327,6 +338,43 @@ def _row_score(where: str, record: dict[str, Any], name: str) -> float:
   return float(value)
 
 
+def _row_teacher_scores(where: str, record: dict[str, Any], name: str, count: int
+                        ) -> list[float]:
+  """The teacher's scores of a record's `count` candidates, checked: a list of finite numbers
+  (JSON Lines, Parquet), or a text of them separated by commas or spaces, or a JSON array
+  (csv, tsv)."""
+  if name not in record:
+    raise ElectraError(f"{where} has no field {name!r} (--config.teacher_scores_field); its "
+                       f"fields are {', '.join(map(repr, record))}")
+  value = record[name]
+  if isinstance(value, str):
+    text = value.strip()
+    if text.startswith("["):
+      try:
+        value = json.loads(text)
+      except ValueError:
+        value = None
+    else:
+      parts = text.replace(",", " ").split()
+      try:
+        value = [float(p) for p in parts]
+      except ValueError:
+        value = None
+  ok = isinstance(value, (list, tuple)) and all(
+      isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(float(v))
+      for v in value)
+  if not ok:
+    raise ElectraError(f"{where}: the teacher scores {record[name]!r} (field {name!r}) are not "
+                       "a list of finite numbers; give one number per candidate (the positive, "
+                       "then each hard negative)")
+  if len(value) != count:
+    raise ElectraError(f"{where}: {len(value)} teacher score(s) (field {name!r}) for {count} "
+                       f"candidates (the positive and {count - 1} hard negative(s) of "
+                       "--config.negative_fields); give one score per candidate, the "
+                       "positive's first")
+  return [float(v) for v in value]
+
+
 def read_rows(path: str, fields: Fields, fmt: str = "") -> Rows:
   """Every row of `path` (`fmt`: a format of `FORMATS`, "" by the extension).
 
@@ -335,7 +383,7 @@ def read_rows(path: str, fields: Fields, fmt: str = "") -> Rows:
   """
   fields.check()
   fmt = file_format(path, fmt)
-  anchors, positives, negatives, scores, where = [], [], [], [], []
+  anchors, positives, negatives, scores, where, teacher = [], [], [], [], [], []
   for place, record in _records(path, fields, fmt):
     anchors.append(_row_text(place, record, fields.anchor, "--config.anchor_field", "anchor"))
     positives.append(_row_text(place, record, fields.positive, "--config.positive_field",
@@ -344,11 +392,15 @@ def read_rows(path: str, fields: Fields, fmt: str = "") -> Rows:
                                      "hard negative") for name in fields.negatives))
     if fields.score:
       scores.append(_row_score(place, record, fields.score))
+    if fields.teacher_scores:
+      teacher.append(_row_teacher_scores(place, record, fields.teacher_scores,
+                                         1 + len(fields.negatives)))
     where.append(place)
   if not anchors:
     raise ElectraError(f"{path} has a header but no rows")
   return Rows(path, anchors, positives, negatives,
-              np.asarray(scores, np.float32) if fields.score else None, where)
+              np.asarray(scores, np.float32) if fields.score else None, where,
+              np.asarray(teacher, np.float32) if fields.teacher_scores else None)
 
 
 # --------------------------------------------------------------------------------------------
@@ -361,39 +413,71 @@ class Features:
 
   Attributes:
     input_ids: int32 [N, S, T]: `[CLS] text [SEP]` of each row's S texts (anchor, positive,
-      hard negatives), padded with the tokenizer's pad id.
-    input_mask: int8 [N, S, T]: 1 on each text's tokens.
+      hard negatives), padded with the tokenizer's pad id (multi-vector: the anchor laid out
+      as a ColBERT query, the others as documents, `late.Layout`).
+    input_mask: int8 [N, S, T]: 1 on each text's tokens (the positions attended to).
     text_ids: int32 [N, S]: one id per distinct text (its token ids), 0 .. U - 1.
     scores: float32 [N], or None without scores.
     texts: [U]: the text of each id (the first one with those tokens).
+    score_mask: multi-vector: int8 [N, S, T], 1 on the positions whose vectors are scored (a
+      query's expansion too); None for single vectors.
+    teacher_scores: float32 [N, S - 1] a teacher's scores of the candidates, or None.
   """
   input_ids: np.ndarray
   input_mask: np.ndarray
   text_ids: np.ndarray
   scores: np.ndarray | None
   texts: list[str]
+  score_mask: np.ndarray | None = None
+  teacher_scores: np.ndarray | None = None
 
   def arrays(self) -> dict[str, np.ndarray]:
-    """The per-row arrays `finetune.batches.train_batches` draws (scores only when scored)."""
+    """The per-row arrays `finetune.batches.train_batches` draws (scores only when scored;
+    score_mask for multi-vector rows; teacher_scores with a teacher)."""
     out = {"input_ids": self.input_ids, "input_mask": self.input_mask,
            "text_ids": self.text_ids}
     if self.scores is not None:
       out["scores"] = self.scores
+    if self.score_mask is not None:
+      out["score_mask"] = self.score_mask
+    if self.teacher_scores is not None:
+      out["teacher_scores"] = self.teacher_scores
     return out
 
 
-def featurize(rows: Rows, tokenizer: tokenizer_lib.SubwordTokenizer, max_seq_length: int
-              ) -> Features:
+def featurize(rows: Rows, tokenizer: tokenizer_lib.SubwordTokenizer, max_seq_length: int,
+              layout: "late.Layout | None" = None) -> Features:
   """The rows' texts as `[CLS] text [SEP]` inputs cut to max_seq_length tokens, and their ids
-  (equal token ids, equal id)."""
+  (equal token ids, equal id). With a ColBERT `layout`: the anchors as queries, the others as
+  documents (`late.Layout`), T = max(query_length, max_seq_length); cut texts are counted in
+  a warning."""
   columns = 2 + len(rows.negatives[0])
   flat = [text for i in range(len(rows))
           for text in (rows.anchors[i], rows.positives[i], *rows.negatives[i])]
-  inputs = model_lib.text_inputs(tokenizer, flat, max_seq_length)
+  score_mask = None
+  if layout is None:
+    inputs = model_lib.text_inputs(tokenizer, flat, max_seq_length)
+    width = max_seq_length
+  else:
+    width = max(layout.query_length, layout.max_seq_length)
+    queries, cut_queries = layout.queries(tokenizer, rows.anchors, width)
+    others = [text for i in range(len(rows)) for text in (rows.positives[i], *rows.negatives[i])]
+    documents, cut_documents = layout.documents(tokenizer, others, width)
+    late.warn_cut(f"queries of {rows.path}", cut_queries, len(rows),
+                  f"query_length={layout.query_length} tokens")
+    late.warn_cut(f"documents of {rows.path}", cut_documents, len(others),
+                  f"max_seq_length={layout.max_seq_length} tokens")
+    inputs = {}
+    for key in ("input_ids", "input_mask", "score_mask"):
+      q = queries[key].reshape(len(rows), 1, width)
+      d = documents[key].reshape(len(rows), columns - 1, width)
+      inputs[key] = np.concatenate([q, d], axis=1).reshape(len(rows) * columns, width)
+    score_mask = inputs["score_mask"].astype(np.int8).reshape(len(rows), columns, width)
   _, first, inverse = np.unique(inputs["input_ids"], axis=0, return_index=True,
                                 return_inverse=True)
-  shape = (len(rows), columns, max_seq_length)
+  shape = (len(rows), columns, width)
   return Features(input_ids=inputs["input_ids"].reshape(shape),
                   input_mask=inputs["input_mask"].astype(np.int8).reshape(shape),
                   text_ids=np.asarray(inverse, np.int32).reshape(len(rows), columns),
-                  scores=rows.scores, texts=[flat[i] for i in first])
+                  scores=rows.scores, texts=[flat[i] for i in first], score_mask=score_mask,
+                  teacher_scores=rows.teacher_scores)

@@ -44,8 +44,11 @@ def get_config():
   # of the scores counts); "": none (loss=infonce).
   config.score_field = ""
   # "infonce": each anchor against the batch's positives and hard negatives (in-batch
-  # negatives, sentence-transformers' MultipleNegativesRankingLoss); "cosent": scored pairs
-  # (CoSENTLoss). docs/embeddings.md has the formulas.
+  # negatives, sentence-transformers' MultipleNegativesRankingLoss; with vectors=multi on
+  # MaxSim scores, PyLate's Contrastive); "cosent": scored pairs (CoSENTLoss, single vectors);
+  # "distill": the KL divergence from a teacher's scores of each anchor's own candidates
+  # (teacher_scores_field; PyLate's Distillation, DistillKLDivLoss). docs/embeddings.md has
+  # the formulas.
   config.loss = "infonce"
   # Logits are scale * cosine (infonce; cosent multiplies the cosine differences): 20, as
   # sentence-transformers' losses.
@@ -53,6 +56,28 @@ def get_config():
   # infonce: also each positive against every anchor of the batch, the loss the mean of both
   # directions (MultipleNegativesSymmetricRankingLoss).
   config.symmetric = False
+  # "single": one L2-normalised vector a text (pooling below; cosine similarity). "multi": a
+  # ColBERT (late-interaction) model: every token's final state projected without a bias to
+  # colbert_dim and L2-normalised, queries and documents marked with [Q] and [D] tokens (two
+  # rows appended to the word embeddings), queries padded with [MASK] to query_length, scored
+  # by MaxSim (the sum over query tokens of the best dot product with a document token).
+  # docs/embeddings.md ("Late interaction") has the layout.
+  config.vectors = "single"
+  config.colbert_dim = 128  # vectors=multi: the token vectors' length (ColBERT's 128).
+  # vectors=multi: positions per query, [CLS], [Q] and [SEP] included; longer queries are cut
+  # (and counted in a warning), shorter ones padded with [MASK] (ColBERT's query expansion:
+  # scored, not attended to). Documents are cut at max_seq_length.
+  config.query_length = 32
+  # vectors=multi, loss=infonce: logits are maxsim_scale * MaxSim (PyLate's temperature 1:
+  # MaxSim already spans about [0, query_length]).
+  config.maxsim_scale = 1.0
+  # loss=distill: the field of each row's teacher scores, one per candidate (the positive,
+  # then each hard negative of negative_fields): a JSON list (JSON Lines, Parquet) or numbers
+  # separated by commas or spaces (csv, tsv). "": no teacher.
+  config.teacher_scores_field = ""
+  # loss=distill: divides the student's scores (cosine or MaxSim) and the teacher's before the
+  # softmax; the loss is multiplied by its square (sentence-transformers' temperature).
+  config.distill_temperature = 1.0
   # How an embedding is made of the encoder's final states: "mean" (the average over the
   # text's tokens, [CLS] and [SEP] included) or "cls" (the [CLS] state); then L2-normalised.
   config.pooling = "mean"
@@ -74,6 +99,10 @@ def get_config():
   # qrels/dev.tsv): nDCG@10, MRR@10, Recall@100, MAP@100; the seed writes its ranking as
   # run.trec. "": none.
   config.retrieval_dir = ""
+  # Documents of retrieval_dir embedded and searched at a time; 0: single vectors 64 batches
+  # of eval_batch_size, multi-vector the whole corpus if its token vectors fit 1 GiB (else an
+  # error asking for a chunk size).
+  config.corpus_chunk = 0
   # The tokenizer; "" uses the one recorded with the checkpoint (the pretraining vocabulary).
   config.tokenizer_model = ""
   # With tokenizer_model: sentencepiece, wordpiece, tokenizer_json or auto (by the file name).

@@ -54,6 +54,7 @@ import json
 import math
 import time
 from collections.abc import Callable, Iterator, Sequence
+from typing import Any
 
 from absl import logging
 import numpy as np
@@ -437,9 +438,10 @@ def select_top(scores: np.ndarray, indices: np.ndarray, k: int,
   return np.take_along_axis(scores, order, axis=1), np.take_along_axis(indices, order, axis=1)
 
 
-def exact_search(queries: np.ndarray, corpus_chunks: Iterator[tuple[int, np.ndarray]], k: int,
-                 tie_rank: np.ndarray, exclude: np.ndarray | None = None
-                 ) -> tuple[np.ndarray, np.ndarray]:
+def exact_search(queries: np.ndarray, corpus_chunks: Iterator[tuple[int, Any]], k: int,
+                 tie_rank: np.ndarray, exclude: np.ndarray | None = None,
+                 score: Callable[[np.ndarray, Any], np.ndarray] | None = None,
+                 query_block: int = QUERY_BLOCK) -> tuple[np.ndarray, np.ndarray]:
   """The `k` documents of highest dot product with each query, over a corpus given in chunks.
 
   Args:
@@ -450,28 +452,34 @@ def exact_search(queries: np.ndarray, corpus_chunks: Iterator[tuple[int, np.ndar
     tie_rank: int64 [D] (`tie_ranks`): the order of equal scores.
     exclude: int64 [Q]: the index of a document never returned for that query (its own id), or
       -1; None: none.
+    score: (queries [q, ...], chunk) -> float32 [q, C] scores; None: the dot product of
+      `queries` float32 [Q, H] with a chunk float32 [C, H]. (The multi-vector search passes
+      query indices as `queries` and (token vectors, mask) chunks.)
+    query_block: queries scored against a chunk at a time.
 
   Returns:
     (scores float32 [Q, min(k, D)], indices int64 [Q, min(k, D)]), best first; an excluded
     document's place holds score -inf (only when fewer than k others exist).
   """
-  queries = np.asarray(queries, np.float32)
+  if score is None:
+    queries = np.asarray(queries, np.float32)
+    score = lambda block, chunk: block @ np.asarray(chunk, np.float32).T
   num_queries = len(queries)
   top_scores = np.zeros((num_queries, 0), np.float32)
   top_indices = np.zeros((num_queries, 0), np.int64)
   for start, chunk in corpus_chunks:
-    chunk = np.asarray(chunk, np.float32)
-    ids = np.arange(start, start + len(chunk), dtype=np.int64)
+    size = len(chunk[0]) if isinstance(chunk, tuple) else len(chunk)
+    ids = np.arange(start, start + size, dtype=np.int64)
     new_scores, new_indices = [], []
-    for q0 in range(0, num_queries, QUERY_BLOCK):
-      block = queries[q0:q0 + QUERY_BLOCK]
-      scores = block @ chunk.T  # [q, C]
+    for q0 in range(0, num_queries, query_block):
+      block = queries[q0:q0 + query_block]
+      scores = np.array(score(block, chunk), np.float32)  # [q, C]
       if exclude is not None:
-        own = exclude[q0:q0 + QUERY_BLOCK]
-        rows = np.flatnonzero((own >= start) & (own < start + len(chunk)))
+        own = exclude[q0:q0 + query_block]
+        rows = np.flatnonzero((own >= start) & (own < start + size))
         scores[rows, own[rows] - start] = -np.inf
-      candidates = np.concatenate([top_scores[q0:q0 + QUERY_BLOCK], scores], axis=1)
-      candidate_ids = np.concatenate([top_indices[q0:q0 + QUERY_BLOCK],
+      candidates = np.concatenate([top_scores[q0:q0 + query_block], scores], axis=1)
+      candidate_ids = np.concatenate([top_indices[q0:q0 + query_block],
                                       np.broadcast_to(ids, scores.shape)], axis=1)
       best = select_top(candidates, candidate_ids, k, tie_rank)
       new_scores.append(best[0])
@@ -539,6 +547,119 @@ def search(embed: Embed, data: RetrievalSet, top_k: int = TOP_K,
   return ranking
 
 
+# --------------------------------------------------------------------------------------------
+# Multi-vector (ColBERT) search: exact MaxSim.
+
+MULTI_QUERY_BLOCK = 256  # Queries scored against a corpus chunk at a time (multi-vector).
+# The most token-vector bytes an exact multi-vector search holds at once without an explicit
+# --corpus_chunk: one chunk of the corpus's [C, T, D] float32 vectors.
+EXACT_BYTES = 1 << 30
+
+
+def multi_chunk_size(num_documents: int, max_seq_length: int, dim: int, corpus_chunk: int
+                     ) -> int:
+  """Documents a multi-vector search embeds and scores at a time: `corpus_chunk`, or (0) the
+  whole corpus when its token vectors fit `EXACT_BYTES`.
+
+  Raises:
+    ElectraError: corpus_chunk below 0, or 0 for a corpus whose vectors do not fit.
+  """
+  if corpus_chunk < 0:
+    raise ElectraError(f"corpus_chunk={corpus_chunk} must be 0 (the whole corpus at once) or a "
+                       "number of documents")
+  if corpus_chunk:
+    return corpus_chunk
+  need = num_documents * max_seq_length * dim * 4
+  if need > EXACT_BYTES:
+    fits = max(1, EXACT_BYTES // (max_seq_length * dim * 4))
+    raise ElectraError(
+        f"the corpus's {num_documents} documents x {max_seq_length} tokens x {dim} dimensions "
+        f"are {need / 2**30:.1f} GiB of token vectors, more than the "
+        f"{EXACT_BYTES / 2**30:.0f} GiB an exact MaxSim search holds at once; pass a chunk "
+        f"size (--corpus_chunk={fits}, --config.corpus_chunk={fits}: documents embedded and "
+        "searched at a time)")
+  return max(1, num_documents)
+
+
+def maxsim_scores(queries: tuple[np.ndarray, np.ndarray],
+                  documents: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
+  """float32 [Q, C] MaxSim of (vectors [Q, Tq, D], mask [Q, Tq]) queries with (vectors
+  [C, Td, D], mask [C, Td]) documents (`late.maxsim_blocked`, jitted)."""
+  return np.asarray(_maxsim_jit(*queries, *documents))
+
+
+def _maxsim(qv, qm, dv, dm):
+  from electra_jax.finetune.embed import late  # pylint: disable=import-outside-toplevel
+  return late.maxsim_blocked(qv, qm, dv, dm)
+
+
+def _maxsim_jit(*args):
+  import jax  # pylint: disable=import-outside-toplevel
+  global _MAXSIM_COMPILED
+  if _MAXSIM_COMPILED is None:
+    _MAXSIM_COMPILED = jax.jit(_maxsim)
+  return _MAXSIM_COMPILED(*args)
+
+
+_MAXSIM_COMPILED = None
+
+
+def pair_maxsim(queries: tuple[np.ndarray, np.ndarray], documents: tuple[np.ndarray, np.ndarray]
+                ) -> np.ndarray:
+  """float32 [N]: the MaxSim of query i with document i ((vectors, mask) each, N rows)."""
+  import jax  # pylint: disable=import-outside-toplevel
+  from electra_jax.finetune.embed import late  # pylint: disable=import-outside-toplevel
+  (qv, qm), (dv, dm) = queries, documents
+  return np.asarray(jax.jit(late.candidate_maxsim)(qv, qm, dv[:, None], dm[:, None]))[:, 0]
+
+
+def _checked_vectors(vectors: np.ndarray, mask: np.ndarray, texts: Sequence[str], what: str
+                     ) -> tuple[np.ndarray, np.ndarray]:
+  bad = ~np.isfinite(vectors).all(axis=(1, 2))
+  if bad.any():
+    raise ElectraError(f"the token vectors of {int(bad.sum())} of {len(texts)} {what} are not "
+                       "finite (NaN or inf), e.g. of "
+                       f"{texts[int(np.flatnonzero(bad)[0])][:60]!r}; the model's weights have "
+                       "diverged")
+  return vectors, mask
+
+
+def search_multi(embedder: Any, data: RetrievalSet, top_k: int = TOP_K, batch_size: int = 64,
+                 corpus_chunk: int = 0) -> dict[str, list[tuple[str, float]]]:
+  """`search` for a ColBERT model (`model.MultiVectorTextEmbedder`): the exact top `top_k`
+  documents of each judged query by MaxSim, the corpus embedded and scored `corpus_chunk`
+  documents at a time (`multi_chunk_size`), a progress line about every 10 s."""
+  size = multi_chunk_size(len(data.doc_texts), embedder.max_seq_length, embedder.dim,
+                          corpus_chunk)
+  queries = _checked_vectors(*embedder.encode(data.query_texts, query=True,
+                                              batch_size=batch_size), data.query_texts,
+                             "queries")
+  position = {doc_id: i for i, doc_id in enumerate(data.doc_ids)}
+  exclude = np.array([position.get(q, -1) for q in data.query_ids], np.int64)
+
+  def chunks():
+    begin = last = time.perf_counter()
+    texts = data.doc_texts
+    for start in range(0, len(texts), size):
+      chunk = list(texts[start:start + size])
+      yield start, _checked_vectors(*embedder.encode(chunk, query=False,
+                                                     batch_size=batch_size),
+                                    chunk, "documents")
+      now, done = time.perf_counter(), start + len(chunk)
+      if now - last >= PROGRESS_SECONDS or done == len(texts):
+        logging.info("retrieval: %d/%d documents embedded and searched by MaxSim (%.0f "
+                     "documents/s)", done, len(texts), done / max(now - begin, 1e-9))
+        last = now
+
+  score = lambda rows, chunk: maxsim_scores((queries[0][rows], queries[1][rows]), chunk)
+  scores, indices = exact_search(np.arange(len(data.query_ids)), chunks(), top_k,
+                                 tie_ranks(data.doc_ids), exclude, score=score,
+                                 query_block=MULTI_QUERY_BLOCK)
+  return {query_id: [(data.doc_ids[i], float(s))
+                     for s, i in zip(scores[row], indices[row]) if s != -np.inf]
+          for row, query_id in enumerate(data.query_ids)}
+
+
 def retrieval_metrics(qrels: dict[str, dict[str, int]],
                       ranking: dict[str, list[tuple[str, float]]]) -> dict[str, float]:
   """The four retrieval metrics of `ranking` (best first per query) by pytrec_eval, each the
@@ -573,13 +694,15 @@ def trec_run(ranking: dict[str, list[tuple[str, float]]], tag: str = RUN_TAG) ->
 # Both, with the files.
 
 
-def evaluate(embed: Embed, sts_file: str = "", retrieval_dir: str = "",
+def evaluate(embed: Embed | Any, sts_file: str = "", retrieval_dir: str = "",
              output_dir: str | None = None, batch_size: int = 64,
-             top_k: int = TOP_K) -> dict[str, float]:
+             top_k: int = TOP_K, corpus_chunk: int = 0) -> dict[str, float]:
   """The STS and retrieval metrics of the embeddings `embed` gives.
 
   Args:
-    embed: texts -> float32 [N, H] L2-normalised embeddings, in the texts' order.
+    embed: texts -> float32 [N, H] L2-normalised embeddings, in the texts' order; or a ColBERT
+      model (`model.MultiVectorTextEmbedder`, `vectors == "multi"`): retrieval by exact MaxSim
+      (`search_multi`), STS by the MaxSim of sentence1 as a query with sentence2 as a document.
     sts_file: an STS file (`read_sts`); "" skips STS.
     retrieval_dir: a directory in the BEIR layout (`read_retrieval`); "" skips retrieval.
     output_dir: where run.trec (with retrieval) and metrics.json are written; None: nowhere.
@@ -587,6 +710,9 @@ def evaluate(embed: Embed, sts_file: str = "", retrieval_dir: str = "",
       documents at a time (the unit of the search's memory), the STS sentences and the queries
       each in one call.
     top_k: documents ranked per query (run.trec's depth), at least 100.
+    corpus_chunk: documents embedded and searched at a time; 0: single vectors
+      `batch_size * CHUNK_BATCHES`, multi-vector the whole corpus if its token vectors fit
+      `EXACT_BYTES` (else an error asking for a chunk size).
 
   Returns:
     {"sts/spearman", "sts/pearson"} with `sts_file`, and {"retrieval/ndcg@10",
@@ -607,8 +733,20 @@ def evaluate(embed: Embed, sts_file: str = "", retrieval_dir: str = "",
   # Read everything first: bad input fails before any embedding.
   pairs = read_sts(sts_file) if sts_file else None
   data = read_retrieval(retrieval_dir) if retrieval_dir else None
+  multi = getattr(embed, "vectors", "single") == "multi"
+  if multi and data is not None:  # A corpus too large for one chunk fails now.
+    multi_chunk_size(len(data.doc_texts), embed.max_seq_length, embed.dim, corpus_chunk)
+  if corpus_chunk < 0:
+    raise ElectraError(f"corpus_chunk={corpus_chunk} must be 0 or a number of documents")
   results: dict[str, float] = {}
-  if pairs is not None:
+  if pairs is not None and multi:
+    queries = embed.encode(pairs.sentences1, query=True, batch_size=batch_size)
+    documents = embed.encode(pairs.sentences2, query=False, batch_size=batch_size)
+    similarities = pair_maxsim(queries, documents)
+    results.update(sts_metrics(similarities, pairs.scores))
+    logging.info("sts: %d pairs of %s (MaxSim): spearman %.4f, pearson %.4f",
+                 len(pairs.scores), pairs.path, results["sts/spearman"], results["sts/pearson"])
+  elif pairs is not None:
     unique = list(dict.fromkeys(pairs.sentences1 + pairs.sentences2))
     row = {text: i for i, text in enumerate(unique)}
     embeddings = _checked(embed(unique), unique, "STS sentences")
@@ -624,7 +762,10 @@ def evaluate(embed: Embed, sts_file: str = "", retrieval_dir: str = "",
       logging.warning("retrieval: %d of %d queries of %s have no relevant document (every "
                       "judgment 0); they count as 0 in each metric, as in BEIR", unjudged,
                       len(data.query_ids), data.qrels_path)
-    ranking = search(embed, data, top_k, batch_size * CHUNK_BATCHES)
+    if multi:
+      ranking = search_multi(embed, data, top_k, batch_size, corpus_chunk)
+    else:
+      ranking = search(embed, data, top_k, corpus_chunk or batch_size * CHUNK_BATCHES)
     results.update(retrieval_metrics(data.qrels, ranking))
     logging.info("retrieval: %d queries, %d documents of %s: %s", len(data.query_ids),
                  len(data.doc_ids), data.directory,

@@ -11,6 +11,9 @@ twice in a batch is never a negative of itself.
                   symmetric: also positive i against every anchor (the mean of both directions).
   cosent_loss     scored pairs (CoSENT, sentence-transformers' CoSENTLoss): log(1 + sum over the
                   pairs (i, j) with score_i > score_j of exp(scale * (cos_j - cos_i))).
+  distill         a teacher's scores of each anchor's own candidates (positive and hard
+                  negatives; sentence-transformers' DistillKLDivLoss): the KL divergence from
+                  softmax(teacher / t) to softmax(cosine / t), times t^2 (`late.kl_losses`)
   matryoshka      a loss summed over nested prefixes of the embedding (each prefix re-normalised),
                   as sentence-transformers' MatryoshkaLoss with equal weights.
 
@@ -27,22 +30,11 @@ from collections.abc import Callable, Sequence
 import jax
 import jax.numpy as jnp
 
+from electra_jax.finetune.embed import late
 from electra_jax.finetune.embed import model as model_lib
 
-LOSSES = ("infonce", "cosent")  # config.loss choices.
+LOSSES = ("infonce", "cosent", "distill")  # config.loss choices.
 DEFAULT_SCALE = 20.0  # config.scale: logits are scale * cosine (sentence-transformers' 20).
-
-
-def _masked_cross_entropy(logits: jax.Array, target: jax.Array, masked: jax.Array
-                          ) -> tuple[jax.Array, jax.Array]:
-  """(float32 [B] -log softmax(logits)[i, target_i] with the `masked` [B, C] candidates left
-  out, float32 [B] 1.0 where the target has the highest logit of the candidates kept)."""
-  logits = jnp.where(masked, -jnp.inf, logits)
-  rows = jnp.arange(logits.shape[0])
-  chosen = logits[rows, target]
-  losses = jax.nn.logsumexp(logits, axis=-1) - chosen
-  correct = (jnp.argmax(logits, axis=-1) == target).astype(jnp.float32)
-  return losses, correct
 
 
 def infonce_losses(embeddings: jax.Array, text_ids: jax.Array, scale: float = DEFAULT_SCALE,
@@ -73,12 +65,12 @@ def infonce_losses(embeddings: jax.Array, text_ids: jax.Array, scale: float = DE
   columns = jnp.arange(candidates.shape[0])
   masked = ((candidate_ids[None, :] == text_ids[:, 1:2])
             & (columns[None, :] != target[:, None]))  # [B, B(S-1)]
-  losses, correct = _masked_cross_entropy(scale * anchors @ candidates.T, target, masked)
+  losses, correct = late.masked_cross_entropy(scale * anchors @ candidates.T, target, masked)
   if not symmetric:
     return losses, correct
   rows = jnp.arange(batch)
   masked_back = (text_ids[None, :, 0] == text_ids[:, 0:1]) & (rows[None, :] != rows[:, None])
-  back, _ = _masked_cross_entropy(scale * positives @ anchors.T, rows, masked_back)
+  back, _ = late.masked_cross_entropy(scale * positives @ anchors.T, rows, masked_back)
   return (losses + back) / 2.0, correct
 
 
@@ -115,37 +107,66 @@ def matryoshka(loss: Callable[[jax.Array], jax.Array], embeddings: jax.Array,
 
 @dataclasses.dataclass(frozen=True)
 class Objective:
-  """The loss a run trains with (config.loss, scale, symmetric, matryoshka_dims).
+  """The loss a run trains with (config.loss, scale, symmetric, matryoshka_dims, vectors,
+  maxsim_scale, distill_temperature).
 
   Attributes:
     loss: one of `LOSSES`.
-    scale: logits are scale * cosine.
-    symmetric: infonce in both directions.
+    scale: single vectors: logits are scale * cosine.
+    symmetric: infonce in both directions (single vectors).
     dims: the Matryoshka prefixes the loss is summed over; (): the whole embedding.
+    vectors: "single" (one unit vector a text) or "multi" (ColBERT: one a token, MaxSim).
+    maxsim_scale: multi-vector infonce: logits are maxsim_scale * MaxSim.
+    temperature: distill: divides the student's and the teacher's scores before softmax.
   """
   loss: str = "infonce"
   scale: float = DEFAULT_SCALE
   symmetric: bool = False
   dims: tuple[int, ...] = ()
+  vectors: str = "single"
+  maxsim_scale: float = late.MAXSIM_SCALE
+  temperature: float = 1.0
 
   def __call__(self, embeddings: jax.Array, text_ids: jax.Array,
-               scores: jax.Array | None = None) -> tuple[jax.Array, jax.Array | None]:
+               scores: jax.Array | None = None, score_mask: jax.Array | None = None,
+               teacher: jax.Array | None = None) -> tuple[jax.Array, jax.Array | None]:
     """(float32 [] the batch's loss, float32 [B] 1.0 where the anchor's positive is its
-    nearest candidate, on the whole embedding (infonce; None for cosent)).
+    nearest candidate (infonce; distill: where the student's best candidate is the
+    teacher's), on the whole embedding; None for cosent).
 
-    The batch's loss: infonce the mean over rows of `infonce_losses`, cosent `cosent_loss`;
+    The batch's loss: infonce the mean over rows of `infonce_losses` (multi:
+    `late.contrastive_losses`), cosent `cosent_loss`, distill the mean of `late.kl_losses`;
     summed over the Matryoshka prefixes (`matryoshka`).
 
     Args:
-      embeddings: float [B, S, D] unit vectors (see `infonce_losses`).
+      embeddings: float [B, S, D] unit vectors (see `infonce_losses`); multi: float
+        [B, S, T, D] unit token vectors.
       text_ids: int [B, S]: equal ids, equal texts.
       scores: float [B] the pairs' scores (cosent).
+      score_mask: multi: int [B, S, T], non-zero where a token vector is scored.
+      teacher: distill: float [B, S - 1], the teacher's score of each candidate.
     """
+    if self.loss not in LOSSES:
+      raise ValueError(f"loss={self.loss!r}; choose one of {', '.join(LOSSES)}")
+    if self.vectors == "multi":
+      if self.loss == "distill":
+        losses, agree = late.distill_losses(embeddings, score_mask, teacher, self.temperature)
+        return jnp.mean(losses), agree
+      losses, correct = late.contrastive_losses(embeddings, score_mask, text_ids,
+                                                self.maxsim_scale)
+      return jnp.mean(losses), correct
     if self.loss == "cosent":
       return matryoshka(lambda e: cosent_loss(e, scores, self.scale), embeddings,
                         self.dims), None
-    if self.loss != "infonce":
-      raise ValueError(f"loss={self.loss!r}; choose one of {', '.join(LOSSES)}")
+    if self.loss == "distill":
+      def distill(e):
+        cosine = jnp.einsum("bd,bcd->bc", e[:, 0].astype(jnp.float32),
+                            e[:, 1:].astype(jnp.float32))
+        return late.kl_losses(cosine, teacher, self.temperature)
+      losses, agree = distill(embeddings)
+      if not self.dims:
+        return jnp.mean(losses), agree
+      return matryoshka(lambda e: jnp.mean(distill(e)[0]), embeddings, self.dims), agree
     infonce = lambda e: infonce_losses(e, text_ids, self.scale, self.symmetric)
     losses, correct = infonce(embeddings)
     if not self.dims:

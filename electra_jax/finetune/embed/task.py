@@ -52,6 +52,7 @@ from electra_jax.finetune import task as task_lib
 from electra_jax.finetune.batches import INPUT_KEYS, packed_examples
 from electra_jax.finetune.embed import data as data_lib
 from electra_jax.finetune.embed import evaluation
+from electra_jax.finetune.embed import late
 from electra_jax.finetune.embed import losses as losses_lib
 from electra_jax.finetune.embed import model as model_lib
 from electra_jax.finetune.recipe import (TRAINING_RANGES, Hyperparameters, check_all,
@@ -64,7 +65,10 @@ from electra_jax.training import pretrained as pretrained_lib
 
 NAME = model_lib.TASK  # The unit's directory under the workdir and its key in results.json.
 NUM_EPOCHS = 1.0  # Epochs when config.num_epochs is -1 (sentence-transformers' default).
-EMBED_RANGES = (*TRAINING_RANGES, ("scale", "(0, inf)"), ("cache_chunk", "[0, inf)"))
+EMBED_RANGES = (*TRAINING_RANGES, ("scale", "(0, inf)"), ("cache_chunk", "[0, inf)"),
+                ("colbert_dim", "[1, inf)"), ("query_length", "[4, inf)"),
+                ("maxsim_scale", "(0, inf)"), ("distill_temperature", "(0, inf)"),
+                ("corpus_chunk", "[0, inf)"))
 DEV_METRICS = ("dev/loss", "dev/accuracy")
 
 
@@ -76,7 +80,8 @@ def fields_of(config: ml_collections.ConfigDict) -> data_lib.Fields:
   return data_lib.Fields(anchor=config.anchor_field.strip(),
                          positive=config.positive_field.strip(),
                          negatives=data_lib.parse_fields(config.negative_fields),
-                         score=config.score_field.strip())
+                         score=config.score_field.strip(),
+                         teacher_scores=config.teacher_scores_field.strip())
 
 
 def matryoshka_dims(config: ml_collections.ConfigDict) -> tuple[int, ...]:
@@ -95,7 +100,14 @@ def matryoshka_dims(config: ml_collections.ConfigDict) -> tuple[int, ...]:
 def objective_of(config: ml_collections.ConfigDict) -> losses_lib.Objective:
   """The loss the run trains with."""
   return losses_lib.Objective(loss=config.loss, scale=float(config.scale),
-                              symmetric=bool(config.symmetric), dims=matryoshka_dims(config))
+                              symmetric=bool(config.symmetric), dims=matryoshka_dims(config),
+                              vectors=config.vectors, maxsim_scale=float(config.maxsim_scale),
+                              temperature=float(config.distill_temperature))
+
+
+def is_multi(config: ml_collections.ConfigDict) -> bool:
+  """Whether the run trains a ColBERT (multi-vector) model."""
+  return config.vectors == "multi"
 
 
 def validate(config: ml_collections.ConfigDict, inputs: bool = True) -> None:
@@ -107,7 +119,35 @@ def validate(config: ml_collections.ConfigDict, inputs: bool = True) -> None:
   model_lib.check_pooling(config.pooling)
   matryoshka_dims(config)
   cosent = config.loss == "cosent"
+  distill = config.loss == "distill"
+  multi = is_multi(config)
   check_all([
+      (config.vectors in late.VECTORS,
+       f"--config.vectors={config.vectors!r}; choose one of {', '.join(late.VECTORS)}"),
+      (not multi or not cosent,
+       "--config.loss=cosent scores pairs by one vector each; with --config.vectors=multi use "
+       "--config.loss=infonce or distill"),
+      (not multi or not config.matryoshka_dims,
+       "--config.matryoshka_dims cuts single vectors; a ColBERT model (--config.vectors=multi) "
+       "sets its vectors' length with --config.colbert_dim: drop --config.matryoshka_dims"),
+      (not multi or not config.symmetric,
+       "--config.symmetric=True scores positives against anchors; ColBERT's MaxSim is "
+       "asymmetric (queries against documents): drop it with --config.vectors=multi"),
+      (not multi or not config.packing,
+       "--config.packing=True with --config.vectors=multi: a ColBERT query's [MASK] expansion "
+       "is scored but not attended to, which packed rows cannot hold; set "
+       "--config.packing=False"),
+      (not distill or bool(fields.teacher_scores),
+       "--config.loss=distill learns a teacher's scores: pass --config.teacher_scores_field="
+       "<the field of each row's scores, one per candidate>"),
+      (not distill or bool(fields.negatives),
+       "--config.loss=distill ranks each anchor's own candidates, which needs two at least: "
+       "pass --config.negative_fields (the hard negatives the teacher scored)"),
+      (distill or not fields.teacher_scores,
+       f"--config.teacher_scores_field={fields.teacher_scores!r} is for --config.loss=distill; "
+       "pass it, or --config.teacher_scores_field=\"\""),
+      (not distill or not config.symmetric,
+       "--config.symmetric=True is infonce's; drop it with --config.loss=distill"),
       (config.loss in losses_lib.LOSSES,
        f"--config.loss={config.loss!r}; choose one of {', '.join(losses_lib.LOSSES)}"),
       (config.batch_size >= 2,
@@ -162,6 +202,7 @@ def embed_in_chunks(embed: EmbedFn, params: Any, inputs: dict[str, jax.Array],
   n = inputs["input_ids"].shape[0]
   if chunk <= 0 or chunk >= n:
     return embed(params, inputs, rng)
+  # (Each text's output may be [D] or, for a ColBERT model, [T, D].)
   count = -(-n // chunk)
   extra = count * chunk - n
 
@@ -175,17 +216,19 @@ def embed_in_chunks(embed: EmbedFn, params: Any, inputs: dict[str, jax.Array],
   chunks = {k: split(v) for k, v in inputs.items()}
   keys = jax.vmap(lambda c: jax.random.fold_in(rng, c))(jnp.arange(count))
   out = jax.lax.map(lambda xs: one(params, xs[0], xs[1]), (chunks, keys))  # [C, chunk, D]
-  return jnp.swapaxes(out, 0, 1).reshape(count * chunk, -1)[:n]
+  return jnp.swapaxes(out, 0, 1).reshape(count * chunk, *out.shape[2:])[:n]
 
 
-def make_loss_fn(model: model_lib.Embedder, objective: losses_lib.Objective, cache_chunk: int):
+def make_loss_fn(model: model_lib.Embedder | model_lib.MultiVectorEmbedder,
+                 objective: losses_lib.Objective, cache_chunk: int):
   """The trainer's loss_fn (params, batch, rng, deterministic, step) -> (loss, metrics, {}).
 
   A padded batch: INPUT_KEYS int [B, S, T] (each row's S texts: anchor, positive, negatives),
   "text_ids" int [B, S], "scores" float [B] (cosent). A packed batch: INPUT_KEYS [R, T] with
-  `finetune.batches.PACKED_KEYS` [B x S] (the texts in row order). Metrics: "loss" (the
-  batch's loss) and, for infonce, "accuracy" (the share of anchors whose positive scored
-  highest)."""
+  `finetune.batches.PACKED_KEYS` [B x S] (the texts in row order). A ColBERT model's batch
+  also has "score_mask" int [B, S, T]; distillation "teacher_scores" float [B, S - 1].
+  Metrics: "loss" (the batch's loss) and, for infonce, "accuracy" (the share of anchors whose
+  positive scored highest; distill: whose best candidate is the teacher's)."""
 
   def embed(params, inputs, rng, deterministic=False, examples=None):
     return model.apply({"params": params}, *(inputs[k] for k in INPUT_KEYS),
@@ -201,8 +244,9 @@ def make_loss_fn(model: model_lib.Embedder, objective: losses_lib.Objective, cac
       inputs = {k: batch[k].reshape(rows * texts, -1) for k in INPUT_KEYS}
       flat = embed_in_chunks(lambda p, x, r: embed(p, x, r, deterministic), params, inputs,
                              rng, cache_chunk)
-    embeddings = flat.reshape(rows, texts, -1)
-    loss, correct = objective(embeddings, batch["text_ids"], batch.get("scores"))
+    embeddings = flat.reshape(rows, texts, *flat.shape[1:])
+    loss, correct = objective(embeddings, batch["text_ids"], batch.get("scores"),
+                              batch.get("score_mask"), batch.get("teacher_scores"))
     metrics = {"loss": metrics_lib.ratio(loss, 1.0)}
     if correct is not None:
       metrics["accuracy"] = metrics_lib.ratio(jnp.sum(correct), rows)
@@ -214,20 +258,29 @@ def make_loss_fn(model: model_lib.Embedder, objective: losses_lib.Objective, cac
 def build_setup(config: ml_collections.ConfigDict, encoder: Any, hyper: Hyperparameters,
                 num_train_steps: int, *, scored: bool,
                 encoder_name: str = pretrained_lib.DEFAULT_ENCODER["network"],
-                devices=None) -> FinetuneSetup:
+                devices=None, restored_groups: tuple[str, ...] = ()) -> FinetuneSetup:
   """The `Embedder`, the layer-wise-decay optimizer and the jitted steps of `config`'s loss
   (`make_loss_fn`) over `num_train_steps`: what `EmbedTask.prepare` trains with, and what the
   benchmark times and compiles for a TPU slice (`devices`). Batches: INPUT_KEYS int [B, S, T]
   (packing: [R, T]), text_ids int [B, S] and, when `scored` (cosent), scores float [B]."""
-  model = model_lib.Embedder(encoder, encoder_name=encoder_name, pooling=config.pooling)
+  if is_multi(config):
+    model = model_lib.MultiVectorEmbedder(encoder, encoder_name=encoder_name,
+                                          colbert_dim=config.colbert_dim)
+  else:
+    model = model_lib.Embedder(encoder, encoder_name=encoder_name, pooling=config.pooling)
   ranks = {**{k: 2 if config.packing else 3 for k in INPUT_KEYS}, "text_ids": 2}
   if scored:
     ranks["scores"] = 1
+  if is_multi(config):
+    ranks["score_mask"] = 3
+  if config.loss == "distill":
+    ranks["teacher_scores"] = 2
   trainer = build_trainer(config, encoder, hyper, num_train_steps,
                           init_params_fn(model, config.max_seq_length),
                           make_loss_fn(model, objective_of(config), config.cache_chunk), ranks,
                           devices)
-  return FinetuneSetup(model=model, trainer=trainer, encoder_name=encoder_name)
+  return FinetuneSetup(model=model, trainer=trainer, encoder_name=encoder_name,
+                       restored_groups=restored_groups)
 
 
 # --------------------------------------------------------------------------------------------
@@ -255,9 +308,29 @@ def dev_metrics(objective: losses_lib.Objective, embeddings: np.ndarray,
     if hits is not None:
       correct += float(jnp.sum(hits))
   out = {"dev/loss": loss / rows}
-  if objective.loss == "infonce":
+  if objective.loss != "cosent":
     out["dev/accuracy"] = correct / rows
   return out
+
+
+def dev_metrics_multi(objective: losses_lib.Objective, embedder: model_lib.MultiVectorTextEmbedder,
+                      dev: data_lib.Features, batch_size: int) -> dict[str, float]:
+  """`dev_metrics` of a ColBERT model: the dev rows' token vectors computed batch by batch
+  (their laid-out inputs, dropout off), the loss as training computes it."""
+  rows, texts, width = dev.input_ids.shape
+  loss = correct = 0.0
+  for part in np.array_split(np.arange(rows), max(1, rows // batch_size)):
+    flat = lambda x: x[part].reshape(len(part) * texts, width)
+    vectors = embedder.apply({"input_ids": flat(dev.input_ids),
+                              "input_mask": flat(dev.input_mask).astype(np.int32),
+                              "segment_ids": np.zeros((len(part) * texts, width), np.int32)})
+    teacher = None if dev.teacher_scores is None else jnp.asarray(dev.teacher_scores[part])
+    value, hits = objective(jnp.asarray(vectors.reshape(len(part), texts, width, -1)),
+                            jnp.asarray(dev.text_ids[part]), None,
+                            jnp.asarray(dev.score_mask[part]), teacher)
+    loss += float(value) * len(part)
+    correct += float(jnp.sum(hits))
+  return {"dev/loss": loss / rows, "dev/accuracy": correct / rows}
 
 
 @dataclasses.dataclass
@@ -267,7 +340,8 @@ class EmbedData:
   train_rows: int
   texts_per_row: int  # S: anchor, positive and hard negatives.
   dev: data_lib.Features | None
-  embedder: model_lib.TextEmbedder  # The training encoder, dropout off, unpacked rows.
+  # The training encoder, dropout off, unpacked rows (a ColBERT model's for vectors=multi).
+  embedder: model_lib.TextEmbedder | model_lib.MultiVectorTextEmbedder
   objective: losses_lib.Objective
   epoch_steps: tuple[int, ...]  # The step that ends each whole epoch.
 
@@ -290,12 +364,16 @@ def measure(run: task_lib.Run, prepared: task_lib.Prepared, state: Any,
   encode = lambda texts: own.embedder.encode(texts, batch_size=config.eval_batch_size,
                                              progress="embedding")
   metrics = {}
-  if own.dev is not None:
+  if own.dev is not None and is_multi(config):
+    metrics.update(dev_metrics_multi(own.objective, own.embedder, own.dev, config.batch_size))
+  elif own.dev is not None:
     metrics.update(dev_metrics(own.objective, encode(own.dev.texts), own.dev,
                                config.batch_size))
   if config.sts_file or config.retrieval_dir:
-    metrics.update(evaluation.evaluate(encode, config.sts_file, config.retrieval_dir,
-                                       output_dir, config.eval_batch_size))
+    metrics.update(evaluation.evaluate(own.embedder if is_multi(config) else encode,
+                                       config.sts_file, config.retrieval_dir, output_dir,
+                                       config.eval_batch_size,
+                                       corpus_chunk=config.corpus_chunk))
   return metrics
 
 
@@ -307,12 +385,39 @@ def primary_metric(config: ml_collections.ConfigDict) -> str:
   return "sts/spearman" if config.sts_file else "dev/loss"
 
 
-def model_meta(config: ml_collections.ConfigDict) -> dict[str, Any]:
+def model_meta(config: ml_collections.ConfigDict,
+               markers: late.Markers | None = None) -> dict[str, Any]:
   """The "finetuned" meta of a saved embedding model (`load_embedder` and the
-  sentence-transformers export read it)."""
-  return {"task": NAME, "pooling": config.pooling, "normalized": True,
+  sentence-transformers export read it); a ColBERT model's also has vectors "multi", its
+  markers' ids, query_length and colbert_dim."""
+  meta = {"task": NAME, "pooling": config.pooling, "normalized": True,
           "max_seq_length": int(config.max_seq_length),
-          "matryoshka_dims": list(matryoshka_dims(config)), "loss": config.loss}
+          "matryoshka_dims": list(matryoshka_dims(config)), "loss": config.loss,
+          "vectors": config.vectors}
+  if is_multi(config):
+    meta.update(markers=markers.to_json(), query_length=int(config.query_length),
+                colbert_dim=int(config.colbert_dim))
+  return meta
+
+
+def with_markers(weights: pretrained_lib.Pretrained, tokenizer_size: int
+                 ) -> tuple[pretrained_lib.Pretrained, late.Markers, bool]:
+  """(the checkpoint as a ColBERT model starts from it, its markers, whether it was one
+  already): a ColBERT `embed` model keeps its own; any other checkpoint gets [Q] and [D] rows
+  after its tokenizer's last id (`late.add_marker_rows`), its model config's vocab_size the
+  table's new size."""
+  trained = weights.finetuned or {}
+  if trained.get("task") == NAME and trained.get("vectors") == "multi":
+    return weights, late.Markers.from_json(trained["markers"]), True
+  table = weights.params["embeddings"]["word_embeddings"]["embedding"]
+  grown, markers = late.add_marker_rows(np.asarray(table), tokenizer_size)
+  params = dict(weights.params)
+  embeddings = dict(params["embeddings"])
+  embeddings["word_embeddings"] = {**embeddings["word_embeddings"], "embedding": grown}
+  params["embeddings"] = embeddings
+  model_config = ml_collections.ConfigDict(weights.model_config.to_dict())
+  model_config.vocab_size = int(grown.shape[0])
+  return dataclasses.replace(weights, params=params, model_config=model_config), markers, False
 
 
 # --------------------------------------------------------------------------------------------
@@ -327,15 +432,38 @@ class EmbedTask(task_lib.Task):
   num_epochs = NUM_EPOCHS
   published_files = (evaluation.RUN_FILE,)
   # Evaluation-only settings: they change what a seed is scored on, never how it trains.
-  rerun_safe_fields = ("sts_file", "retrieval_dir")
+  rerun_safe_fields = ("sts_file", "retrieval_dir", "corpus_chunk")
 
   def validate(self, config: ml_collections.ConfigDict, *, inputs: bool = True) -> None:
     validate(config, inputs)
 
   def start(self, config: ml_collections.ConfigDict, workdir: str) -> task_lib.Run:
-    weights = pretrained_lib.load_pretrained(config.init_checkpoint, ("embeddings", "encoder"))
-    encoder = encoder_config(config, weights.model_config)
+    step_dir = pretrained_lib.find_step_dir(config.init_checkpoint)
+    trained = pretrained_lib.read_meta(step_dir).get("finetuned") or {}
+    was_multi = trained.get("task") == NAME and trained.get("vectors") == "multi"
+    if was_multi and not is_multi(config):
+      raise ElectraError(f"{step_dir} is a ColBERT (multi-vector) model; train it on with "
+                         "--config.vectors=multi, or start from its pretrained encoder")
+    weights = pretrained_lib.load_pretrained(
+        step_dir, ("embeddings", "encoder", "encoder_head") if was_multi else
+        ("embeddings", "encoder"))
     tokenizer = load_tokenizer(config, weights)
+    markers = None
+    self.head = None
+    if is_multi(config):
+      weights, markers, _ = with_markers(weights, tokenizer.vocab_size)
+      self.head = model_lib.COLBERT_GROUP
+      colbert = weights.params.get(model_lib.COLBERT_GROUP)
+      if colbert is not None and np.shape(colbert["kernel"])[1] != config.colbert_dim:
+        raise ElectraError(f"{step_dir} is a ColBERT model with {np.shape(colbert['kernel'])[1]}"
+                           f"-dimensional vectors; pass --config.colbert_dim="
+                           f"{np.shape(colbert['kernel'])[1]} to train it on (or start from "
+                           "its pretrained encoder for another size)")
+    encoder = encoder_config(config, weights.model_config)
+    if is_multi(config) and config.query_length > encoder.max_position_embeddings:
+      raise ElectraError(f"query_length={config.query_length} exceeds the checkpoint's "
+                         f"max_position_embeddings={encoder.max_position_embeddings}; lower "
+                         "--config.query_length")
     too_long = [d for d in matryoshka_dims(config) if d > encoder.hidden_size]
     if too_long:
       raise ElectraError(f"--config.matryoshka_dims={config.matryoshka_dims!r}: "
@@ -350,19 +478,23 @@ class EmbedTask(task_lib.Task):
     if trained.get("task") == NAME and trained.get("pooling") != config.pooling:
       logging.warning("%s was trained with pooling %r; training it on with %r", weights.path,
                       trained.get("pooling"), config.pooling)
-    logging.info("Training embeddings (%s, %s pooling) from %s (step %d, %s, H=%d, L=%d)",
-                 config.loss, config.pooling, weights.path, weights.step,
+    logging.info("Training embeddings (%s, %s) from %s (step %d, %s, H=%d, L=%d)",
+                 config.loss, f"ColBERT, {config.colbert_dim} dimensions a token, [Q] "
+                 f"{markers.query}, [D] {markers.document}" if markers else
+                 f"{config.pooling} pooling", weights.path, weights.step,
                  weights.model_config.architecture, encoder.hidden_size, encoder.num_layers)
-    return task_lib.Run(config, workdir, weights, encoder, tokenizer)
+    return task_lib.Run(config, workdir, weights, encoder, tokenizer, extra=markers)
 
   def prepare(self, run: task_lib.Run, unit: str, hyper: Hyperparameters, *,
               training: bool = True) -> task_lib.Prepared:
     del unit, training
     config, weights = run.config, run.weights
     fields = fields_of(config)
+    layout = (late.Layout(markers=run.extra, query_length=config.query_length,
+                          max_seq_length=config.max_seq_length) if is_multi(config) else None)
     read = lambda path, limit: data_lib.featurize(
         data_lib.read_rows(path, fields, config.file_format).head(limit), run.tokenizer,
-        config.max_seq_length)
+        config.max_seq_length, layout)
     train = read(config.train_file, config.max_train_examples)
     dev = read(config.dev_file, config.max_eval_examples) if config.dev_file else None
     if dev is not None and len(dev.text_ids) < 2:
@@ -371,14 +503,27 @@ class EmbedTask(task_lib.Task):
     rows, texts = train.text_ids.shape
     num_steps = steps_for(rows, hyper.num_epochs, config.batch_size)
     objective = objective_of(config)
+    restored = ((model_lib.COLBERT_GROUP,)
+                if model_lib.COLBERT_GROUP in weights.params and layout else ())
     setup = build_setup(config, run.encoder, hyper, num_steps, scored=train.scores is not None,
-                        encoder_name=weights.encoder_network)
-    evaluator = model_lib.Embedder(dataclasses.replace(run.encoder, packed=False),
-                                   encoder_name=weights.encoder_network, pooling=config.pooling)
-    embedder = model_lib.TextEmbedder(
-        model=evaluator, tokenizer=run.tokenizer, max_seq_length=config.max_seq_length,
-        weights=weights, params={group: weights.params[group]
-                                 for group in ("embeddings", weights.encoder_network)})
+                        encoder_name=weights.encoder_network, restored_groups=restored)
+    groups = ("embeddings", weights.encoder_network)
+    unpacked = dataclasses.replace(run.encoder, packed=False)
+    if layout is not None:
+      params = {group: weights.params[group] for group in groups}
+      # The projection before training (restored, or any: `measure` swaps in the state's).
+      params[model_lib.COLBERT_GROUP] = weights.params.get(model_lib.COLBERT_GROUP) or {
+          "kernel": np.zeros((run.encoder.hidden_size, config.colbert_dim), np.float32)}
+      embedder = model_lib.MultiVectorTextEmbedder(
+          model=model_lib.MultiVectorEmbedder(unpacked, encoder_name=weights.encoder_network,
+                                              colbert_dim=config.colbert_dim),
+          params=params, tokenizer=run.tokenizer, layout=layout, weights=weights)
+    else:
+      evaluator = model_lib.Embedder(unpacked, encoder_name=weights.encoder_network,
+                                     pooling=config.pooling)
+      embedder = model_lib.TextEmbedder(
+          model=evaluator, tokenizer=run.tokenizer, max_seq_length=config.max_seq_length,
+          weights=weights, params={group: weights.params[group] for group in groups})
     logging.info("train: %d rows of %d texts (%d distinct)%s", rows, texts, len(train.texts),
                  f"; dev: {len(dev.text_ids)} rows" if dev is not None else "")
     own = EmbedData(train_rows=rows, texts_per_row=texts, dev=dev, embedder=embedder,
@@ -394,8 +539,11 @@ class EmbedTask(task_lib.Task):
            "input_mask": batch["input_mask"].astype(np.int32),
            "segment_ids": np.zeros(batch["input_ids"].shape, np.int32),
            "text_ids": batch["text_ids"]}
-    if "scores" in batch:
-      out["scores"] = batch["scores"]
+    for key in ("scores", "teacher_scores"):
+      if key in batch:
+        out[key] = batch[key]
+    if "score_mask" in batch:
+      out["score_mask"] = batch["score_mask"].astype(np.int32)
     if prepared.setup.packing:
       for key in INPUT_KEYS:
         out[key] = out[key].reshape(-1, out[key].shape[-1])
@@ -410,6 +558,12 @@ class EmbedTask(task_lib.Task):
   def plan_details(self, run: task_lib.Run) -> str:
     config = run.config
     objective = objective_of(config)
+    if is_multi(config):
+      return (f", ColBERT ({config.colbert_dim} dimensions a token, queries of "
+              f"{config.query_length} positions), {objective.loss} loss"
+              + (f" (MaxSim scale {objective.maxsim_scale:g})" if objective.loss == "infonce"
+                 else f" (temperature {objective.temperature:g})")
+              + (f", {config.cache_chunk} texts a pass" if config.cache_chunk else ""))
     return (f", {objective.loss} loss (scale {objective.scale:g}"
             + (", symmetric" if objective.symmetric else "")
             + (f", matryoshka {','.join(map(str, objective.dims))}" if objective.dims else "")
@@ -446,7 +600,7 @@ class EmbedTask(task_lib.Task):
     return " | ".join(f"{k} {v:.4f}" for k, v in sorted(metrics.items()))
 
   def model_meta(self, run: task_lib.Run, prepared: task_lib.Prepared) -> dict[str, Any]:
-    return model_meta(run.config)
+    return model_meta(run.config, run.extra)
 
   def primary_metric(self, run: task_lib.Run, unit: str) -> str:
     return primary_metric(run.config)
