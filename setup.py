@@ -13,6 +13,9 @@ setuptools.setup(
     install_requires=[
         "absl-py>=2.1,<3",
         "array-record>=0.5,<1",
+        # BM25, the first stage a cross-encoder reranks (python -m electra_jax.embed rerank
+        # --first_stage=bm25, bm25); numpy only.
+        "bm25s>=0.3.16,<0.4",
         "clu>=0.0.12,<0.1",
         "flax>=0.12,<0.13",
         "grain>=0.2.15,<0.3",  # The data loader (electra_jax/data/loader.py, shard_reader.py).

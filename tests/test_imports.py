@@ -254,6 +254,11 @@ FINETUNE = f"{PACKAGE}.finetune"
 FAMILY_REGISTRY = f"{FINETUNE}.families"
 # The core modules that may import a family: the registry alone.
 FAMILY_IMPORTERS = (FAMILY_REGISTRY,)
+# The imports between families that are allowed, (importer family, imported module): the
+# cross-encoder reads the embed family's training rows and scores with its retrieval metrics
+# (issue 59; until those modules move to finetune/shared/).
+FAMILY_EDGES = {(f"{FINETUNE}.rerank", f"{FINETUNE}.embed.data"),
+                (f"{FINETUNE}.rerank", f"{FINETUNE}.embed.evaluation")}
 
 
 def _implements_task(path: str) -> bool:
@@ -291,7 +296,7 @@ def family_violations(imports, families: set[str]) -> list[str]:
     if not imp.importer.startswith(FINETUNE + ".") and imp.importer != FINETUNE:
       continue
     source, target = _family_of(imp.importer, families), _family_of(imp.imported, families)
-    if target is None or source == target:
+    if target is None or source == target or (source, imp.imported) in FAMILY_EDGES:
       continue
     if source is not None:
       violations.append(f"  {imp.importer} -> {imp.imported} (family {source} imports family "
@@ -307,7 +312,7 @@ FAMILIES = _families(MODULES)
 
 def test_the_family_scan_finds_every_family():
   assert FAMILIES == {f"{FINETUNE}.{name}"
-                      for name in ("glue", "qa", "classify", "tagging", "embed")}
+                      for name in ("glue", "qa", "classify", "tagging", "embed", "rerank")}
   assert f"{FINETUNE}.shared" not in FAMILIES
 
 

@@ -34,6 +34,14 @@ HF_HEAD_TYPE = "hf"  # A classifier's `finetuned["head_type"]` with transformers
 # label_scheme and doc_stride), for from-hf to read back.
 FINETUNED_KEY = "electra_jax_finetuned"
 RECORDED_FIELDS = ("max_seq_length", "label_scheme", "doc_stride", "text_fields")
+# A cross-encoder (`finetune.rerank`, meta task "rerank": one output, a relevance logit): its
+# config.json records the task under FINETUNED_KEY (from-hf reads it back as a reranker) and,
+# for sentence-transformers' CrossEncoder, the activation on the logit: Identity, so that
+# CrossEncoder.predict returns the logit electra-jax ranks by (CrossEncoder's default for one
+# label is a sigmoid: the same order).
+RERANK_TASK = "rerank"
+CROSS_ENCODER_KEY = "sentence_transformers"
+CROSS_ENCODER_ACTIVATION = "torch.nn.modules.linear.Identity"
 MAX_SEQ_LENGTH = 512  # from-hf's max_seq_length for a model without FINETUNED_KEY (at most).
 
 
@@ -248,6 +256,9 @@ def label_fields(role: str, problem: str, labels: Sequence[str],
   if role == SEQUENCE_CLASSIFICATION:
     fields["problem_type"] = PROBLEM_TYPES[problem]
   recorded = {k: finetuned[k] for k in RECORDED_FIELDS if finetuned.get(k) is not None}
+  if role == SEQUENCE_CLASSIFICATION and finetuned.get("task") == RERANK_TASK:
+    recorded["task"] = RERANK_TASK
+    fields[CROSS_ENCODER_KEY] = {"activation_fn": CROSS_ENCODER_ACTIVATION}
   if recorded:
     fields[FINETUNED_KEY] = recorded
   return fields
@@ -332,7 +343,9 @@ def finetuned_from_hf_config(hf_config: Mapping[str, Any], role: str) -> dict[st
                          "outputs; electra-jax's regression has one output, so this model "
                          "cannot be converted")
     common["labels"] = []
-  return {"task": "classify", **common, "head_type": HF_HEAD_TYPE, "problem": problem,
+  # A cross-encoder electra-jax exported: a reranker again (its one output a logit).
+  task = RERANK_TASK if (recorded.get("task") == RERANK_TASK and len(labels) == 1) else "classify"
+  return {"task": task, **common, "head_type": HF_HEAD_TYPE, "problem": problem,
           "target_scaling": [0.0, 1.0]}
 
 

@@ -1,10 +1,15 @@
-r"""Sentence embeddings of any checkpoint from the command line: evaluation and encoding.
+r"""Sentence embeddings of any checkpoint from the command line: evaluation and encoding; and
+reranking a first stage with a cross-encoder.
 
   python -m electra_jax.embed evaluate --checkpoint=CKPT [--sts_file=FILE] \
       [--retrieval_dir=DIR] [--output=OUT] [--pooling=mean|cls] [--max_seq_length=N] \
       [--batch_size=64] [--top_k=100] [--dtype=float32|bfloat16]
   python -m electra_jax.embed encode --checkpoint=CKPT --input=FILE --output=emb.npy \
       [--pooling=mean|cls] [--max_seq_length=N] [--batch_size=64] [--dtype=float32|bfloat16]
+  python -m electra_jax.embed rerank --checkpoint=CKPT --retrieval_dir=DIR \
+      (--run=RUN.trec | --first_stage=bm25) [--top_k=100] [--output=OUT] [--max_seq_length=N] \
+      [--batch_size=64] [--dtype=float32|bfloat16]
+  python -m electra_jax.embed bm25 --retrieval_dir=DIR [--top_k=100] [--output=OUT]
 
 --checkpoint: a pretraining workdir (its encoder: ELECTRA's discriminator, an MLM objective's
 encoder), an `embed` fine-tuning run's workdir or saved model, or a `convert from-hf` output
@@ -23,4 +28,19 @@ OUT/metrics.json.
 `encode` writes the float32 [N, H] embeddings of a text file, one text a line (UTF-8; a byte
 order mark and CRLF line ends are fine; an empty line is an error, so that row i is line i + 1),
 in the file's order, as a NumPy .npy file (np.load reads it), written atomically.
+
+`rerank` (electra_jax.finetune.rerank) reorders each judged query's top --top_k documents of a
+first stage, a TREC run file of the retrieval set (--run: e.g. evaluate's run.trec) or BM25's
+(--first_stage=bm25), by a cross-encoder's score of `[CLS] query [SEP] document [SEP]`
+(--checkpoint: a `rerank` run's workdir or saved model, a one-output classifier of
+configs/classify.py, or `convert from-hf` of a transformers sequence classifier with one label,
+e.g. a sentence-transformers CrossEncoder), with a progress line about every 10 s. It prints
+the same metrics as evaluate (the reranked run's, by pytrec_eval) as one JSON line and the first
+stage's nDCG@10 beside the reranked one; with --output=OUT it writes OUT/run.trec (the
+reranked run, each score the model's logit) and OUT/metrics.json. A run line naming a query or
+document the retrieval set does not have, a malformed line, or top_k below 1 is one error.
+
+`bm25` writes BM25's run of the retrieval set (bm25s: Lucene's BM25, k1 1.5, b 0.75, its own
+tokenizer with English stopwords, no stemming; electra_jax.finetune.rerank.first_stage) and its
+metrics, as evaluate does: a first stage for rerank, and a baseline.
 """

@@ -1,8 +1,9 @@
 """`python -m electra_jax.finetune`: the family that the config's `task_family` names (see
 `families`): GLUE (configs/glue.py, see `glue.task`), SQuAD (configs/squad.py, see `qa.task`),
 one's own files (configs/classify.py, see `classify.task`), token classification
-(configs/tag.py, see `tagging.task`) or sentence embeddings (configs/embed.py, see
-`embed.task`), run by the one driver (`driver`)."""
+(configs/tag.py, see `tagging.task`), sentence embeddings (configs/embed.py, see
+`embed.task`) or cross-encoder reranking (configs/rerank.py, see `rerank.task`), run by the one
+driver (`driver`)."""
 
 from absl import app
 from absl import flags
@@ -19,6 +20,7 @@ __doc__ = (families.doc("glue") + "\nSQuAD:\n" + families.doc("squad").split("\n
            + "\nYour own files:\n" + families.doc("classify").split("\n", 1)[1]
            + "\nToken classification:\n" + families.doc("tag").split("\n", 1)[1]
            + "\nSentence embeddings:\n" + families.doc("embed").split("\n", 1)[1]
+           + "\nCross-encoder reranking:\n" + families.doc("rerank").split("\n", 1)[1]
            )  # pylint: disable=redefined-builtin
 
 FLAGS = flags.FLAGS
@@ -27,8 +29,8 @@ FLAGS = flags.FLAGS
 def _define_flags() -> None:
   config_flags.DEFINE_config_file(
       "config", None, "Fine-tuning config (configs/glue.py, configs/squad.py, "
-      "configs/classify.py, configs/tag.py or configs/embed.py); override fields with "
-      "--config.a=v.",
+      "configs/classify.py, configs/tag.py, configs/embed.py or configs/rerank.py); override "
+      "fields with --config.a=v.",
       lock_config=True)
   flags.DEFINE_string("workdir", None, "Directory for results, predictions and TensorBoard logs.")
   flags.DEFINE_bool("allow_config_change", False,

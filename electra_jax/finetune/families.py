@@ -20,12 +20,14 @@ from electra_jax.finetune.classify.task import ClassifyTask
 from electra_jax.finetune.embed.task import EmbedTask
 from electra_jax.finetune.glue.task import GlueTask
 from electra_jax.finetune.qa.task import SquadTask
+from electra_jax.finetune.rerank.task import RerankTask
 from electra_jax.finetune.tagging.task import TagTask
 from electra_jax.finetune.task import Task
 
 # config.task_family -> the family's Task class.
 FAMILIES: dict[str, type[Task]] = {
-    cls.name: cls for cls in (GlueTask, SquadTask, ClassifyTask, TagTask, EmbedTask)
+    cls.name: cls for cls in (GlueTask, SquadTask, ClassifyTask, TagTask, EmbedTask,
+                              RerankTask)
 }
 
 
