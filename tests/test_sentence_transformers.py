@@ -192,9 +192,9 @@ def test_from_hf_refuses_what_electra_jax_cannot_embed_with(pretrained_fast, tmp
                   "type": "sentence_transformers.models.Dense"})
   with open(modules_file, "w", encoding="utf-8-sig", newline="\r\n") as f:  # BOM and CRLF.
     json.dump(modules, f, indent=2)
-  with pytest.raises(ElectraError, match=r"modules.json has a Dense module \("
-                                         r"sentence_transformers.models.Dense\), which "
-                                         r"electra-jax has no counterpart for"):
+  with pytest.raises(ElectraError, match=r"modules.json lists the modules Transformer, "
+                                         r"Pooling, Normalize, Dense; from-hf reads a "
+                                         r"Transformer, a Pooling and an optional Normalize"):
     convert.from_hf(folder, str(tmp_path / "out"))
   assert not (tmp_path / "out").exists()
 

@@ -848,18 +848,76 @@ def _sentence_transformers_from_hf(folder: st_folder.Folder, hf_dir: str, output
           "normalizer to the tokenizer and set do_lower_case to false")
     lowercase = True
   tokenizer = _load_vocab(vocab, lowercase)
-  info = _checked_tokenizer(tokenizer, vocab, lowercase, params, "vocab_size in config.json")
-  finetuned = st_folder.finetuned_meta(settings)
+  encoder = dict(pretrained.DEFAULT_ENCODER)
+  notes = ()
+  if folder.multi is not None:
+    finetuned, colbert, notes = _multi_vector_from_hf(folder, settings, params)
+    params = {**params, "colbert": colbert}
+    encoder["head"] = "colbert"
+    # The markers may sit past the tokenizer's ids: the check counts the ids it has.
+    marker_rows = max(finetuned["markers"].values()) + 1
+    table = params["embeddings"]["word_embeddings"]["embedding"]
+    if table.shape[0] == marker_rows > tokenizer.vocab_size:
+      checked = {**params, "embeddings": {**params["embeddings"], "word_embeddings": {
+          "embedding": table[:tokenizer.vocab_size]}}}
+      info = _checked_tokenizer(tokenizer, vocab, lowercase, checked,
+                                "vocab_size in config.json")
+    else:
+      info = _checked_tokenizer(tokenizer, vocab, lowercase, params,
+                                "vocab_size in config.json")
+  else:
+    info = _checked_tokenizer(tokenizer, vocab, lowercase, params, "vocab_size in config.json")
+    finetuned = st_folder.finetuned_meta(settings)
   step_dir = pretrained.save_pretrained(
       output_dir, params, model_config, info, step=0, overwrite=overwrite,
       source="sentence-transformers:" + os.path.abspath(weights_file),
-      extra_meta={"encoder": dict(pretrained.DEFAULT_ENCODER), "finetuned": finetuned})
-  notes = ()
+      extra_meta={"encoder": encoder, "finetuned": finetuned})
   if folder.default_prompt:
     notes = (f"sentence-transformers puts its default prompt {folder.default_prompt!r} before "
              "every text; electra-jax does not: put it before your texts yourself",)
   return FromHfResult(step_dir, model_config, params, info, tokenizer.vocab_size, finetuned,
                       notes)
+
+
+def _multi_vector_from_hf(folder: st_folder.Folder, settings: st_folder.EmbeddingSettings,
+                          params: Mapping[str, Any]
+                          ) -> tuple[dict[str, Any], dict[str, np.ndarray], tuple[str, ...]]:
+  """(the `finetuned` meta of a ColBERT `embed` model, its "colbert" projection, notes) of a
+  multi-vector folder: the markers are the ids the folder's tokenizer gives its query and
+  document prefixes (one token each), the projection its Dense weight transposed."""
+  multi = folder.multi
+  dense_file = os.path.join(multi["dense_dir"], SAFETENSORS_FILE)
+  dense_state = load_safetensors(dense_file) if os.path.isfile(dense_file) else None
+  if not dense_state:
+    raise ElectraError(f"{multi['dense_dir']} has no {SAFETENSORS_FILE}: the projection's "
+                       "weights are missing; save the model again")
+  weight = next((v for k, v in dense_state.items() if k.endswith("linear.weight")), None)
+  if weight is None or any(k.endswith("linear.bias") for k in dense_state):
+    raise ElectraError(f"{multi['dense_dir']} holds {', '.join(dense_state)}; electra-jax's "
+                       "ColBERT projection is one bias-free linear.weight")
+  markers = {}
+  tokenizer_json = os.path.join(folder.model_dir, TOKENIZER_JSON)
+  data = _read_json(tokenizer_json, "the tokenizer") if os.path.isfile(tokenizer_json) else {}
+  known = {a["content"]: int(a["id"]) for a in data.get("added_tokens") or []}
+  known.update((data.get("model") or {}).get("vocab") or {}
+               if isinstance((data.get("model") or {}).get("vocab"), dict) else {})
+  for role in ("query", "document"):
+    prefix = (multi["prompts"].get(role) or "").strip()
+    if prefix not in known:
+      raise ElectraError(f"{folder.model_dir}'s tokenizer has no single token for the {role} "
+                         f"prefix {prefix!r}; electra-jax's ColBERT models mark texts with one "
+                         "token each")
+    markers[role] = known[prefix]
+  notes = ()
+  if multi["skiplist"]:
+    notes = (f"the folder leaves {len(multi['skiplist'])} skiplist tokens (e.g. "
+             f"{''.join(multi['skiplist'][:8])!r}) of documents out of MaxSim; electra-jax "
+             "scores every document token, so its scores may differ a little",)
+  finetuned = {"task": st_folder.EMBED_TASK, "pooling": "mean", "normalized": True,
+               "max_seq_length": settings.max_seq_length, "matryoshka_dims": [],
+               "loss": "infonce", "vectors": "multi", "markers": markers,
+               "query_length": multi["query_length"], "colbert_dim": int(weight.shape[0])}
+  return finetuned, {"kernel": np.ascontiguousarray(np.asarray(weight, np.float32).T)}, notes
 
 
 def _load_vocab_kind(vocab: str) -> str:
@@ -927,10 +985,25 @@ def convert_to_sentence_transformers(checkpoint: str, output_dir: str,
         f"the checkpoint {step_dir} has no encoder to export (no {', '.join(missing)}; it has "
         f"{', '.join(groups) or 'no parameters'}); pass a pretraining workdir, an embed run or "
         "a from-hf output")
-  loaded = pretrained.load_pretrained(step_dir, parts=("embeddings", "encoder"))
+  finetuned = pretrained.read_meta(step_dir).get("finetuned") or {}
+  multi = finetuned.get("task") == st_folder.EMBED_TASK and finetuned.get("vectors") == "multi"
+  if multi and pooling is not None:
+    raise ElectraError(f"{step_dir} is a ColBERT (multi-vector) model, which pools nothing; "
+                       "leave --pooling out")
+  loaded = pretrained.load_pretrained(
+      step_dir, parts=("embeddings", "encoder", "encoder_head") if multi else
+      ("embeddings", "encoder"))
   model_config = loaded.model_config
-  settings = st_folder.embedding_settings(loaded.finetuned, model_config.max_position_embeddings,
-                                          loaded.path, pooling, max_seq_length)
+  if multi:
+    finetuned = dict(finetuned)
+    if max_seq_length is not None:
+      finetuned["max_seq_length"] = max_seq_length
+    kernel = np.asarray(loaded.params[loaded.encoder["head"]]["kernel"])
+    multi_settings = st_folder.multi_vector_settings(
+        finetuned, kernel.shape[1], model_config.max_position_embeddings, loaded.path)
+  settings = st_folder.embedding_settings(
+      None if multi else loaded.finetuned, model_config.max_position_embeddings, loaded.path,
+      pooling, multi_settings.max_seq_length if multi else max_seq_length)
   if is_modern(model_config) and model_config.embedding_size != model_config.hidden_size:
     raise ElectraError(
         f"{loaded.path} has model.embedding_size={model_config.embedding_size} != "
@@ -956,7 +1029,13 @@ def convert_to_sentence_transformers(checkpoint: str, output_dir: str,
     if TOKENIZER_JSON in tokenizer_files and loaded.tokenizer.kind == tokenizer_lib.TOKENIZER_JSON:
       hf_tokenizer.add_cls_and_sep(os.path.join(staging, TOKENIZER_JSON), tokenizer.cls_id,
                                    tokenizer.sep_id)
-    st_folder.write_modules(staging, int(model_config.hidden_size), settings)
+    if multi:
+      st_folder.write_multi_vector_modules(staging, int(model_config.hidden_size),
+                                           multi_settings, kernel)
+      st_folder.add_marker_tokens(staging, {"[Q]": multi_settings.query_marker,
+                                            "[D]": multi_settings.document_marker})
+    else:
+      st_folder.write_modules(staging, int(model_config.hidden_size), settings)
   return ToSentenceTransformersResult(output_dir, st_folder.base_architecture(model_config),
                                       count, tokenizer_files, settings, loaded.step)
 

@@ -332,6 +332,9 @@ class Folder(NamedTuple):
   do_lower_case: bool
   dimension: int | None
   default_prompt: str | None
+  # A multi-vector (ColBERT) folder's: the Dense module's directory, query_length,
+  # {"query": prefix, "document": prefix} (the markers as text) and the skiplist; None else.
+  multi: dict[str, Any] | None = None
 
 
 def _read_json(path: str) -> Any:
@@ -357,7 +360,10 @@ def _module_kind(entry: Any, modules_path: str) -> str:
                        "save the sentence-transformers model again")
   module_type = entry["type"]
   kind = module_type.rsplit(".", 1)[-1]
-  if not module_type.startswith("sentence_transformers.") or kind not in MODULE_TYPES:
+  if module_type == "pylate.models.Dense.Dense":
+    return "Dense"
+  known = (*MODULE_TYPES, "Dense", "MultiVectorMask")
+  if not module_type.startswith("sentence_transformers.") or kind not in known:
     raise ElectraError(
         f"{modules_path} has a {kind} module ({module_type}), which electra-jax has no "
         "counterpart for; from-hf reads sentence-transformers models of a Transformer, a mean "
@@ -418,6 +424,8 @@ def read_folder(directory: str) -> Folder | None:
                        "model again")
   entries = sorted(entries, key=lambda e: e.get("idx", 0) if isinstance(e, dict) else 0)
   kinds = [_module_kind(entry, modules_path) for entry in entries]
+  if kinds[:2] == ["Transformer", "Dense"]:
+    return _read_multi_vector_folder(directory, entries, kinds, modules_path)
   if kinds not in (["Transformer", "Pooling"], ["Transformer", "Pooling", "Normalize"]):
     raise ElectraError(f"{modules_path} lists the modules {', '.join(kinds)}; from-hf reads a "
                        "Transformer, a Pooling and an optional Normalize, in that order")
@@ -449,6 +457,54 @@ def read_folder(directory: str) -> Folder | None:
                 default_prompt=prompts.get(default_prompt) if default_prompt else None)
 
 
+def _read_multi_vector_folder(directory: str, entries: list, kinds: list[str],
+                              modules_path: str) -> Folder:
+  """A MultiVectorEncoder folder (sentence-transformers 6: Transformer, Dense,
+  MultiVectorMask, Normalize) or a PyLate one (Transformer, Dense; its settings at the top of
+  config_sentence_transformers.json)."""
+  if kinds not in (["Transformer", "Dense"], ["Transformer", "Dense", "Normalize"],
+                   ["Transformer", "Dense", "MultiVectorMask", "Normalize"]):
+    raise ElectraError(f"{modules_path} lists the modules {', '.join(kinds)}; from-hf reads a "
+                       "multi-vector model of a Transformer, a Dense projection, a "
+                       "MultiVectorMask and a Normalize (or PyLate's Transformer and Dense)")
+  st_config_path = os.path.join(directory, ST_CONFIG)
+  st_config = _read_json(st_config_path) if os.path.isfile(st_config_path) else {}
+  model_dir = os.path.join(directory, entries[0].get("path") or "")
+  settings_path = os.path.join(model_dir, SENTENCE_BERT_CONFIG)
+  settings = _read_json(settings_path) if os.path.isfile(settings_path) else {}
+  prompts = dict(st_config.get("prompts") or {})
+  for key, prompt in (("query_prefix", "query"), ("document_prefix", "document")):
+    if st_config.get(key):  # PyLate: the markers as top-level settings.
+      prompts[prompt] = st_config[key] + prompts.get(prompt, "")
+  expansion = settings.get("query_expansion") or {}
+  if not expansion and st_config.get("query_length"):  # PyLate expands queries with [MASK].
+    expansion = {"strategy": "fixed", "length": st_config["query_length"],
+                 "attend": bool(st_config.get("attend_to_expansion_tokens", False))}
+  if not expansion or expansion.get("strategy") != "fixed" or expansion.get("attend"):
+    raise ElectraError(f"{directory} expands its queries as {expansion or 'not at all'}; "
+                       "electra-jax's ColBERT queries are padded with [MASK] to a fixed length "
+                       "and not attended to (query_expansion strategy 'fixed', attend false)")
+  skiplist = []
+  if "MultiVectorMask" in kinds:
+    mask_dir = os.path.join(directory, entries[kinds.index("MultiVectorMask")].get("path") or "")
+    mask_config = os.path.join(mask_dir, MODULE_CONFIG)
+    if os.path.isfile(mask_config):
+      skiplist = list(_read_json(mask_config).get("skiplist_words") or [])
+  elif "skiplist_words" in st_config:
+    skiplist = list(st_config.get("skiplist_words") or [])
+  else:
+    import string  # pylint: disable=import-outside-toplevel
+    skiplist = list(string.punctuation)  # PyLate's default.
+  length = settings.get("document_length") or st_config.get("document_length")
+  return Folder(model_dir=model_dir, pooling="mean", normalized=True,
+                max_seq_length=int(length) if length else _max_seq_length(model_dir),
+                do_lower_case=bool(settings.get("do_lower_case", False)), dimension=None,
+                default_prompt=None,
+                multi={"dense_dir": os.path.join(directory, entries[1].get("path") or ""),
+                       "query_length": int(expansion["length"]), "prompts": prompts,
+                       "skiplist": skiplist})
+
+
 def folder_settings(folder: Folder, model_config: ml_collections.ConfigDict) -> EmbeddingSettings:
   """The `EmbeddingSettings` of a folder whose encoder has `model_config`.
 
@@ -464,3 +520,149 @@ def folder_settings(folder: Folder, model_config: ml_collections.ConfigDict) -> 
   return EmbeddingSettings(folder.pooling, folder.normalized,
                            min(folder.max_seq_length or positions, positions))
 
+
+
+# --------------------------------------------------------------------------------------------
+# Multi-vector (ColBERT) models: sentence-transformers 6's MultiVectorEncoder.
+#
+# A ColBERT `embed` model (vectors "multi": `finetune.embed.late`) is four modules:
+#
+#   0  Transformer      the encoder at the root (as for a dense model); sentence_bert_config.json
+#                       says module_output_name "token_embeddings", document_length (=
+#                       max_seq_length), query_length and query_expansion {"strategy": "fixed",
+#                       "attend": false, "length": query_length} (queries padded with [MASK],
+#                       not attended to, scored)
+#   1  Dense            1_Dense/: the bias-free projection (config.json; model.safetensors
+#                       "linear.weight" [colbert_dim, H]) on token_embeddings
+#   2  MultiVectorMask  2_MultiVectorMask/: which vectors are scored (no skiplist)
+#   3  Normalize        3_Normalize/: each token vector divided by its L2 norm
+#
+# config_sentence_transformers.json: model_type "MultiVectorEncoder", similarity "maxsim" and the
+# prompts {"query": "[Q] ", "document": "[D] "}: the markers, added to the tokenizer as special
+# tokens with the ids the model's embedding table has them at.
+
+MULTI_MODULE_TYPES = {
+    "Transformer": "sentence_transformers.base.modules.transformer.Transformer",
+    "Dense": "sentence_transformers.base.modules.dense.Dense",
+    "MultiVectorMask":
+        "sentence_transformers.multi_vector_encoder.modules.multi_vector_mask.MultiVectorMask",
+    "Normalize": "sentence_transformers.base.modules.normalize.Normalize",
+}
+MULTI_DIRS = {"Dense": "1_Dense", "MultiVectorMask": "2_MultiVectorMask",
+              "Normalize": "3_Normalize"}
+DENSE_WEIGHT = "linear.weight"  # The Dense module's [out, in] weight in its model.safetensors.
+MARKER_PROMPTS = {"query": "[Q] ", "document": "[D] "}  # The markers as prompts (text).
+
+
+class MultiVectorSettings(NamedTuple):
+  """A ColBERT model's export settings: the markers' ids, query_length (positions per query),
+  max_seq_length (tokens per document at most), colbert_dim."""
+  query_marker: int
+  document_marker: int
+  query_length: int
+  max_seq_length: int
+  colbert_dim: int
+
+
+def multi_vector_settings(finetuned: Mapping[str, Any], colbert_dim: int, max_positions: int,
+                          path: str) -> MultiVectorSettings:
+  """The `MultiVectorSettings` of a ColBERT `embed` model's meta (`finetuned`)."""
+  markers = finetuned.get("markers") or {}
+  if "query" not in markers or "document" not in markers:
+    raise ElectraError(f"{path} says it is a ColBERT model but records no [Q]/[D] marker ids; "
+                       "train it again with --config.vectors=multi")
+  length = int(finetuned.get("max_seq_length") or max_positions)
+  return MultiVectorSettings(int(markers["query"]), int(markers["document"]),
+                             int(finetuned.get("query_length", 32)), min(length, max_positions),
+                             int(colbert_dim))
+
+
+def multi_vector_module_files(dimension: int, settings: MultiVectorSettings) -> dict[str, Any]:
+  """{path in the folder: JSON value} of a ColBERT folder's files besides the transformers
+  model, the tokenizer and the Dense weights."""
+  modules = [{"idx": 0, "name": "0", "path": "", "type": MULTI_MODULE_TYPES["Transformer"]}]
+  for idx, kind in enumerate(("Dense", "MultiVectorMask", "Normalize"), start=1):
+    modules.append({"idx": idx, "name": str(idx), "path": MULTI_DIRS[kind],
+                    "type": MULTI_MODULE_TYPES[kind]})
+  return {
+      MODULES_FILE: modules,
+      SENTENCE_BERT_CONFIG: {
+          "transformer_task": _FEATURE_EXTRACTION,
+          "modality_config": {"text": {"method": "forward",
+                                       "method_output_name": "last_hidden_state"}},
+          "module_output_name": "token_embeddings",
+          "max_seq_length": settings.max_seq_length, "do_lower_case": False,
+          "query_length": settings.query_length, "document_length": settings.max_seq_length,
+          "query_expansion": {"strategy": "fixed", "attend": False,
+                              "length": settings.query_length}},
+      os.path.join(MULTI_DIRS["Dense"], MODULE_CONFIG): {
+          "in_features": int(dimension), "out_features": settings.colbert_dim, "bias": False,
+          "activation_function": "torch.nn.modules.linear.Identity",
+          "module_input_name": "token_embeddings", "module_output_name": "token_embeddings"},
+      os.path.join(MULTI_DIRS["MultiVectorMask"], MODULE_CONFIG): {
+          "skiplist_words": [], "skiplist_tasks": ["document"], "keep_only_token_ids": None},
+      os.path.join(MULTI_DIRS["Normalize"], MODULE_CONFIG): {
+          "module_input_name": "token_embeddings", "module_output_name": "token_embeddings"},
+      ST_CONFIG: {"__version__": versions(), "model_type": "MultiVectorEncoder",
+                  "prompts": dict(MARKER_PROMPTS), "default_prompt_name": None,
+                  "similarity_fn_name": "maxsim"},
+  }
+
+
+def write_multi_vector_modules(directory: str, dimension: int, settings: MultiVectorSettings,
+                               kernel: np.ndarray) -> list[str]:
+  """Writes `multi_vector_module_files` and the Dense module's weights (`kernel` float [H, D],
+  stored transposed as torch's Linear) into `directory`; returns the paths written."""
+  from safetensors.numpy import save_file  # pylint: disable=import-outside-toplevel
+  written = []
+  for path, value in multi_vector_module_files(dimension, settings).items():
+    full = os.path.join(directory, path)
+    os.makedirs(os.path.dirname(full), exist_ok=True)
+    with open(full, "w", encoding="utf-8") as f:
+      json.dump(value, f, indent=2)
+      f.write("\n")
+    written.append(path)
+  weights = os.path.join(MULTI_DIRS["Dense"], "model.safetensors")
+  save_file({DENSE_WEIGHT: np.ascontiguousarray(np.asarray(kernel, np.float32).T)},
+            os.path.join(directory, weights))
+  return [*written, weights]
+
+
+def add_marker_tokens(directory: str, markers: Mapping[str, int]) -> None:
+  """Adds the markers ({"[Q]": id, "[D]": id}) to the exported tokenizer as special tokens
+  that no normalizer touches, with those ids: into tokenizer.json's added_tokens (if there is
+  one) and tokenizer_config.json's added_tokens_decoder, so that "[Q] text" is tokenized as
+  [CLS] [Q] text [SEP].
+
+  Raises:
+    ElectraError: the tokenizer already uses a marker's id for another token.
+  """
+  entry = lambda content, token_id: {"id": token_id, "content": content, "single_word": False,
+                                     "lstrip": False, "rstrip": False, "normalized": False,
+                                     "special": True}
+  tokenizer_json = os.path.join(directory, "tokenizer.json")
+  if os.path.isfile(tokenizer_json):
+    data = _read_json(tokenizer_json)
+    added = data.get("added_tokens") or []
+    taken = {a["id"]: a["content"] for a in added}
+    vocab = (data.get("model") or {}).get("vocab")
+    size = len(vocab) if vocab is not None else None
+    for content, token_id in markers.items():
+      if taken.get(token_id, content) != content or (size is not None and token_id < size):
+        raise ElectraError(f"the tokenizer of {directory} already has id {token_id}; the "
+                           f"{content} marker cannot take it")
+      if token_id not in taken:
+        added.append(entry(content, int(token_id)))
+    data["added_tokens"] = sorted(added, key=lambda a: a["id"])
+    with open(tokenizer_json, "w", encoding="utf-8") as f:
+      json.dump(data, f, ensure_ascii=False, indent=2)
+  config_path = os.path.join(directory, "tokenizer_config.json")
+  config = _read_json(config_path) if os.path.isfile(config_path) else {}
+  decoder = config.setdefault("added_tokens_decoder", {})
+  for content, token_id in markers.items():
+    decoder[str(token_id)] = {k: v for k, v in entry(content, int(token_id)).items()
+                              if k != "id"}
+  extra = list(config.get("extra_special_tokens") or [])
+  config["extra_special_tokens"] = extra + [c for c in markers if c not in extra]
+  with open(config_path, "w", encoding="utf-8") as f:
+    json.dump(config, f, ensure_ascii=False, indent=2)

@@ -67,8 +67,8 @@ def load_tokenizer(config: ml_collections.ConfigDict, weights: pretrained_lib.Pr
         ".model, vocab.txt or tokenizer.json used in pretraining)")
   rows = weights.params["embeddings"]["word_embeddings"]["embedding"].shape[0]
   markers = (weights.finetuned or {}).get("markers")
-  if markers:  # A ColBERT model's [Q] and [D] rows follow the tokenizer's ids.
-    rows = min(int(v) for v in markers.values())
+  if markers and rows == max(int(v) for v in markers.values()) + 1 > tokenizer.vocab_size:
+    rows = tokenizer.vocab_size  # A ColBERT model's [Q] and [D] rows follow the tokenizer's.
   if tokenizer.vocab_size != rows:
     raise ElectraError(
         f"{where} has {tokenizer.vocab_size} tokens but the checkpoint's embedding table has "
