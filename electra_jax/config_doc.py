@@ -36,6 +36,8 @@ DEFAULTS = {
             ("", "pretrain/default_config.py")),
     "embed": (("", "finetune/embed/default_config.py"), ("", "finetune/default_config.py"),
               ("", "pretrain/default_config.py")),
+    "rerank": (("", "finetune/rerank/default_config.py"), ("", "finetune/default_config.py"),
+               ("", "pretrain/default_config.py")),
     "experiments": (("", "experiments/default_config.py"),
                     ("finetune.", "finetune/default_config.py"),
                     ("finetune.", "pretrain/default_config.py"),
@@ -112,12 +114,12 @@ def _flatten(config: Any, prefix: str = "") -> list[tuple[str, Any]]:
 
 
 def kind_of(config_file: str) -> str:
-  """Which kind of config `config_file` holds: pretrain, finetune, squad, classify, tag, embed
-  or experiments."""
+  """Which kind of config `config_file` holds: pretrain, finetune, squad, classify, tag, embed,
+  rerank or experiments."""
   name = os.path.basename(config_file)
   if name == "squad.py" or "squad" in name:
     return "squad"
-  if name in ("classify.py", "tag.py", "embed.py"):
+  if name in ("classify.py", "tag.py", "embed.py", "rerank.py"):
     return name[:-3]
   if name == "glue.py" or "finetune" in name:
     return "finetune"

@@ -150,7 +150,7 @@ def test_data_build_names_its_own_tokenizer_flag(tmp_path, forks):
     (["electra_jax.finetune", "--config=configs/squad.py", "--workdir={tmp}/ft",
       "--config.init_checkpoint={tmp}", "--config.task_family=qa"],
      "error: task_family='qa' is not a fine-tuning family; choose one of classify, embed, "
-     "glue, squad, tag"),
+     "glue, rerank, squad, tag"),
     (["electra_jax.benchmark.tpu_table", "--presets=nope", "--out={tmp}/t"],
      "error: --presets names 'nope', but configs/nope.py does not exist"),
 ])

@@ -99,11 +99,11 @@ def test_show_config_prints_the_overridden_values_and_exits_0_without_a_workdir(
     (["electra_jax.finetune", "--config=configs/tag.py", "--config.task_family=tagging",
       "--config.init_checkpoint=runs/small"],
      "task_family='tagging' is not a fine-tuning family; choose one of classify, embed, glue, "
-     "squad, tag"),
+     "rerank, squad, tag"),
     (["electra_jax.finetune", "--config=configs/classify.py", "--config.task_family=",
       "--config.init_checkpoint=runs/small"],
-     "task_family='' is not a fine-tuning family; choose one of classify, embed, glue, squad, "
-     "tag"),
+     "task_family='' is not a fine-tuning family; choose one of classify, embed, glue, "
+     "rerank, squad, tag"),
 ])
 def test_show_config_runs_the_commands_own_checks(argv, message, forks):
   """--show_config passes only for a config the command would start with: a value that parses

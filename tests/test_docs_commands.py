@@ -37,7 +37,7 @@ SHELL_LANGUAGES = ("bash", "sh", "shell", "console")
 SUBCOMMANDS = {"electra_jax.convert": ("from-hf", "from-tf", "to-hf", "to-sentence-transformers",
                                        "extend-vocab"),
                "electra_jax.score": ("tokens", "sentences", "rerank", "evaluate"),
-               "electra_jax.embed": ("evaluate", "encode"),
+               "electra_jax.embed": ("evaluate", "encode", "rerank", "bm25"),
                "electra_jax.data.tokenizer": ("train",)}
 PYTHON = re.compile(r"^(\S*/)?python3?(\.\d+)?$")
 

@@ -60,7 +60,7 @@ def define_slice_flags() -> None:
                     "With --topology: which training step to compile (finetune: GLUE "
                     "fine-tuning of the encoder the config pretrains; squad: SQuAD "
                     "fine-tuning of it; embed: its contrastive sentence-embedding step; "
-                    "settings from --finetune_config). An embed config as --config "
+                    "rerank: its cross-encoder step; settings from --finetune_config). An embed config as --config "
                     "(configs/embed.py) compiles the embed step of its init_checkpoint's "
                     "encoder.")
   flags.DEFINE_string("report", "", "With --topology: also write the report as JSON here.")

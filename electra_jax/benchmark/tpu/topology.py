@@ -1,14 +1,16 @@
 r"""Compiles the real training step for a Cloud TPU slice on any host, and sizes it.
 
   python -m electra_jax.benchmark --config=configs/small.py --topology=v5litepod-8 \
-      [--num_slices=2] [--step=pretrain|finetune|squad|embed] [--report=small_v5e8.json] [--fit]
+      [--num_slices=2] [--step=pretrain|finetune|squad|embed|rerank] [--report=small_v5e8.json]
+      [--fit]
 
 With the TPU runtime installed (`pip install -e '.[tpu]'`), libtpu's compiler runs on a CPU
 host: `slices.compile_devices` gives the slice's devices as compile-only devices, the step
 is built by the same code that training uses (`pretrain.loop.build_setup`, or
 `finetune.glue.task.build_setup` for `--step=finetune`, GLUE, `finetune.qa.task.build_setup`
-for `--step=squad`, and `finetune.embed.task.build_setup` for `--step=embed`, the contrastive
-step of sentence embeddings) with the config's mesh, batch, precision,
+for `--step=squad`, `finetune.embed.task.build_setup` for `--step=embed`, the contrastive
+step of sentence embeddings, and `finetune.rerank.task.build_setup` for `--step=rerank`, the
+cross-encoder's step) with the config's mesh, batch, precision,
 attention and remat, from abstract shapes only (nothing is allocated), and lowered and compiled
 for them. The report (`compile_report`) gives per-chip memory from XLA's memory analysis of the
 TPU executable, whether it fits the chip's HBM, the analytic and XLA FLOPs of a step, the
@@ -46,12 +48,12 @@ from electra_jax.training import compilation_cache
 from electra_jax.training import compiled_step
 from electra_jax.training import parallel
 
-STEPS = ("pretrain", "finetune", "squad", "embed")
+STEPS = ("pretrain", "finetune", "squad", "embed", "rerank")
 FINETUNE_TASK = "sst2"  # Two labels: the classifier head of most GLUE tasks.
 FINETUNE_CONFIGS = {"finetune": "configs/glue.py", "squad": "configs/squad.py",
-                    "embed": "configs/embed.py"}
+                    "embed": "configs/embed.py", "rerank": "configs/rerank.py"}
 # The task_family of the fine-tuning settings each fine-tuning step takes (--finetune_config).
-STEP_FAMILIES = {"finetune": "glue", "squad": "squad", "embed": "embed"}
+STEP_FAMILIES = {"finetune": "glue", "squad": "squad", "embed": "embed", "rerank": "rerank"}
 
 
 @dataclasses.dataclass
@@ -64,7 +66,8 @@ class BuiltStep:
   seq_len: int
   analytic_flops: float
   accum_steps: int = 1  # Microbatches of the global batch per step (gradient accumulation).
-  texts_per_row: int = 1  # Sequences of seq_len tokens per batch row (embed: S texts a row).
+  # Sequences of seq_len tokens per batch row (embed: S texts a row; rerank: S pairs).
+  texts_per_row: int = 1
   scan_layers: bool | None = None  # Whether the encoder scans its layers; None: the config's.
 
 
@@ -90,13 +93,14 @@ def build_pretrain(config: ml_collections.ConfigDict, devices) -> BuiltStep:
 
 def default_finetune_config(step: str) -> ml_collections.ConfigDict:
   """configs/glue.py's settings for `finetune`, configs/squad.py's for `squad`,
-  configs/embed.py's for `embed`."""
+  configs/embed.py's for `embed`, configs/rerank.py's for `rerank`."""
   # pylint: disable=import-outside-toplevel
   from electra_jax.finetune import default_config
   from electra_jax.finetune.embed import default_config as embed_default_config
   from electra_jax.finetune.qa import default_config as qa_default_config
-  return {"squad": qa_default_config,
-          "embed": embed_default_config}.get(step, default_config).get_config()
+  from electra_jax.finetune.rerank import default_config as rerank_default_config
+  return {"squad": qa_default_config, "embed": embed_default_config,
+          "rerank": rerank_default_config}.get(step, default_config).get_config()
 
 
 def finetune_config_for(config: ml_collections.ConfigDict,
@@ -107,8 +111,8 @@ def finetune_config_for(config: ml_collections.ConfigDict,
   steps."""
   if finetune_config is not None and _family(finetune_config) != STEP_FAMILIES[step]:
     family = _family(finetune_config)
-    given = {"glue": "a GLUE", "squad": "a SQuAD", "embed": "an embed"}.get(family,
-                                                                           f"a {family}")
+    given = {"glue": "a GLUE", "squad": "a SQuAD", "embed": "an embed",
+             "rerank": "a rerank"}.get(family, f"a {family}")
     its_step = next((k for k, v in STEP_FAMILIES.items() if v == family), "")
     raise ElectraError(f"--step={step} with {given} --finetune_config: pass "
                        f"--finetune_config={FINETUNE_CONFIGS[step]} (or its overrides)"
@@ -267,6 +271,51 @@ def build_embed(config: ml_collections.ConfigDict, devices,
                    texts_per_row=texts, scan_layers=False)
 
 
+def build_rerank(config: ml_collections.ConfigDict, devices,
+                 finetune_config: ml_collections.ConfigDict | None = None) -> BuiltStep:
+  """The rerank family's step (configs/rerank.py's settings: the loss, the negatives, the
+  head's pooling) of `config`'s discriminator on `devices`, with unrolled layers as a
+  fine-tuning run loads them. Its batch: int32 [B, S, T] pairs (the positive's, then each
+  negative's a row) and labels float32 [B, S].
+
+  Raises:
+    ElectraError: settings the rerank family refuses, or packed rows (their count depends on
+      the data).
+  """
+  # pylint: disable=import-outside-toplevel
+  from electra_jax.finetune import setup as setup_lib
+  from electra_jax.finetune.batches import INPUT_KEYS
+  from electra_jax.finetune.rerank import task as rerank_task
+  # pylint: enable=import-outside-toplevel
+  ft = finetune_config_for(config, finetune_config, "rerank")
+  rerank_task.validate(ft, inputs=False)
+  if ft.packing:
+    raise ElectraError("--finetune_config.packing=True: the compiled step takes padded rows "
+                       "(packed rows' count depends on the data); set "
+                       "--finetune_config.packing=False")
+  model = config.model.copy_and_resolve_references()
+  model.scan_layers = False  # Fine-tuning loads the layers unrolled.
+  encoder = setup_lib.encoder_config(ft, model)
+  if ft.pooling != "cls" and not encoder.is_modern:
+    raise ElectraError(f"--finetune_config.pooling={ft.pooling} is ModernBERT's; ELECTRA's "
+                       "head reads [CLS]")
+  hyper = rerank_task.RerankTask().recipe(ft, rerank_task.NAME, encoder.hidden_size,
+                                          num_layers=encoder.num_layers)
+  setup = rerank_task.build_setup(ft, encoder, hyper, num_train_steps=1000, devices=devices)
+  b, t = ft.batch_size, ft.max_seq_length
+  pairs = 1 + len(rerank_task.fields_of(ft).negatives)
+  shapes = {k: (b, pairs, t) for k in INPUT_KEYS}
+  shapes["labels"] = (b, pairs)
+  trainer = setup.trainer
+  h = encoder.hidden_size
+  forward = (flops_lib.encoder_forward(encoder, b * pairs, t)
+             + flops_lib.matmul(b * pairs, h, h) + flops_lib.matmul(b * pairs, h, 1))
+  return BuiltStep(trainer, trainer.abstract_state(),
+                   _abstract_batch(trainer, shapes, {"labels": np.float32}), b, t,
+                   flops_lib.training_flops(forward), int(ft.get("grad_accum_steps", 1)),
+                   texts_per_row=pairs, scan_layers=False)
+
+
 def build(config, step: str, devices, finetune_config=None) -> BuiltStep:
   if step not in STEPS:
     raise ElectraError(f"--step={step!r}; choose one of {', '.join(STEPS)}")
@@ -276,6 +325,8 @@ def build(config, step: str, devices, finetune_config=None) -> BuiltStep:
     return build_squad(config, devices, finetune_config)
   if step == "embed":
     return build_embed(config, devices, finetune_config)
+  if step == "rerank":
+    return build_rerank(config, devices, finetune_config)
   return build_finetune(config, devices, finetune_config)
 
 
