@@ -447,3 +447,32 @@ def test_commands_refuse_bad_input_and_bm25_writes_its_run(forks, fixture_dir, p
   assert printed["retrieval/ndcg@10"] == pytest.approx(1 / np.log2(3))
   assert _pytrec_metrics(data.qrels, str(tmp_path / "bm25" / "run.trec")) == pytest.approx(
       printed, abs=1e-9)
+
+
+def test_a_modern_cross_encoder_trains_on_packed_rows_with_bce(corpus_and_tokenizer,
+                                                                fixture_dir, tmp_path):
+  """The modern block with mean pooling, its head continued from the checkpoint, packed rows,
+  binary cross-entropy and a dev file only: the run trains (finite losses), picks the median
+  seed by dev/loss, and saves a reranker that scores as the run evaluated it."""
+  checkpoint = _modern_reranker(corpus_and_tokenizer, tmp_path / "modern", "mean")
+  config = testing.load_config("rerank")
+  config.update(init_checkpoint=checkpoint, train_file=str(fixture_dir / "train.jsonl"),
+                dev_file=str(fixture_dir / "dev.jsonl"), loss="bce", pooling="mean",
+                packing=True, init_head="checkpoint", max_seq_length=32, batch_size=4,
+                num_epochs=2.0, learning_rate=1e-3, eval_batch_size=16, log_every_steps=5)
+  workdir = tmp_path / "run"
+  summary = rerank_task.run(config, str(workdir))
+  metrics = summary["seeds"]["0"]
+  assert summary["primary_metric"] == "dev/loss" and "first_stage" not in summary
+  assert sorted(metrics) == ["dev/accuracy", "dev/loss"] and np.isfinite(metrics["dev/loss"])
+  losses_seen = [r["train/loss"] for r in _metrics_lines(workdir / "rerank" / "seed_0")
+                 if "train/loss" in r]
+  assert losses_seen and np.all(np.isfinite(losses_seen))
+  reranker = model_lib.load_reranker(str(workdir))
+  assert reranker.model.pooling == "mean"
+  assert reranker.weights.model_config.architecture == "modern"
+  assert reranker.weights.finetuned["loss"] == "bce"
+  rows = rows_lib.read_rows(str(fixture_dir / "dev.jsonl"), rerank_task.fields_of(config))
+  logits = rerank_task.dev_logits(reranker, rows, 16)
+  assert rerank_task.dev_metrics("bce", logits)["dev/loss"] == pytest.approx(
+      metrics["dev/loss"], rel=1e-5)
