@@ -23,7 +23,8 @@ __doc__ = _package.__doc__  # pylint: disable=redefined-builtin
 
 SUBCOMMANDS = ("evaluate", "encode", "rerank", "bm25")
 _COMMON = ("checkpoint", "pooling", "max_seq_length", "batch_size", "dtype")
-_FLAGS_OF = {"evaluate": (*_COMMON, "sts_file", "retrieval_dir", "output", "top_k"),
+_FLAGS_OF = {"evaluate": (*_COMMON, "sts_file", "retrieval_dir", "output", "top_k",
+                          "query_length", "corpus_chunk"),
              "encode": (*_COMMON, "input", "output"),
              "rerank": ("checkpoint", "max_seq_length", "batch_size", "dtype", "retrieval_dir",
                         "run", "first_stage", "top_k", "output"),
@@ -80,6 +81,14 @@ def _define_flags() -> None:
   flags.DEFINE_string("first_stage", "",
                       "rerank: 'bm25' reranks BM25's run (bm25s over the corpus) instead of "
                       "--run.")
+  flags.DEFINE_integer("query_length", 0,
+                       "evaluate, a ColBERT (multi-vector) model: positions per query, [CLS], "
+                       "[Q] and [SEP] included (longer queries are cut and counted); 0: the "
+                       "model's own.")
+  flags.DEFINE_integer("corpus_chunk", 0,
+                       "evaluate: documents embedded and searched at a time; 0: 64 batches "
+                       "(single vectors), the whole corpus if its token vectors fit 1 GiB "
+                       "(a ColBERT model; else an error asking for a chunk size).")
   flags.DEFINE_string("input", None,
                       "encode: a UTF-8 text file, one text a line (no empty lines).")
   flags.DEFINE_string("output", None,
@@ -133,8 +142,12 @@ def _embedder(fl):
     raise ElectraError(f"--batch_size={fl.batch_size} must be at least 1")
   if fl.max_seq_length < 0:
     raise ElectraError(f"--max_seq_length={fl.max_seq_length} must be 0 (the model's) or more")
+  if fl["query_length"].present and fl.query_length < 4:
+    raise ElectraError(f"--query_length={fl.query_length} is too short for [CLS] [Q] text "
+                       "[SEP]; pass 4 or more (or leave it out: the model's own)")
   return model.load_embedder(fl.checkpoint, pooling=fl.pooling,
-                             max_seq_length=fl.max_seq_length or None, dtype=fl.dtype)
+                             max_seq_length=fl.max_seq_length or None, dtype=fl.dtype,
+                             query_length=fl.query_length or None)
 
 
 def _evaluate_command(fl) -> None:
@@ -146,10 +159,11 @@ def _evaluate_command(fl) -> None:
     raise ElectraError(f"--top_k={fl.top_k} is below {evaluation.MIN_TOP_K}: Recall@100 and "
                        f"MAP@100 need each query's top {evaluation.MIN_TOP_K}")
   embedder = _embedder(fl)
+  multi = getattr(embedder, "vectors", "single") == "multi"
   results = evaluation.evaluate(
-      lambda texts: embedder.encode(texts, batch_size=fl.batch_size),
+      embedder if multi else lambda texts: embedder.encode(texts, batch_size=fl.batch_size),
       sts_file=fl.sts_file, retrieval_dir=fl.retrieval_dir, output_dir=fl.output or None,
-      batch_size=fl.batch_size, top_k=fl.top_k)
+      batch_size=fl.batch_size, top_k=fl.top_k, corpus_chunk=fl.corpus_chunk)
   print(json.dumps(results), flush=True)
   if fl.output:
     print(f"evaluate: wrote {fileio.join(fl.output, evaluation.METRICS_FILE)}"
@@ -160,6 +174,12 @@ def _evaluate_command(fl) -> None:
 def _encode_command(fl) -> None:
   texts = read_texts(fl.input)
   embedder = _embedder(fl)
+  if getattr(embedder, "vectors", "single") == "multi":
+    raise ElectraError(f"{fl.checkpoint} is a ColBERT (multi-vector) model: a text has a "
+                       "vector per token, not one row of an [N, H] array; score it with "
+                       "`python -m electra_jax.embed evaluate`, or export it with `python -m "
+                       "electra_jax.convert to-sentence-transformers` and use "
+                       "MultiVectorEncoder.encode_query / encode_document")
   embeddings = embedder.encode(texts, batch_size=fl.batch_size, progress="encode")
   save_embeddings(fl.output, embeddings)
   print(f"encode: {len(texts)} texts of {fl.input} -> {fl.output} (float32 "
