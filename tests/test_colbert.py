@@ -361,9 +361,6 @@ def test_distillation_trains_a_colbert_model(pretrained_fast, colbert_fixture, t
 
 
 @pytest.mark.full
-@pytest.mark.xfail(strict=True, reason="known gap: transformers' ModernBertModel gives the "
-                   "[MASK] expansion positions (attention mask 0) states up to ~3e-3 from "
-                   "electra-jax's modern block; the real tokens agree within 1e-5")
 def test_a_modern_colbert_model_exports_to_multi_vector_encoder(corpus_and_tokenizer, tmp_path):
   """The modern block (a local-attention layer): a ColBERT model of a random modern encoder
   exports with equal token vectors and scores, and comes back through from-hf."""

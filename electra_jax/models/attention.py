@@ -140,18 +140,29 @@ def xla_attention(query, key, value, input_mask, *, dropout_rng, dropout_rate: f
                   deterministic: bool, dtype, causal: str = "none", window=None) -> jax.Array:
   """softmax(Q K^T / sqrt(D) + document/padding (and causal, and window) bias) V in plain XLA
   ops (flax's `dot_product_attention`), with dropout on the attention probabilities. A query
-  attends only the real keys of its own document (`document_allowed`)."""
+  attends only the real keys of its own document (`document_allowed`); a query that may
+  attend no key at all (a padding position farther than half a window from every real token,
+  e.g. a ColBERT query's [MASK] expansion) gets a zero output, as PyTorch's scaled-dot-product
+  attention gives such a row (so transformers' ModernBERT agrees with these positions too)."""
   bias = document_bias(input_mask, dtype)  # [B, 1, T, T]
   allowed = causal_allowed(query.shape[1], causal)
   if allowed is not None:
     bias = bias + jnp.where(jnp.asarray(allowed), 0.0, jnp.finfo(dtype).min / 2).astype(dtype)
+  out = None
   if window is not None:
     local = local_window_allows(query.shape[1], window_scalar(window))
     bias = bias + jnp.where(local, 0.0, jnp.finfo(dtype).min / 2).astype(dtype)
-  return nn.dot_product_attention(
+    # Only a window can leave a query without any key (a global layer always lets a query see
+    # its document's real keys, or, for padding, every real key).
+    some = document_allowed(input_mask)[:, 0] & local[None]  # [B, T, T]
+    if allowed is not None:
+      some = some & jnp.asarray(allowed)[None]
+    out = jnp.any(some, axis=-1)[:, :, None, None].astype(dtype)  # [B, T, 1, 1]
+  result = nn.dot_product_attention(
       query, key, value, bias=bias, dropout_rng=dropout_rng,
       dropout_rate=dropout_rate, broadcast_dropout=False, deterministic=deterministic,
       dtype=dtype)
+  return result if out is None else result * out
 
 
 def _no_dropout(name: str, dropout_rate: float, deterministic: bool) -> None:
