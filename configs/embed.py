@@ -19,12 +19,26 @@ A preset after a colon sets a published recipe (any field can still be overridde
     python -m electra_jax.finetune --config=configs/embed.py:msmarco --workdir=runs/msmarco \
         --config.init_checkpoint=runs/base --config.train_file=msmarco_triplets.parquet \
         --config.retrieval_dir=beir/scifact
+
+  colbert  the multi-vector (ColBERT) stage ModernBERT reports its ColBERT BEIR numbers with
+           (`examples/train_pylate.py` of github.com/AnswerDotAI/ModernBERT, PyLate's
+           Distillation): MS MARCO queries each with 32 passages and a teacher's (bge-reranker)
+           scores of them (lightonai/ms-marco-en-bge), KL distillation on MaxSim, 1 epoch of
+           batches of 16 queries, learning rate 8e-5 with 5% warmup, bfloat16; PyLate's ColBERT
+           defaults: 128 dimensions a token, queries of 32, documents of 180 tokens.
+           docs/embeddings.md ("Paper-scale recipe") has the commands and the rows' layout.
+
+    python -m electra_jax.finetune --config=configs/embed.py:colbert --workdir=runs/colbert \
+        --config.init_checkpoint=runs/base --config.train_file=ms_marco_bge.parquet \
+        --config.retrieval_dir=beir/scifact
 """
 
 from electra_jax.errors import ElectraError
 from electra_jax.finetune.embed import default_config
 
-PRESETS = ("msmarco",)  # The config arguments configs/embed.py:PRESET takes.
+PRESETS = ("msmarco", "colbert")  # The config arguments configs/embed.py:PRESET takes.
+# colbert: the candidates of a lightonai/ms-marco-en-bge row (PyLate's KDProcessing's n_ways).
+COLBERT_CANDIDATES = 32
 
 
 def get_config(preset: str = ""):
@@ -66,6 +80,40 @@ def get_config(preset: str = ""):
     config.max_seq_length = 256
     # train_st.py saves every 500 steps (a preempted TPU job resumes from the last).
     config.checkpoint_every_steps = 500
+  elif preset == "colbert":
+    config.vectors = "multi"
+    # PyLate's ColBERT defaults (models.ColBERT): embedding_size 128, query_length 32 with
+    # [MASK] expansion not attended to, document_length 180.
+    config.colbert_dim = 128
+    config.query_length = 32
+    config.max_seq_length = 180
+    # The rows `docs/embeddings.md` writes from lightonai/ms-marco-en-bge: a query, its 32
+    # passages (document_0 .. document_31, in the data set's order) and the teacher's 32
+    # scores. The "positive" is only the first candidate: distillation ranks all 32 alike.
+    config.anchor_field = "query"
+    config.positive_field = "document_0"
+    config.negative_fields = ",".join(f"document_{i}" for i in range(1, COLBERT_CANDIDATES))
+    config.teacher_scores_field = "scores"
+    # PyLate's Distillation: KL divergence from softmax(teacher scores) to softmax(student
+    # MaxSim scores min-max normalised per query), temperature 1, the mean over queries.
+    config.loss = "distill"
+    config.distill_temperature = 1.0
+    config.distill_min_max = True
+    # train_pylate.py: 1 epoch, per_device_train_batch_size 16 (queries, each with its 32
+    # passages: 528 texts a batch), learning rate 8e-5, warmup_ratio 0.05, bf16.
+    config.num_epochs = 1.0
+    config.batch_size = 16
+    config.learning_rate = 8e-5
+    config.warmup_fraction = 0.05
+    # transformers' Trainer: AdamW with bias correction, epsilon 1e-8, no weight decay, one
+    # rate for every layer.
+    config.layerwise_lr_decay = 1.0
+    config.weight_decay = 0.0
+    config.adam_eps = 1e-8
+    config.adam_bias_correction = True
+    config.dtype = "bfloat16"
+    # train_pylate.py saves every 1,000 steps.
+    config.checkpoint_every_steps = 1000
   elif preset:
     raise ElectraError(f"configs/embed.py:{preset}: no such preset; the presets are "
                        f"{', '.join(PRESETS)} (or none: configs/embed.py)")

@@ -103,6 +103,16 @@ def test_distillation_is_the_kl_divergence_from_the_teachers_softmax():
     log_q = student - np.log(np.exp(student).sum())
     assert float(got[i]) == pytest.approx(4.0 * np.sum(p * (np.log(p) - log_q)), rel=1e-4)
     assert float(agree[i]) == float(np.argmax(student) == np.argmax(teacher[i]))
+  # PyLate's normalize_scores: each row's MaxSim scores min-max scaled before the softmax.
+  scaled, _ = late.distill_losses(vectors, mask, teacher, temperature=1.0, min_max=True)
+  for i in range(4):
+    student = np.array([reference_maxsim(vectors[i, 0], mask[i, 0], vectors[i, s], mask[i, s])
+                        for s in (1, 2)])
+    student = (student - student.min()) / (student.max() - student.min() + 1e-8)
+    p = np.exp(teacher[i]) / np.exp(teacher[i]).sum()
+    log_q = student - np.log(np.exp(student).sum())
+    assert float(scaled[i]) == pytest.approx(np.sum(p * (np.log(p) - log_q)), rel=1e-3,
+                                             abs=1e-6)
   # The objective: the mean over rows; single vectors distil their cosines the same way.
   objective = losses.Objective(loss="distill", vectors="multi", temperature=2.0)
   value, _ = objective(vectors, None, None, mask, teacher)
@@ -187,6 +197,19 @@ def test_bad_settings_are_one_clear_error(fields, message):
   with pytest.raises(ElectraError, match=message.replace("(", r"\(").replace(")", r"\)")
                      .replace("*", r"\*").replace("+", r"\+")):
     embed_task.validate(_config(**fields))
+
+
+def test_the_paper_scale_preset_is_a_distilled_colbert_model():
+  import importlib.util  # pylint: disable=import-outside-toplevel
+  spec = importlib.util.spec_from_file_location(
+      "configs_embed", os.path.join(testing.REPO, "configs", "embed.py"))
+  module = importlib.util.module_from_spec(spec)
+  spec.loader.exec_module(module)
+  config = module.get_config("colbert")
+  embed_task.validate(config, inputs=False)
+  objective = embed_task.objective_of(config)
+  assert (objective.vectors, objective.loss, objective.min_max) == ("multi", "distill", True)
+  assert len(data_lib.parse_fields(config.negative_fields)) == 31
 
 
 @pytest.mark.parametrize("value,message", [

@@ -728,6 +728,24 @@ def test_the_embed_step_compiles_and_cache_chunk_shrinks_its_temporaries():
 
 @pytest.mark.full
 @needs_libtpu
+@pytest.mark.usefixtures("quick_compiles")
+@pytest.mark.parametrize("loss", ["distill", "infonce"])
+def test_a_colbert_step_compiles_with_its_token_vectors_and_maxsim(loss):
+  """--step=embed of a ColBERT model (vectors=multi): rows of queries padded to query_length
+  and documents of max_seq_length share the longer width, the step takes score masks (and
+  teacher scores), and XLA's FLOPs agree with the analytic count, MaxSim included."""
+  s = tpu_slices.parse("v5e:2x2")
+  settings = _embed_settings(batch_size=16, max_seq_length=48, query_length=24,
+                             negative_fields="negative_1,negative_2", vectors="multi",
+                             colbert_dim=32, loss=loss,
+                             teacher_scores_field="scores" if loss == "distill" else "")
+  report, _ = topology.compile_report(tiny(), s, step="embed", finetune_config=settings)
+  assert report["fits"] and (report["texts_per_row"], report["seq_len"]) == (4, 48)
+  assert 0.9 < report["xla_to_analytic"] < 1.3, report["xla_to_analytic"]
+
+
+@pytest.mark.full
+@needs_libtpu
 def test_the_embed_configs_command_line_compiles_its_checkpoints_step(pretrained_fast,
                                                                        tmp_path):
   """`python -m electra_jax.benchmark --config=configs/embed.py --config.init_checkpoint=CKPT

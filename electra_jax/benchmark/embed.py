@@ -140,7 +140,7 @@ def file_rows(config: ml_collections.ConfigDict, tokenizer) -> dict[str, np.ndar
 
 
 def step_flops(encoder: Any, rows: int, texts: int, seq_len: int,
-               objective: losses_lib.Objective) -> float:
+               objective: losses_lib.Objective, colbert_dim: int | None = None) -> float:
   """Analytic FLOPs of one training step (the paper's convention: matrix products, backward =
   2 x forward; a cache_chunk step's second forward pass is not counted, as remat's is not).
 
@@ -149,12 +149,21 @@ def step_flops(encoder: Any, rows: int, texts: int, seq_len: int,
     rows, texts, seq_len: B, S and T of the batch.
     objective: the loss: infonce compares each anchor with the B (S - 1) positives and hard
       negatives (symmetric: each positive with the B anchors too), cosent each pair's two
-      embeddings; once per Matryoshka prefix.
+      embeddings; once per Matryoshka prefix. A ColBERT model (vectors "multi") projects
+      every token to `colbert_dim` and scores each query's T vectors against the T of each
+      candidate (infonce: the batch's B (S - 1); distill: its own S - 1).
+    colbert_dim: the ColBERT projection's size (vectors "multi").
 
   Returns:
     FLOPs per step, float.
   """
   forward = flops_lib.encoder_forward(encoder, rows * texts, seq_len)
+  if objective.vectors == "multi":  # ColBERT: every token projected, then MaxSim.
+    dim = int(colbert_dim or encoder.hidden_size)
+    forward += flops_lib.matmul(rows * texts * seq_len, encoder.hidden_size, dim)
+    candidates = rows * (texts - 1) if objective.loss == "infonce" else texts - 1
+    forward += flops_lib.matmul(rows * seq_len, dim, candidates * seq_len)
+    return flops_lib.training_flops(forward)
   for dim in objective.dims or (encoder.hidden_size,):
     if objective.loss == "infonce":
       forward += flops_lib.matmul(rows, dim, rows * (texts - 1))
@@ -182,6 +191,10 @@ def prepare(config: ml_collections.ConfigDict) -> Prepared:
   """Loads `config.init_checkpoint` (its encoder and tokenizer, as `EmbedTask.start` does) and
   makes the batch (`file_rows` with a train_file, else `synthetic_rows`)."""
   check_config(config)
+  if embed_task.is_multi(config):
+    raise ElectraError("--config.vectors=multi: the timed step runs beside sentence-"
+                       "transformers' single-vector training of the same model; a ColBERT step "
+                       "is compiled and sized for a slice with --topology (docs/TPU.md)")
   task = embed_task.EmbedTask()
   run = task.start(config, workdir="")
   hyper = task.recipe(config, FAMILY, run.encoder.hidden_size, num_layers=run.encoder.num_layers)

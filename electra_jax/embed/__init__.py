@@ -3,7 +3,8 @@ reranking a first stage with a cross-encoder.
 
   python -m electra_jax.embed evaluate --checkpoint=CKPT [--sts_file=FILE] \
       [--retrieval_dir=DIR] [--output=OUT] [--pooling=mean|cls] [--max_seq_length=N] \
-      [--batch_size=64] [--top_k=100] [--dtype=float32|bfloat16]
+      [--batch_size=64] [--top_k=100] [--dtype=float32|bfloat16] [--query_length=N] \
+      [--corpus_chunk=N]
   python -m electra_jax.embed encode --checkpoint=CKPT --input=FILE --output=emb.npy \
       [--pooling=mean|cls] [--max_seq_length=N] [--batch_size=64] [--dtype=float32|bfloat16]
   python -m electra_jax.embed rerank --checkpoint=CKPT --retrieval_dir=DIR \
@@ -15,7 +16,13 @@ reranking a first stage with a cross-encoder.
 encoder), an `embed` fine-tuning run's workdir or saved model, or a `convert from-hf` output
 (electra_jax.finetune.embed.model.load_embedder). A text is embedded as `[CLS] text [SEP]`, cut
 to --max_seq_length tokens, its final states pooled (an `embed` model's own pooling; a raw
-encoder's as --pooling says, mean by default) and L2-normalised.
+encoder's as --pooling says, mean by default) and L2-normalised. A ColBERT model (an `embed`
+model trained with --config.vectors=multi, or an imported MultiVectorEncoder) keeps a unit
+vector per token instead: queries `[CLS] [Q] text [SEP]` padded with [MASK] to its query length
+(--query_length overrides it; longer queries are cut and counted), documents `[CLS] [D] text
+[SEP]`; `evaluate` scores it by exact MaxSim (the corpus in --corpus_chunk documents at a time;
+0: at once when its token vectors fit 1 GiB, else an error asking for a chunk size) and STS by
+the MaxSim of sentence1 as a query with sentence2 as a document; `encode` refuses it.
 
 `evaluate` (electra_jax.finetune.embed.evaluation) reports the Spearman and Pearson correlation
 of the cosine with the scores of an STS file (CSV, TSV or JSON Lines with sentence1, sentence2,

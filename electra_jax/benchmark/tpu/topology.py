@@ -260,14 +260,22 @@ def build_embed(config: ml_collections.ConfigDict, devices,
   setup = embed_task.build_setup(ft, encoder, hyper, num_train_steps=1000, scored=scored,
                                  devices=devices)
   b, t, texts = ft.batch_size, ft.max_seq_length, embed_benchmark.texts_per_row(ft)
+  if embed_task.is_multi(ft):  # A ColBERT row: the query's query_length positions too.
+    t = max(t, ft.query_length)
   shapes = {k: (b, texts, t) for k in INPUT_KEYS}
   shapes["text_ids"] = (b, texts)
   if scored:
     shapes["scores"] = (b,)
+  if embed_task.is_multi(ft):
+    shapes["score_mask"] = (b, texts, t)
+  if ft.loss == "distill":
+    shapes["teacher_scores"] = (b, texts - 1)
   trainer = setup.trainer
   return BuiltStep(trainer, trainer.abstract_state(),
-                   _abstract_batch(trainer, shapes, {"scores": np.float32}), b, t,
-                   embed_benchmark.step_flops(encoder, b, texts, t, objective),
+                   _abstract_batch(trainer, shapes, {"scores": np.float32,
+                                                     "teacher_scores": np.float32}), b, t,
+                   embed_benchmark.step_flops(encoder, b, texts, t, objective,
+                                              colbert_dim=ft.colbert_dim),
                    texts_per_row=texts, scan_layers=False)
 
 

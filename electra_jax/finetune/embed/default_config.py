@@ -78,6 +78,10 @@ def get_config():
   # loss=distill: divides the student's scores (cosine or MaxSim) and the teacher's before the
   # softmax; the loss is multiplied by its square (sentence-transformers' temperature).
   config.distill_temperature = 1.0
+  # loss=distill: scale each row's student scores to [0, 1] ((s - min) / (max - min)) before
+  # the softmax, as PyLate's Distillation does by default (normalize_scores); False: the raw
+  # scores, as sentence-transformers' DistillKLDivLoss.
+  config.distill_min_max = False
   # How an embedding is made of the encoder's final states: "mean" (the average over the
   # text's tokens, [CLS] and [SEP] included) or "cls" (the [CLS] state); then L2-normalised.
   config.pooling = "mean"

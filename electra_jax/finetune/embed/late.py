@@ -252,28 +252,40 @@ def contrastive_losses(vectors: jax.Array, score_mask: jax.Array, text_ids: jax.
 
 
 def distill_losses(vectors: jax.Array, score_mask: jax.Array, teacher: jax.Array,
-                   temperature: float = 1.0) -> tuple[jax.Array, jax.Array]:
+                   temperature: float = 1.0, min_max: bool = False
+                   ) -> tuple[jax.Array, jax.Array]:
   """Distillation from a teacher's scores of each query's own candidates.
 
   Args:
     vectors, score_mask: the batch (see above); the candidates are columns 1 .. S - 1.
     teacher: float [B, S - 1]: the teacher's score of each candidate (any scale).
     temperature: divides both the student's MaxSim and the teacher's scores before softmax.
+    min_max: first scale each row's MaxSim scores to [0, 1] (PyLate's normalize_scores).
 
   Returns:
     (float32 [B] t^2 * KL(softmax(teacher / t) || softmax(MaxSim / t)) of each row,
     float32 [B] 1.0 where the student's best candidate is the teacher's).
   """
   scores = candidate_maxsim(vectors[:, 0], score_mask[:, 0], vectors[:, 1:], score_mask[:, 1:])
-  return kl_losses(scores, teacher, temperature)
+  return kl_losses(scores, teacher, temperature, min_max)
 
 
-def kl_losses(student: jax.Array, teacher: jax.Array, temperature: float = 1.0
-              ) -> tuple[jax.Array, jax.Array]:
+MIN_MAX_EPSILON = 1e-8  # PyLate's: added to a row's score range before dividing by it.
+
+
+def kl_losses(student: jax.Array, teacher: jax.Array, temperature: float = 1.0,
+              min_max: bool = False) -> tuple[jax.Array, jax.Array]:
   """(float32 [B] t^2 KL(softmax(teacher / t) || softmax(student / t)), float32 [B] 1.0 where
   both rank the same candidate first) of scores [B, C] (torch's KLDivLoss with log_target,
-  summed over candidates; its "batchmean" is the mean of these)."""
-  student = jax.nn.log_softmax(student.astype(jnp.float32) / temperature, axis=-1)
+  summed over candidates; its "batchmean" is the mean of these). `min_max`: the student's
+  scores are first mapped to (s - min) / (max - min + 1e-8) per row, as PyLate's Distillation
+  does by default (normalize_scores)."""
+  student = student.astype(jnp.float32)
+  if min_max:
+    low = jnp.min(student, axis=-1, keepdims=True)
+    high = jnp.max(student, axis=-1, keepdims=True)
+    student = (student - low) / (high - low + MIN_MAX_EPSILON)
+  student = jax.nn.log_softmax(student / temperature, axis=-1)
   teacher = jax.nn.log_softmax(teacher.astype(jnp.float32) / temperature, axis=-1)
   losses = jnp.sum(jnp.exp(teacher) * (teacher - student), axis=-1) * temperature ** 2
   agree = (jnp.argmax(student, axis=-1) == jnp.argmax(teacher, axis=-1)).astype(jnp.float32)

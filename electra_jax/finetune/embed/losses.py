@@ -118,6 +118,7 @@ class Objective:
     vectors: "single" (one unit vector a text) or "multi" (ColBERT: one a token, MaxSim).
     maxsim_scale: multi-vector infonce: logits are maxsim_scale * MaxSim.
     temperature: distill: divides the student's and the teacher's scores before softmax.
+    min_max: distill: each row's student scores first scaled to [0, 1] (PyLate's).
   """
   loss: str = "infonce"
   scale: float = DEFAULT_SCALE
@@ -126,6 +127,7 @@ class Objective:
   vectors: str = "single"
   maxsim_scale: float = late.MAXSIM_SCALE
   temperature: float = 1.0
+  min_max: bool = False
 
   def __call__(self, embeddings: jax.Array, text_ids: jax.Array,
                scores: jax.Array | None = None, score_mask: jax.Array | None = None,
@@ -150,7 +152,8 @@ class Objective:
       raise ValueError(f"loss={self.loss!r}; choose one of {', '.join(LOSSES)}")
     if self.vectors == "multi":
       if self.loss == "distill":
-        losses, agree = late.distill_losses(embeddings, score_mask, teacher, self.temperature)
+        losses, agree = late.distill_losses(embeddings, score_mask, teacher, self.temperature,
+                                            self.min_max)
         return jnp.mean(losses), agree
       losses, correct = late.contrastive_losses(embeddings, score_mask, text_ids,
                                                 self.maxsim_scale)
@@ -162,7 +165,7 @@ class Objective:
       def distill(e):
         cosine = jnp.einsum("bd,bcd->bc", e[:, 0].astype(jnp.float32),
                             e[:, 1:].astype(jnp.float32))
-        return late.kl_losses(cosine, teacher, self.temperature)
+        return late.kl_losses(cosine, teacher, self.temperature, self.min_max)
       losses, agree = distill(embeddings)
       if not self.dims:
         return jnp.mean(losses), agree

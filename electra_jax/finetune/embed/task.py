@@ -102,7 +102,8 @@ def objective_of(config: ml_collections.ConfigDict) -> losses_lib.Objective:
   return losses_lib.Objective(loss=config.loss, scale=float(config.scale),
                               symmetric=bool(config.symmetric), dims=matryoshka_dims(config),
                               vectors=config.vectors, maxsim_scale=float(config.maxsim_scale),
-                              temperature=float(config.distill_temperature))
+                              temperature=float(config.distill_temperature),
+                              min_max=bool(config.distill_min_max))
 
 
 def is_multi(config: ml_collections.ConfigDict) -> bool:

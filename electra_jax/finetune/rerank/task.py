@@ -21,8 +21,8 @@ Outputs, under --workdir:
   results.json                      {"rerank": per-seed metrics, medians, the median seed}
   rerank/seed_<s>/dev_metrics.json  one seed's final metrics (a finished seed is not rerun)
   rerank/seed_<s>/model/            the cross-encoder (its meta: task "rerank"), which the
-                                    workdir itself names for `python -m electra_jax.embed
-                                    rerank` and `convert to-hf`
+                                    workdir itself names for the `embed rerank` command and
+                                    `convert to-hf`
   rerank/seed_<s>/run.trec          with retrieval_dir: the reranked run
   rerank/run.trec                   the median seed's
   rerank/seed_<s>/metrics.jsonl, tensorboard/rerank/seed_<s>/   training and eval/<metric> values
