@@ -333,6 +333,40 @@ def test_colbert_training_improves_exact_maxsim_retrieval(pretrained_fast, colbe
   assert "colbert" in grown.params
 
 
+def test_the_command_line_evaluates_a_colbert_model(colbert_run, colbert_fixture, forks,
+                                                   tmp_path):
+  """`embed evaluate` of the ColBERT workdir: exact MaxSim, the run's own metrics, the files;
+  a query_length the positions cannot hold, a corpus chunk below 0, --pooling and `encode`
+  are one line each."""
+  _, summary, workdir = colbert_run
+  beir = str(colbert_fixture / "beir")
+  out = tmp_path / "eval"
+  proc = forks.run(["electra_jax.embed", "evaluate", f"--checkpoint={workdir}",
+                    f"--retrieval_dir={beir}", f"--output={out}", "--corpus_chunk=7"])
+  assert proc.returncode == 0, proc.stderr[-2000:]
+  printed = json.loads(proc.stdout.strip().splitlines()[-1])
+  assert printed["retrieval/ndcg@10"] == pytest.approx(
+      summary["seeds"]["0"]["retrieval/ndcg@10"], abs=1e-6)
+  assert json.loads((out / "metrics.json").read_text()) == printed
+  assert (out / "run.trec").read_text().count("\n") == len(WORDS) * (len(WORDS) - 0)
+  texts = tmp_path / "texts.txt"
+  texts.write_text("a\nb\n")
+  for argv, message in [
+      (["evaluate", f"--retrieval_dir={beir}", "--query_length=999"],
+       "query_length=999 exceeds the checkpoint's max_position_embeddings"),
+      (["evaluate", f"--retrieval_dir={beir}", "--query_length=2"], "--query_length=2 is too "
+                                                                    "short"),
+      (["evaluate", f"--retrieval_dir={beir}", "--corpus_chunk=-1"], "corpus_chunk=-1"),
+      (["evaluate", f"--retrieval_dir={beir}", "--pooling=cls"], "leave --pooling out"),
+      (["encode", f"--input={texts}", f"--output={tmp_path / 'e.npy'}"],
+       "is a ColBERT (multi-vector) model"),
+  ]:
+    bad = forks.run(["electra_jax.embed", argv[0], f"--checkpoint={workdir}", *argv[1:]])
+    lines = [line for line in bad.stderr.splitlines() if line.strip()]
+    assert bad.returncode == 1 and lines[-1].startswith("error:"), (argv, bad.stderr[-1500:])
+    assert message in lines[-1], (argv, lines[-1])
+
+
 def test_the_multi_vector_export_encodes_and_scores_as_electra_jax(colbert_run, tmp_path):
   """to-sentence-transformers of the trained run: MultiVectorEncoder's query and document
   token vectors within 1e-5 of electra-jax's, the same MaxSim scores; from-hf reads it back."""
@@ -365,6 +399,30 @@ def _check_export(checkpoint, tmp_path, st):
   av, am = again.encode(queries, query=True)
   np.testing.assert_allclose(av, qv, atol=1e-5)
   np.testing.assert_array_equal(am, qm)
+  # PyLate's layout of the same model (a Transformer and its Dense; the markers, lengths and
+  # skiplist at the top of config_sentence_transformers.json) reads back the same.
+  pylate = tmp_path / "pylate"
+  shutil.copytree(out, pylate)
+  with open(pylate / "modules.json", encoding="utf-8") as f:
+    modules = json.load(f)[:2]
+  modules[1]["type"] = "pylate.models.Dense.Dense"
+  (pylate / "modules.json").write_text(json.dumps(modules))
+  st_config = json.loads((pylate / "config_sentence_transformers.json").read_text())
+  st_config.update(prompts={}, query_prefix="[Q] ", document_prefix="[D] ",
+                   query_length=ours.layout.query_length,
+                   document_length=ours.layout.max_seq_length,
+                   attend_to_expansion_tokens=False, skiplist_words=[])
+  (pylate / "config_sentence_transformers.json").write_text(json.dumps(st_config))
+  settings = json.loads((pylate / "sentence_bert_config.json").read_text())
+  for key in ("query_expansion", "query_length", "document_length"):
+    settings.pop(key)
+  (pylate / "sentence_bert_config.json").write_text(json.dumps(settings))
+  files.convert_from_hf(str(pylate), str(tmp_path / "from_pylate"),
+                        vocab_file=ours.weights.tokenizer.file)
+  from_pylate = model_lib.load_embedder(str(tmp_path / "from_pylate"))
+  dv2, dm2 = from_pylate.encode(documents, query=False)
+  np.testing.assert_allclose(dv2, dv, atol=1e-5)
+  np.testing.assert_array_equal(dm2, dm)
 
 
 # --------------------------------------------------------------------------------------------
