@@ -254,11 +254,9 @@ FINETUNE = f"{PACKAGE}.finetune"
 FAMILY_REGISTRY = f"{FINETUNE}.families"
 # The core modules that may import a family: the registry alone.
 FAMILY_IMPORTERS = (FAMILY_REGISTRY,)
-# The imports between families that are allowed, (importer family, imported module): the
-# cross-encoder reads the embed family's training rows and scores with its retrieval metrics
-# (issue 59; until those modules move to finetune/shared/).
-FAMILY_EDGES = {(f"{FINETUNE}.rerank", f"{FINETUNE}.embed.data"),
-                (f"{FINETUNE}.rerank", f"{FINETUNE}.embed.evaluation")}
+# The imports between families that are allowed, (importer family, imported module): none
+# (what two families share lives in finetune/shared/: the retrieval rows and metrics too).
+FAMILY_EDGES: set[tuple[str, str]] = set()
 
 
 def _implements_task(path: str) -> bool:

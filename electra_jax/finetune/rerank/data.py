@@ -1,7 +1,7 @@
 """The `rerank` family's model inputs: (query, document) pairs as `[CLS] query [SEP] document
 [SEP]`, segment ids 0 on `[CLS] query [SEP]` and 1 on `document [SEP]`.
 
-The training rows are the `embed` family's (`finetune.embed.data.read_rows`: CSV, TSV, JSON
+The training rows are the `embed` family's (`finetune.shared.rows.read_rows`: CSV, TSV, JSON
 Lines or Parquet; the query in `anchor_field`, its positive and its hard negatives in
 `positive_field` and `negative_fields`; a bad row is one error naming its line). A row of S
 texts after the query becomes S pairs: the positive first, then the negatives in field order.
@@ -21,7 +21,7 @@ import numpy as np
 
 from electra_jax.data import tokenizer as tokenizer_lib
 from electra_jax.errors import ElectraError
-from electra_jax.finetune.embed import data as rows_lib
+from electra_jax.finetune.shared import rows as rows_lib
 from electra_jax.finetune.shared import pairs
 
 

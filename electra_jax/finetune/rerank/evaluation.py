@@ -5,9 +5,9 @@
 
 `score(queries, documents)` is any function of N pairs -> float32 [N] scores
 (`model.Reranker.score`); `data` the BEIR-layout retrieval set
-(`finetune.embed.evaluation.read_retrieval`), `candidates` its first-stage run
+(`finetune.shared.retrieval.read_retrieval`), `candidates` its first-stage run
 (`first_stage.read_run` or `first_stage.bm25_run`, each query's top_k). The metrics are the
-`embed` family's, by pytrec_eval (`finetune.embed.evaluation.retrieval_metrics`):
+`embed` family's, by pytrec_eval (`finetune.shared.retrieval.retrieval_metrics`):
 retrieval/ndcg@10, retrieval/mrr@10, retrieval/recall@100, retrieval/map@100, over the judged
 queries (a query without candidates counts 0). Only the candidates are reordered, so Recall@100
 is the first stage's recall at top_k when top_k <= 100.
@@ -27,7 +27,7 @@ from absl import logging
 import numpy as np
 
 from electra_jax import fileio
-from electra_jax.finetune.embed import evaluation as retrieval
+from electra_jax.finetune.shared import retrieval
 from electra_jax.finetune.rerank import first_stage
 
 Score = Callable[[Sequence[str], Sequence[str]], np.ndarray]

@@ -3,7 +3,7 @@ read from a TREC run file (`read_run`: e.g. `python -m electra_jax.embed evaluat
 or computed by BM25 (`bm25_run`, the `bm25s` library).
 
 A run is {query id: [(document id, score), ...] best first}, over the judged queries of the
-retrieval set (`finetune.embed.evaluation.RetrievalSet`); a judged query the run does not rank
+retrieval set (`finetune.shared.retrieval.RetrievalSet`); a judged query the run does not rank
 has an empty list (it counts as 0 in every metric, as BEIR counts it).
 
 Run files (`read_run`) have one line per ranked document, `qid Q0 docid rank score tag`
@@ -33,8 +33,8 @@ import numpy as np
 
 from electra_jax import fileio
 from electra_jax.errors import ElectraError
-from electra_jax.finetune.embed import data as rows_lib
-from electra_jax.finetune.embed import evaluation
+from electra_jax.finetune.shared import rows as rows_lib
+from electra_jax.finetune.shared import retrieval as evaluation
 
 BM25 = "bm25"
 FIRST_STAGES = (BM25,)  # config.first_stage / --first_stage choices ("" : a run file).

@@ -6,7 +6,7 @@ r"""Cross-encoder reranking: a pair classifier trained on (query, positive, nega
       [--config.retrieval_dir=beir_dir [--config.first_stage=bm25 | --config.run_file=RUN.trec]
        [--config.top_k=100]] [--config.dev_file=...]
 
-The rows are the `embed` family's (`finetune.embed.data`: csv, tsv, JSON Lines or Parquet; a
+The rows are the `embed` family's (`finetune.shared.rows`: csv, tsv, JSON Lines or Parquet; a
 bad row is one error naming its line): a query, its positive and its negatives. Each (query,
 document) pair is `[CLS] query [SEP] document [SEP]` (segment ids 0, then 1 from the document;
 `data`), scored by the encoder with transformers' sequence-classification head and one output,
@@ -52,8 +52,8 @@ from electra_jax.finetune import driver
 from electra_jax.finetune import heads
 from electra_jax.finetune import task as task_lib
 from electra_jax.finetune.batches import INPUT_KEYS, packed_examples
-from electra_jax.finetune.embed import data as rows_lib
-from electra_jax.finetune.embed import evaluation as retrieval
+from electra_jax.finetune.shared import rows as rows_lib
+from electra_jax.finetune.shared import retrieval
 from electra_jax.finetune.recipe import (FINETUNE_RANGES, Hyperparameters, check_all,
                                          reduce_losses, steps_for, validate_training)
 from electra_jax.finetune.rerank import data as data_lib
