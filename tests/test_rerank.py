@@ -332,11 +332,15 @@ def test_training_improves_bm25_reranking_and_the_command_and_export_agree(
 # --------------------------------------------------------------------------------------------
 # The export.
 
-# Pairs shorter than max_seq_length: CrossEncoder cuts a pair at the tokenizer's
-# model_max_length (docs/embeddings.md, "Cross-encoder reranking").
+# The last two pairs are longer than max_seq_length (32), one text much longer than the other:
+# CrossEncoder cuts them at the exported tokenizer's model_max_length, the reranker's own length,
+# from the longer text, as electra-jax. (Where both texts pass half the length, transformers'
+# longest_first and ELECTRA's pop-the-longer loop can keep one token apart: docs/embeddings.md.)
 PAIRS = [("river", _relevant("river")), ("river", _decoy("river")),
          ("old castle", "the castle stood on a hill"),
-         ("piano", "a page about violins"), ("engine", "")]
+         ("piano", "a page about violins"), ("engine", ""),
+         ("where does the long river flow", " ".join([_relevant("river")] * 6)),
+         (" ".join(["tell me about pianos"] * 4), "pianos have keys and hammers inside")]
 
 
 def _assert_cross_encoder_scores_equal(reranker, checkpoint, out_dir):

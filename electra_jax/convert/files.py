@@ -756,8 +756,12 @@ def _write_hf_model(directory: str, state: Mapping[str, np.ndarray], config: Map
   if finetuned is not None:  # The label set as the fine-tuning workdir's labels.json has it.
     _write_json({"problem": finetuned.get("problem"), "labels": finetuned.get("labels", [])},
                 os.path.join(directory, LABELS_FILE))
-  tokenizer_files = _write_tokenizer(loaded.tokenizer, tokenizer,
-                                     loaded.model_config.max_position_embeddings, directory)
+  max_length = loaded.model_config.max_position_embeddings
+  if finetuned is not None and finetuned.get("task") == hf_heads.RERANK_TASK:
+    # sentence-transformers' CrossEncoder cuts a pair at the tokenizer's model_max_length: the
+    # reranker's own length, so that it reads what electra-jax reads.
+    max_length = int(finetuned.get("max_seq_length") or max_length)
+  tokenizer_files = _write_tokenizer(loaded.tokenizer, tokenizer, max_length, directory)
   return count_params(written), tokenizer_files
 
 
