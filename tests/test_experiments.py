@@ -2,7 +2,8 @@
 configs that change under a running experiment, and configs/experiments/smoke.py end to end
 (results.json, results.md, the plots, resuming); the embed downstream stage
 (configs/experiments/embeddings.py): the QQP pairs and retrieval set of `embed_data`, its
-settings' errors, its report from the files, and in the full tier a run end to end."""
+settings' errors, its report from the files, and in the full tier a run end to end;
+embed_data's mined hard negatives."""
 
 import importlib.util
 import json
@@ -351,7 +352,8 @@ def test_embed_data_holds_out_whole_pairs_disjoint_from_training(tmp_path):
   assert manifest["counts"] == {
       "rows": 19, "rows_skipped": 1, "duplicate_rows": 13, "dropped_empty": 1,
       "dropped_equal": 1, "dropped_repeated": 1, "distinct_pairs": 10, "groups": 9,
-      "train_pairs": 7, "queries": 3, "documents": 7, "distractors": 4}
+      "train_pairs": 7, "queries": 3, "documents": 7, "distractors": 4,
+      "negative_pool": 22, "negatives_bm25": 7, "negatives_random": 0}
   assert manifest["source"]["bytes"] == os.path.getsize(qqp)
   out = tmp_path / "out"
   train = embed_rows.read_rows(str(out / "train.jsonl"),
@@ -617,3 +619,51 @@ def test_the_msmarco_preset_is_modernberts_recipe_and_shows_its_sources():
   with pytest.raises(ElectraError, match="configs/embed.py:marco: no such preset; the presets "
                                          "are msmarco"):
     module.get_config("marco")
+
+
+# --------------------------------------------------------------------------------------------
+# embed_data's hard negatives.
+
+def _rows(path):
+  with open(path, encoding="utf-8") as f:
+    return [json.loads(line) for line in f]
+
+
+def test_embed_data_mines_a_bm25_negative_outside_each_anchors_group(tmp_path):
+  """--negatives=bm25 (the default): each row's negative is its anchor's best BM25 match in
+  the training pool outside its duplicate group (a capital question meets another country's),
+  never a question of the retrieval set; the rows read through the embed family's reader with
+  negative_fields=negative; --negatives=none writes the same pairs without it. An anchor
+  sharing no term with the pool gets a random negative (counted); a pool holding only the
+  anchor's group is one error."""
+  qqp = _write_qqp(tmp_path / "train.tsv")
+  embed_data.prepare(qqp, str(tmp_path / "mined"), num_queries=3, num_distractors=4)
+  manifest = embed_data.prepare(qqp, str(tmp_path / "plain"), num_queries=3, num_distractors=4,
+                                negatives="none")
+  assert "negative_pool" not in manifest["counts"]
+  assert manifest["settings"]["negatives"] == "none"
+  mined = _rows(tmp_path / "mined" / "train.jsonl")
+  assert [{k: r[k] for k in ("anchor", "positive")} for r in mined] == _rows(
+      tmp_path / "plain" / "train.jsonl")
+  fields = embed_rows.Fields(anchor="anchor", positive="positive", negatives=("negative",))
+  assert len(embed_rows.read_rows(str(tmp_path / "mined" / "train.jsonl"), fields)) == len(mined)
+  key = embed_data.text_key
+  beir = embed_evaluation.read_retrieval(str(tmp_path / "mined" / "retrieval"))
+  held = {key(t) for t in beir.query_texts + beir.doc_texts}
+  python = {key(q) for q in ("How do I learn Python?", "What is the best way to learn Python?",
+                             "How can I learn Python quickly?")}
+  for row in mined:
+    negative = key(row["negative"])
+    assert negative not in held and negative not in (key(row["anchor"]), key(row["positive"]))
+    if key(row["anchor"]) in python:
+      assert negative not in python
+    if row["anchor"].startswith("What is the capital of country"):
+      assert row["negative"].startswith("What is the capital of country")
+  negatives, drawn = embed_data.mine_negatives(["zebra stripes"], ["g0"], ["a cat", "a dog"],
+                                               ["g1", "g2"])
+  assert drawn == 1 and negatives[0] in ("a cat", "a dog")
+  with pytest.raises(ElectraError, match="no question outside an anchor's own duplicate group"):
+    embed_data.mine_negatives(["cat"], ["g"], ["a cat"], ["g"])
+  with pytest.raises(ElectraError, match="--negatives='colbert'; choose one of bm25, none"):
+    embed_data.prepare(qqp, str(tmp_path / "bad"), num_queries=3, num_distractors=4,
+                       negatives="colbert")
