@@ -2,8 +2,9 @@
 configs that change under a running experiment, and configs/experiments/smoke.py end to end
 (results.json, results.md, the plots, resuming); the embed downstream stage
 (configs/experiments/embeddings.py): the QQP pairs and retrieval set of `embed_data`, its
-settings' errors, its report from the files, and in the full tier a run end to end;
-embed_data's mined hard negatives."""
+settings' errors, its report from the files, and in the full tier a run end to end; the
+retrieval downstream (configs/experiments/retrieval.py): embed_data's mined hard negatives, its
+settings' errors, its report from the files, and in the full tier a run end to end."""
 
 import importlib.util
 import json
@@ -16,6 +17,7 @@ from electra_jax import config_doc
 from electra_jax.errors import ElectraError
 from electra_jax.experiments import embed_data
 from electra_jax.experiments import report
+from electra_jax.experiments import retrieval as retrieval_lib
 from electra_jax.experiments import runner
 from electra_jax.experiments import spec
 from electra_jax.finetune import recipe
@@ -30,7 +32,7 @@ from tests import testing
 
 GLUE_DIR = os.path.join(testing.REPO, "..", "shared", "data", "glue")
 SHIPPED = ("smoke", "table1", "table5", "generator_size", "weight_sharing", "masking",
-           "backbone", "embeddings")
+           "backbone", "embeddings", "retrieval")
 
 
 def experiment(name="smoke", scale=None):
@@ -622,7 +624,7 @@ def test_the_msmarco_preset_is_modernberts_recipe_and_shows_its_sources():
 
 
 # --------------------------------------------------------------------------------------------
-# embed_data's hard negatives.
+# The retrieval downstream stage: configs/experiments/retrieval.py and its hard negatives.
 
 def _rows(path):
   with open(path, encoding="utf-8") as f:
@@ -667,3 +669,185 @@ def test_embed_data_mines_a_bm25_negative_outside_each_anchors_group(tmp_path):
   with pytest.raises(ElectraError, match="--negatives='colbert'; choose one of bm25, none"):
     embed_data.prepare(qqp, str(tmp_path / "bad"), num_queries=3, num_distractors=4,
                        negatives="colbert")
+
+
+def _retrieval_config(tmp_path):
+  """configs/experiments/retrieval.py with its rows and retrieval set (fixtures of tmp_path)."""
+  config = experiment("retrieval")
+  qqp_dir = tmp_path / "qqp"
+  embed_data.prepare(_write_qqp(tmp_path / "train.tsv"), str(qqp_dir), num_queries=3,
+                     num_distractors=4)
+  config.embed.train_file = str(qqp_dir / "train.jsonl")
+  config.embed.retrieval_dir = str(qqp_dir / "retrieval")
+  return config
+
+
+def test_retrieval_experiment_is_rtd_against_mlm_three_ways(tmp_path):
+  """configs/experiments/retrieval.py: ELECTRA and BERT at ELECTRA's FLOPs, each measured as a
+  single-vector, a ColBERT and a cross-encoder retriever (and raw), one seed each at the tiny
+  scale, every stage on the same rows with their hard negative: the bi-encoder stages differ
+  only in `vectors`, the cross-encoder takes config.embed's rows and retrieval set."""
+  config = _retrieval_config(tmp_path)
+  variants = {v.name: v for v in spec.resolve(config)}
+  assert {n: (v.config.objective.name, v.steps) for n, v in variants.items()} == {
+      "electra": ("electra", 1000), "bert": ("mlm", 1111)}
+  assert retrieval_lib.stages_of(config) == ["single", "multi", "rerank"]
+  assert retrieval_lib.raw_stages(config) == ["single", "multi"]
+  e, r = config.embed, config.rerank
+  assert (config.downstream, e.negative_fields, e.symmetric, e.num_seeds, r.num_seeds,
+          e.max_seq_length, r.max_seq_length, r.first_stage, r.top_k) == (
+              "retrieval", "negative", False, 1, 1, 64, 128, "bm25", 100)
+  runner.validate(config)  # --show_config's checks pass.
+  single, multi = (retrieval_lib.embed_stage_config(config, s, "ckpt")
+                   for s in ("single", "multi"))
+  assert (single.vectors, multi.vectors, multi.init_checkpoint) == ("single", "multi", "ckpt")
+  assert {k: v for k, v in single.to_dict().items() if k != "vectors"} == {
+      k: v for k, v in multi.to_dict().items() if k != "vectors"}
+  rerank = retrieval_lib.rerank_stage_config(config, "ckpt")
+  for field in retrieval_lib.SHARED_FIELDS:
+    assert rerank[field] == e[field]
+  assert rerank.init_checkpoint == "ckpt" and rerank.loss == "listwise"
+
+
+@pytest.mark.parametrize("change, message", [
+    (("retrieval", "stages", "single,colbert"), "--config.retrieval.stages='single,colbert': "
+                                                "name each of single, multi, rerank"),
+    (("embed", "sts_file", "sts.tsv"), "downstream=retrieval measures retrieval only"),
+    (("embed", "retrieval_dir", ""), "pass --config.embed.retrieval_dir"),
+    (("embed", "negative_fields", ""), "the cross-encoder stage needs a hard negative per row"),
+    (("embed", "symmetric", True), "set --config.embed.symmetric=False"),
+    (("embed", "vectors", "multi"), "--config.embed.vectors='multi': downstream=retrieval "
+                                    "trains both kinds"),
+    (("rerank", "train_file", "other.jsonl"), "--config.rerank.train_file='other.jsonl': the "
+                                              "cross-encoder stage takes its rows"),
+    (("rerank", "first_stage", ""), "the cross-encoder stage reranks BM25"),
+    (("rerank", "loss", "hinge"), r"rerank stage: --config.rerank.loss='hinge'; choose one of"),
+    (("embed", "packing", True), r"multi stage: --config.embed.packing=True with "
+                                 "--config.embed.vectors=multi"),
+    (("embed", "query_length", 200), "multi stage: --config.embed.query_length=200 exceeds "
+                                     "variant 'electra''s model.max_position_embeddings=128"),
+    (("rerank", "max_seq_length", 256), "rerank stage: --config.rerank.max_seq_length=256 "
+                                        "exceeds variant 'electra''s"),
+    (("embed", "train_file", "missing.jsonl"), "--config.embed.train_file=missing.jsonl does "
+                                               "not exist"),
+])
+def test_bad_retrieval_settings_fail_before_pretraining(tmp_path, change, message):
+  config = _retrieval_config(tmp_path)
+  part, field, value = change
+  config[part][field] = value
+  with pytest.raises(ElectraError, match=message):
+    runner.run(config, str(tmp_path / "exp"))
+  assert not os.path.exists(tmp_path / "exp")
+
+
+def _fake_retrieval_point(variant_dir, step, raw, seeds, stages=retrieval_lib.STAGES):
+  """The files of one retrieval point as the runner writes them: <stage>/raw/metrics.json
+  (single, multi) and <stage>/tuned/results.json with `seeds` ({seed: metrics}) and medians."""
+  point = os.path.join(variant_dir, "retrieval", f"step_{step}")
+  for stage in stages:
+    if stage != "rerank":
+      os.makedirs(os.path.join(point, stage, "raw"))
+      with open(os.path.join(point, stage, "raw", "metrics.json"), "w") as f:
+        json.dump({k: x + (0.1 if stage == "multi" else 0) for k, x in raw.items()}, f)
+    if seeds:
+      os.makedirs(os.path.join(point, stage, "tuned"))
+      shift = retrieval_lib.STAGES.index(stage) * 0.05
+      stage_seeds = {s: {k: x + shift for k, x in m.items()} for s, m in seeds.items()}
+      names = sorted(next(iter(stage_seeds.values())))
+      key = "rerank" if stage == "rerank" else "embed"
+      summary = {key: {"primary_metric": "retrieval/ndcg@10",
+                       "seeds": {str(s): m for s, m in stage_seeds.items()},
+                       "median": {n: float(np.median([m[n] for m in stage_seeds.values()]))
+                                  for n in names}}}
+      with open(os.path.join(point, stage, "tuned", "results.json"), "w") as f:
+        json.dump(summary, f)
+
+
+def test_retrieval_report_reads_every_stage_from_the_files(tmp_path):
+  """results.json and results.md of a retrieval experiment, from the files alone: each stage's
+  raw metrics and tuned seed medians x100, BM25 alone beside the cross-encoder on every row, a
+  variant without its tuned stages incomplete and shown as "-", retrieval_vs_flops.png."""
+  config = _retrieval_config(tmp_path)
+  config.embed.num_seeds = config.rerank.num_seeds = 2
+  variants = spec.resolve(config)
+  workdir = str(tmp_path / "exp")
+  keys = retrieval_lib.METRICS
+  raw = {k: 0.1 + 0.01 * i for i, k in enumerate(keys)}
+  seeds = {s: {k: 0.5 + 0.1 * s + 0.01 * i for i, k in enumerate(keys)} for s in range(2)}
+  _fake_retrieval_point(os.path.join(workdir, "variants", "electra"), 1000, raw, seeds)
+  _fake_retrieval_point(os.path.join(workdir, "variants", "bert"), 1111, raw, {})
+  os.makedirs(os.path.join(workdir, "bm25"))
+  with open(os.path.join(workdir, "bm25", "metrics.json"), "w") as f:
+    json.dump({k: 0.3 for k in keys}, f)
+  results = report.write(config, variants, workdir, plots=True)
+  electra, bert = results["variants"]["electra"], results["variants"]["bert"]
+  assert results["experiment"]["downstream"] == "retrieval"
+  assert results["experiment"]["bm25"] == pytest.approx({k: 30.0 for k in keys})
+  assert electra["stages"]["multi"]["raw"] == pytest.approx(
+      {k: 100 * v + 10 for k, v in raw.items()})
+  assert "raw" not in electra["stages"]["rerank"]
+  assert electra["stages"]["rerank"]["tuned"]["retrieval/ndcg@10"] == {
+      "median": pytest.approx(100 * (0.55 + 0.1)),
+      "seeds": pytest.approx([100 * (0.5 + 0.1), 100 * (0.6 + 0.1)])}
+  assert electra["complete"] and not bert["complete"]
+  with open(os.path.join(workdir, "results.md")) as f:
+    text = f.read()
+  assert ("| variant | objective | steps | pretrain FLOPs | single raw | single | multi raw | "
+          "multi | BM25 | BM25 + CE | pretrain time | retrieval time |") in text
+  # electra's nDCG@10: raw 10.0 and 20.0, tuned 55.0, 60.0 and 65.0; BM25 30.0 on every row.
+  assert "| electra | electra | 1000 | 1.47e+13 | 10.0 | 55.0 | 20.0 | 60.0 | 30.0 | 65.0 |" in text
+  assert "| bert | mlm | 1111 | 1.47e+13 | 10.0 | - | 20.0 | - | 30.0 | - |" in text
+  assert "| BM25 alone | - | - | bm25 | 30.0 | 30.0 | 30.0 | 30.0 |" in text
+  assert "| electra | rerank | 60.0, 70.0 | 61.0, 71.0 |" in text  # Each seed, nDCG and MRR.
+  assert os.path.isfile(os.path.join(workdir, "retrieval_vs_flops.png"))
+  config.retrieval.stages, config.retrieval.raw = "multi,single", False
+  table = report.markdown_table(report.collect(config, variants, workdir))
+  assert table.splitlines()[0] == ("| variant | objective | steps | pretrain FLOPs | single | "
+                                   "multi | pretrain time | retrieval time |")
+
+
+@pytest.mark.full
+def test_retrieval_experiment_end_to_end_and_resume(tmp_path, corpus_and_tokenizer):
+  """configs/experiments/retrieval.py at the smoke experiment's scale (ELECTRA alone, the
+  1-layer model for a few steps): BM25 once, the raw encoder as a single- and a multi-vector
+  model, then the three stages, each raw value `evaluate_raw`'s of the checkpoint and each
+  tuned one its stage's seed; the cross-encoder reranks the BM25 run it reports beside it; a
+  rerun redoes nothing; a changed stage setting is refused, naming the field."""
+  files, model = corpus_and_tokenizer
+  config = _retrieval_config(tmp_path)
+  config.pretrain_overrides = experiment("smoke").pretrain_overrides + " model.vocab_size=512"
+  config.data_overrides = f"data.train_files={files} data.tokenizer_model={model}"
+  del config.variants["bert"]
+  config.order, config.reference_steps, config.plots = "electra", 4, False
+  e, r = config.embed, config.rerank
+  e.max_seq_length, e.query_length, e.batch_size, e.eval_batch_size = 32, 16, 4, 16
+  r.max_seq_length, r.batch_size, r.eval_batch_size = 32, 4, 16
+  e.log_every_steps = r.log_every_steps = 1000
+  workdir = str(tmp_path / "exp")
+  results = runner.run(config, workdir)
+  electra = results["variants"]["electra"]
+  assert electra["complete"] and set(electra["stages"]) == {"single", "multi", "rerank"}
+  assert electra["raw_eval_seconds"] > 0 and electra["rerank_seconds"] > 0
+  point = os.path.join(workdir, "variants", "electra", "retrieval", "step_4")
+  checkpoint = os.path.join(workdir, "variants", "electra", "pretrain", "checkpoints", "4")
+  raw = retrieval_lib.evaluate_raw(config, "multi", checkpoint, None)
+  assert electra["stages"]["multi"]["raw"] == pytest.approx(
+      {k: 100 * x for k, x in raw.items()}, abs=1e-4)
+  for stage in ("single", "multi", "rerank"):
+    with open(os.path.join(point, stage, "tuned", "results.json")) as f:
+      summary = json.load(f)["rerank" if stage == "rerank" else "embed"]
+    assert {k: t["seeds"][0] for k, t in electra["stages"][stage]["tuned"].items()} == (
+        pytest.approx({k: 100 * summary["seeds"]["0"][k] for k in retrieval_lib.METRICS}))
+  with open(os.path.join(workdir, "bm25", "metrics.json")) as f:
+    bm25 = json.load(f)
+  assert results["experiment"]["bm25"] == pytest.approx({k: 100 * x for k, x in bm25.items()})
+  assert summary["first_stage"]["retrieval/ndcg@10"] == pytest.approx(bm25["retrieval/ndcg@10"])
+  assert os.path.isfile(os.path.join(point, "multi", "raw", "run.trec"))
+  written = {**_mtimes(workdir, "metrics.json"), **_mtimes(workdir, "dev_metrics.json")}
+  assert len(written) == 6  # BM25, two raw evaluations, three stages.
+  assert runner.run(config, workdir) == results
+  assert {**_mtimes(workdir, "metrics.json"), **_mtimes(workdir, "dev_metrics.json")} == written
+  config.rerank.loss = "bce"
+  with pytest.raises(ElectraError, match=r"variant 'electra': its step-4 retrieval stages were "
+                                         r"run with other settings \(rerank.loss: "):
+    runner.run(config, workdir)

@@ -15,6 +15,12 @@ Spearman and Pearson of the cosine, retrieval nDCG@10, MRR@10, Recall@100, MAP@1
 `electra_jax.embed evaluate` computes them), "raw" for the pretrained encoder as it is (one
 deterministic evaluation) and "tuned" after the contrastive stage (the median over its seeds,
 and each seed's); embed_vs_flops.png draws them against pretraining FLOPs.
+
+downstream "retrieval": each checkpoint's retrieval metrics x100 for each stage of
+`retrieval.STAGES` run ("single", "multi", "rerank"), "raw" for the pretrained encoder as a
+single- and multi-vector model (one deterministic evaluation each) and "tuned" after the stage
+(the median over its seeds, and each seed's), beside BM25 alone (WORKDIR/bm25/, the same for
+every variant); retrieval_vs_flops.png draws nDCG@10 and MRR@10 against pretraining FLOPs.
 """
 
 from __future__ import annotations
@@ -27,6 +33,7 @@ import jax
 import ml_collections
 
 from electra_jax import fileio
+from electra_jax.experiments import retrieval
 from electra_jax.experiments import spec
 from electra_jax.finetune import glue
 from electra_jax.finetune.embed import evaluation as embed_evaluation
@@ -153,10 +160,71 @@ def _collect_embed(config: ml_collections.ConfigDict, variants: Sequence[spec.Va
   return out
 
 
+def _retrieval_point(config: ml_collections.ConfigDict, variant: spec.Variant,
+                     variant_dir: str, step: int) -> dict[str, Any]:
+  point_dir = fileio.join(variant_dir, retrieval.DIR, f"step_{step}")
+  raw_stages = retrieval.raw_stages(config)
+  stages, complete = {}, True
+  for stage in retrieval.stages_of(config):
+    entry: dict[str, Any] = {"tuned": {}}
+    if stage in raw_stages:
+      raw = _read_json(fileio.join(point_dir, stage, retrieval.RAW_DIR,
+                                   embed_evaluation.METRICS_FILE)) or {}
+      entry["raw"] = {m: 100 * raw[m] for m in retrieval.METRICS if m in raw}
+      complete = complete and len(entry["raw"]) == len(retrieval.METRICS)
+    summary = (_read_json(retrieval.summary_file(point_dir, stage)) or {}).get(
+        retrieval.summary_key(stage), {})
+    seeds = summary.get("seeds", {})
+    for m in retrieval.METRICS:
+      values = [100 * seeds[s][m] for s in sorted(seeds, key=int) if m in seeds[s]]
+      if values:
+        entry["tuned"][m] = {"median": 100 * summary["median"][m], "seeds": values}
+    complete = (complete and len(seeds) >= retrieval.num_seeds(config, stage)
+                and len(entry["tuned"]) == len(retrieval.METRICS))
+    stages[stage] = entry
+  return {"step": step, "pretrain_flops": step * variant.flops_per_step, "stages": stages,
+          "complete": complete}
+
+
+def _collect_retrieval(config: ml_collections.ConfigDict, variants: Sequence[spec.Variant],
+                       workdir: str, out: dict[str, Any]) -> dict[str, Any]:
+  """`collect` for downstream "retrieval"."""
+  e, r = config.embed, config.rerank
+  stages = retrieval.stages_of(config)
+  bm25 = _read_json(fileio.join(workdir, retrieval.BM25_DIR, embed_evaluation.METRICS_FILE))
+  out["experiment"].update(
+      downstream="retrieval", stages=stages, raw=retrieval.raw_stages(config),
+      metrics=list(retrieval.METRICS),
+      num_seeds={s: retrieval.num_seeds(config, s) for s in stages},
+      bm25={m: 100 * bm25[m] for m in retrieval.METRICS if m in bm25} if bm25 else {},
+      embed={"train_file": e.train_file, "retrieval_dir": e.retrieval_dir,
+             "negative_fields": e.negative_fields, "pooling": e.pooling,
+             "max_seq_length": e.max_seq_length, "query_length": e.query_length,
+             "colbert_dim": e.colbert_dim, "loss": e.loss, "batch_size": e.batch_size,
+             "num_epochs": e.num_epochs, "learning_rate": e.learning_rate},
+      rerank={"loss": r.loss, "top_k": r.top_k, "max_seq_length": r.max_seq_length,
+              "batch_size": r.batch_size, "num_epochs": r.num_epochs,
+              "learning_rate": r.learning_rate})
+  phases = ("raw_eval_seconds",) + tuple(f"{s}_seconds" for s in retrieval.STAGES)
+  for v in variants:
+    variant_dir = fileio.join(workdir, "variants", v.name)
+    timing = _read_json(fileio.join(variant_dir, "timing.json")) or {}
+    points = [_retrieval_point(config, v, variant_dir, step) for step in v.points]
+    out["variants"][v.name] = {
+        "overrides": v.overrides, "objective": v.config.objective.name, "steps": v.steps,
+        "flops_per_step": v.flops_per_step, "pretrain_flops": v.pretrain_flops,
+        "pretrain_seconds": timing.get("pretrain_seconds"),
+        **{phase: timing.get(phase) for phase in phases},
+        "points": points, "stages": points[-1]["stages"],
+        "pretrain_eval": _last_eval(fileio.join(variant_dir, "pretrain")),
+        "complete": all(p["complete"] for p in points)}
+  return out
+
+
 def collect(config: ml_collections.ConfigDict, variants: Sequence[spec.Variant], workdir: str
             ) -> dict[str, Any]:
   """The results.json content from what is on disk."""
-  if config.downstream == "embed":
+  if config.downstream in ("embed", "retrieval"):
     out = {"experiment": {"budget": config.budget, "reference_variant": config.reference_variant,
                           "reference_steps": config.reference_steps,
                           "pretrain_config": config.pretrain_config,
@@ -164,6 +232,8 @@ def collect(config: ml_collections.ConfigDict, variants: Sequence[spec.Variant],
                           "data_overrides": config.data_overrides,
                           "finetune_at": [p / v.steps for v in variants[:1] for p in v.points]},
            "variants": {}}
+    if config.downstream == "retrieval":
+      return _collect_retrieval(config, variants, workdir, out)
     return _collect_embed(config, variants, workdir, out)
   tasks = [t.name for t in glue_finetune.task_names(config.finetune)]
   out = {"experiment": {"budget": config.budget, "reference_variant": config.reference_variant,
@@ -222,11 +292,56 @@ def _embed_table(results: dict[str, Any]) -> str:
   return "\n".join(lines)
 
 
+def _retrieval_columns(results: dict[str, Any]) -> list[tuple[str, str, str]]:
+  """(stage, "raw" or "tuned", column name) of the retrieval tables, in order."""
+  e = results["experiment"]
+  names = {"single": "single", "multi": "multi", "rerank": "BM25 + CE"}
+  columns = []
+  for stage in e["stages"]:
+    if stage in e["raw"]:
+      columns.append((stage, "raw", f"{names[stage]} raw"))
+    if stage == "rerank":
+      columns.append(("bm25", "", "BM25"))
+    columns.append((stage, "tuned", names[stage]))
+  return columns
+
+
+def _retrieval_value(results: dict[str, Any], stages: dict[str, Any], stage: str, kind: str,
+                     metric: str) -> float | None:
+  if stage == "bm25":
+    return results["experiment"]["bm25"].get(metric)
+  entry = stages.get(stage, {})
+  if kind == "raw":
+    return entry.get("raw", {}).get(metric)
+  return entry.get("tuned", {}).get(metric, {}).get("median")
+
+
+def retrieval_table(results: dict[str, Any], metric: str = "retrieval/ndcg@10") -> str:
+  """One row per variant: steps, FLOPs, `metric` (x100) of each stage, raw and tuned (the
+  median seed's), BM25 alone beside the cross-encoder, the times."""
+  columns = _retrieval_columns(results)
+  header = (["variant", "objective", "steps", "pretrain FLOPs"] + [c[2] for c in columns]
+            + ["pretrain time", "retrieval time"])
+  lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+  for name, v in results["variants"].items():
+    cells = [name, v["objective"], str(v["steps"]), f"{v['pretrain_flops']:.3g}"]
+    cells += [_fmt(_retrieval_value(results, v["stages"], stage, kind, metric))
+              for stage, kind, _ in columns]
+    seconds = [v[k] for k in ("raw_eval_seconds",
+                              *(f"{s}_seconds" for s in retrieval.STAGES))
+               if v.get(k) is not None]
+    cells += [_duration(v["pretrain_seconds"]), _duration(sum(seconds) if seconds else None)]
+    lines.append("| " + " | ".join(cells) + " |")
+  return "\n".join(lines)
+
+
 def markdown_table(results: dict[str, Any]) -> str:
   """One row per variant: steps, FLOPs, each task's median, the GLUE average, the times
-  (downstream "embed": `_embed_table`)."""
+  (downstream "embed": `_embed_table`; "retrieval": `retrieval_table` of nDCG@10)."""
   if results["experiment"].get("downstream") == "embed":
     return _embed_table(results)
+  if results["experiment"].get("downstream") == "retrieval":
+    return retrieval_table(results)
   tasks = results["experiment"]["tasks"]
   header = (["variant", "objective", "steps", "pretrain FLOPs"] + tasks
             + ["GLUE", "pretrain time", "fine-tune time"])
@@ -318,6 +433,47 @@ def _embed_markdown(results: dict[str, Any], budget: str) -> list[str]:
       "Per-seed tuned scores:", "", _embed_seed_table(results), ""]
 
 
+def _retrieval_markdown(results: dict[str, Any], budget: str) -> list[str]:
+  """results.md's parts for downstream "retrieval", up to the held-out pretraining metrics."""
+  e = results["experiment"]
+  m, r = e["embed"], e["rerank"]
+  metrics = e["metrics"]
+  seeds = ", ".join(f"{s} {n}" for s, n in e["num_seeds"].items())
+  every = ["| variant | step | pretrain FLOPs | stage | " + " | ".join(
+      EMBED_LABELS[x] for x in metrics) + " |", "|---|---|---|---|" + "---|" * len(metrics)]
+  every.append("| BM25 alone | - | - | bm25 | " + " | ".join(
+      _fmt(e["bm25"].get(x)) for x in metrics) + " |")
+  per_seed = ["| variant | stage | nDCG@10 | MRR@10 |", "|---|---|---|---|"]
+  for name, v in results["variants"].items():
+    for p in v["points"]:
+      for stage, entry in p["stages"].items():
+        for kind in ("raw", "tuned"):
+          if kind == "raw" and "raw" not in entry:
+            continue
+          values = [_retrieval_value(results, p["stages"], stage, kind, x) for x in metrics]
+          every.append(f"| {name} | {p['step']} | {p['pretrain_flops']:.3g} | {stage} {kind} | "
+                       + " | ".join(_fmt(x) for x in values) + " |")
+    for stage, entry in v["stages"].items():
+      per_seed.append(f"| {name} | {stage} | " + " | ".join(
+          ", ".join(_fmt(x) for x in entry["tuned"][k]["seeds"]) if k in entry["tuned"]
+          else "-" for k in ("retrieval/ndcg@10", "retrieval/mrr@10")) + " |")
+  return [
+      "# Experiment results", "",
+      f"Pretraining: `{e['pretrain_config']}` with `{e['pretrain_overrides'] or '(no overrides)'}`"
+      + (f" and `{e['data_overrides']}`" if e["data_overrides"] else "") + f"; {budget}."
+      + f" Retrieval on `{m['retrieval_dir']}`; every stage trains on `{m['train_file']}`"
+      f" (negatives: `{m['negative_fields'] or 'in-batch only'}`). single: {m['pooling']} "
+      f"pooling, {m['max_seq_length']} tokens; multi: ColBERT, {m['colbert_dim']} dimensions "
+      f"a token, queries of {m['query_length']} positions (both {m['loss']}, batch "
+      f"{m['batch_size']}); BM25 + CE: a cross-encoder ({r['loss']}, {r['max_seq_length']} "
+      f"tokens a pair) reranking BM25's top {r['top_k']}; raw: the pretrained encoder as it "
+      f"is; tuned values are the median of the seeds ({seeds}). Metrics x100.", "",
+      "nDCG@10:", "", retrieval_table(results, "retrieval/ndcg@10"), "",
+      "MRR@10:", "", retrieval_table(results, "retrieval/mrr@10"), "",
+      "Every metric at each checkpoint (tuned: the median seed's):", "", "\n".join(every), "",
+      "Per-seed tuned scores:", "", "\n".join(per_seed), ""]
+
+
 def markdown(results: dict[str, Any]) -> str:
   """results.md: the budget, the main table, per-seed scores, held-out pretraining metrics."""
   e = results["experiment"]
@@ -327,8 +483,11 @@ def markdown(results: dict[str, Any]) -> str:
             if e["budget"] == "flops" else
             f"every variant runs {e['reference_steps']} pretraining steps")
   embed = e.get("downstream") == "embed"
+  ranked = e.get("downstream") == "retrieval"
   if embed:
     parts = _embed_markdown(results, budget)
+  elif ranked:
+    parts = _retrieval_markdown(results, budget)
   else:
     parts = [
         "# Experiment results", "",
@@ -339,7 +498,7 @@ def markdown(results: dict[str, Any]) -> str:
         "per task (GLUE dev, x100; GLUE = the mean of the task medians).", "",
         markdown_table(results), "",
         "Per-seed scores:", "", _seed_table(results), ""]
-  if not embed and any(len(v["points"]) > 1 for v in results["variants"].values()):
+  if not (embed or ranked) and any(len(v["points"]) > 1 for v in results["variants"].values()):
     parts += ["GLUE at each fine-tuned checkpoint:", "", _points_table(results), ""]
   parts += [
       "Held-out pretraining metrics at the last evaluation:", "", _eval_table(results), "",
@@ -347,8 +506,10 @@ def markdown(results: dict[str, Any]) -> str:
   for name, v in results["variants"].items():
     parts.append(f"- `{name}`: `{v['overrides'] or '(the pretraining config as it is)'}`; "
                  f"{v['steps']} steps x {v['flops_per_step']:.3g} FLOPs")
-  parts += ["", ("![Embeddings against pretraining FLOPs](embed_vs_flops.png)" if embed else
-                 "![GLUE against pretraining FLOPs](glue_vs_flops.png)"), "",
+  figure = ("![Embeddings against pretraining FLOPs](embed_vs_flops.png)" if embed else
+            "![Retrieval against pretraining FLOPs](retrieval_vs_flops.png)" if ranked else
+            "![GLUE against pretraining FLOPs](glue_vs_flops.png)")
+  parts += ["", figure, "",
             "![Pretraining curves](pretraining_curves.png)", ""]
   return "\n".join(parts)
 
@@ -381,6 +542,40 @@ def _plot_embed(plt, results: dict[str, Any], workdir: str) -> str:
   return path
 
 
+def _plot_retrieval(plt, results: dict[str, Any], workdir: str) -> str:
+  """retrieval_vs_flops.png: nDCG@10 and MRR@10, each variant (a colour) and stage (a marker)
+  against pretraining FLOPs, tuned solid and raw dashed with open markers; BM25 alone as a
+  grey horizontal line."""
+  markers = {"single": "o", "multi": "s", "rerank": "^"}
+  fig, axes = plt.subplots(1, 2, figsize=(11, 4.6), squeeze=False)
+  for metric, ax in zip(("retrieval/ndcg@10", "retrieval/mrr@10"), axes[0]):
+    if metric in results["experiment"]["bm25"]:
+      ax.axhline(results["experiment"]["bm25"][metric], color="grey", linestyle=":",
+                 label="BM25 alone")
+    for index, (name, v) in enumerate(results["variants"].items()):
+      color = f"C{index % 10}"
+      for stage in results["experiment"]["stages"]:
+        for kind, style in (("raw", "--"), ("tuned", "-")):
+          points = [(p["pretrain_flops"], _retrieval_value(results, p["stages"], stage, kind,
+                                                          metric)) for p in v["points"]]
+          points = [(x, y) for x, y in points if y is not None]
+          if points:
+            xs, ys = zip(*points)
+            ax.plot(xs, ys, style, color=color, marker=markers[stage],
+                    fillstyle="none" if kind == "raw" else "full",
+                    label=f"{name} {stage} ({kind})")
+    ax.set_xlabel("pretraining FLOPs")
+    ax.set_ylabel(f"{EMBED_LABELS[metric]} x100")
+    ax.set_title(f"{EMBED_LABELS[metric]}: tuned (filled), raw (open)")
+    ax.grid(alpha=0.3)
+    if ax.get_legend_handles_labels()[0]:
+      ax.legend(fontsize="x-small")
+  fig.tight_layout()
+  path = _save(fig, fileio.join(workdir, "retrieval_vs_flops.png"))
+  plt.close(fig)
+  return path
+
+
 def plot(results: dict[str, Any], variants: Sequence[spec.Variant], workdir: str) -> list[str]:
   """glue_vs_flops.png (downstream "embed": embed_vs_flops.png) and pretraining_curves.png in
   `workdir`; returns the paths written."""
@@ -391,6 +586,8 @@ def plot(results: dict[str, Any], variants: Sequence[spec.Variant], workdir: str
 
   if results["experiment"].get("downstream") == "embed":
     written.append(_plot_embed(plt, results, workdir))
+  elif results["experiment"].get("downstream") == "retrieval":
+    written.append(_plot_retrieval(plt, results, workdir))
   else:
     fig, ax = plt.subplots(figsize=(6.4, 4.4))
     for name, v in results["variants"].items():

@@ -5,6 +5,8 @@ r"""Runs an experiment: every variant pretrained on one budget, measured downstr
   python -m electra_jax.experiments --config=configs/experiments/embeddings.py --workdir=DIR \
       --config.embed.train_file=PAIRS --config.embed.sts_file=STS \
       --config.embed.retrieval_dir=BEIR_DIR
+  python -m electra_jax.experiments --config=configs/experiments/retrieval.py --workdir=DIR \
+      --config.embed.train_file=TRIPLETS --config.embed.retrieval_dir=BEIR_DIR
 
 For each variant, in order (see `spec` for budgets and schedules): pretrain to each fine-tuning
 point (`train.stop_at_step`: the learning-rate schedule is the full run's), measure that
@@ -12,13 +14,15 @@ checkpoint downstream, then continue. The downstream stage (`config.downstream`)
 fine-tune the checkpoint on the configured GLUE tasks and seeds (`electra_jax.finetune`), or
 "embed": evaluate the raw encoder's sentence embeddings (pooled as `config.embed.pooling`
 says) on the STS file and the retrieval set, then train the `embed` family's contrastive stage
-on it (`config.embed`, its seeds) and evaluate again. All variants share one tokenizer (trained
-once into DIR/tokenizer/ unless the config gives one). After every point the report is
-rewritten (`report`). Outputs, under DIR:
+on it (`config.embed`, its seeds) and evaluate again; or "retrieval": the checkpoint as a
+single-vector, a ColBERT and a cross-encoder retriever trained on the same rows, beside BM25
+(`retrieval`). All variants share one tokenizer (trained once into DIR/tokenizer/ unless the
+config gives one). After every point the report is rewritten (`report`). Outputs, under DIR:
 
   results.json, results.md              every variant's budget, FLOPs, times and scores
   glue_vs_flops.png                     glue: GLUE average against pretraining FLOPs
   embed_vs_flops.png                    embed: STS and retrieval, raw and trained, against FLOPs
+  retrieval_vs_flops.png                retrieval: each stage's nDCG@10 and MRR@10 against FLOPs
   pretraining_curves.png                losses, generator accuracy, disc AUC against FLOPs
   experiment.json                       the experiment config of the latest start
   tokenizer/                            the shared tokenizer (when trained here)
@@ -28,12 +32,14 @@ rewritten (`report`). Outputs, under DIR:
   variants/<name>/embed/step_<s>/raw/   embed: the raw encoder's metrics.json (and run.trec)
   variants/<name>/embed/step_<s>/tuned/ embed: the contrastive stage's workdir (results.json,
                                         each seed's model)
+  variants/<name>/retrieval/step_<s>/   retrieval: <stage>/raw/ and <stage>/tuned/ per stage
+  bm25/                                 retrieval: BM25's metrics.json and run.trec
   variants/<name>/timing.json           wall seconds spent pretraining and downstream
 
 Interrupted, the same command resumes: pretraining from its newest checkpoint, fine-tuning
 skipping finished seeds, finished points and variants not redone. A variant whose resolved
-config (or, downstream "embed", whose config.embed) changed since it started is refused (use a
-new workdir or delete its directory).
+config (or, downstream "embed", whose config.embed; "retrieval", whose config.embed, rerank or
+retrieval) changed since it started is refused (use a new workdir or delete its directory).
 """
 
 from __future__ import annotations
@@ -53,6 +59,7 @@ from electra_jax.data import pipeline
 from electra_jax.errors import ElectraError
 from electra_jax.experiments import default_config
 from electra_jax.experiments import report
+from electra_jax.experiments import retrieval
 from electra_jax.experiments import spec
 from electra_jax.finetune.embed import data as embed_rows
 from electra_jax.finetune.embed import evaluation as embed_evaluation
@@ -169,6 +176,8 @@ def validate(config: ml_collections.ConfigDict) -> None:
   variants = spec.resolve(config)
   if downstream == "embed":
     check_embed_settings(config, variants)
+  elif downstream == "retrieval":
+    retrieval.check_settings(config, variants)
   else:
     check_finetune_settings(config)
 
@@ -196,8 +205,11 @@ def check_embed(config: ml_collections.ConfigDict, variants: list[spec.Variant])
 
 def check_downstream(config: ml_collections.ConfigDict, variants: list[spec.Variant]) -> None:
   """Fails before any pretraining when the downstream stage could not run."""
-  if downstream_of(config) == "embed":
+  downstream = downstream_of(config)
+  if downstream == "embed":
     check_embed(config, variants)
+  elif downstream == "retrieval":
+    retrieval.check_files(config, variants)
   else:
     check_finetune(config)
 
@@ -360,6 +372,13 @@ def _embed_at(config: ml_collections.ConfigDict, variant: spec.Variant, variant_
     timer.add("embed_seconds", time.time() - start)
 
 
+def _retrieval_at(config: ml_collections.ConfigDict, variant: spec.Variant, variant_dir: str,
+                  step: int, timer: Timer) -> None:
+  """The variant's step-`step` checkpoint through the retrieval stages (`retrieval.measure_at`)."""
+  retrieval.measure_at(config, variant, variant_dir, step,
+                       lambda: _checkpoint(variant, variant_dir, step), timer.add)
+
+
 def run(config: ml_collections.ConfigDict, workdir: str) -> dict[str, Any]:
   """Runs (or resumes) the experiment `config` in `workdir`; returns the results.json content.
 
@@ -402,6 +421,10 @@ def _run_in(config: ml_collections.ConfigDict, workdir: str, variants: list) -> 
     spec.check_unchanged(v, fileio.join(variant_dir, "variant.json"))
     if config.downstream == "embed":
       check_embed_unchanged(config, v, variant_dir)
+    elif config.downstream == "retrieval":
+      retrieval.check_unchanged(config, v, variant_dir)
+  if config.downstream == "retrieval":
+    retrieval.bm25_baseline(config, workdir)  # Once: the same for every variant.
   for index, v in enumerate(variants):
     variant_dir = fileio.join(workdir, "variants", v.name)
     record_path = fileio.join(variant_dir, "variant.json")
@@ -410,7 +433,8 @@ def _run_in(config: ml_collections.ConfigDict, workdir: str, variants: list) -> 
     timer = Timer(fileio.join(variant_dir, "timing.json"))
     logging.info("Variant %d/%d: %s (%s)", index + 1, len(variants), v.name,
                  v.overrides or "the pretraining config as it is")
-    measure = _embed_at if config.downstream == "embed" else _finetune_at
+    measure = {"embed": _embed_at, "retrieval": _retrieval_at}.get(config.downstream,
+                                                                    _finetune_at)
     for step in v.points:
       _pretrain_to(v, fileio.join(variant_dir, "pretrain"), step, timer)
       measure(config, v, variant_dir, step, timer)

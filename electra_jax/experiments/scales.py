@@ -6,10 +6,12 @@ The shipped experiments (configs/experiments/*.py) take a scale as their config 
   tiny   configs/tiny.py (H=128, 2 layers) at 128 tokens for 1,000 ELECTRA steps; fine-tuning
          on the first 4,000 training examples of each task at 64 tokens for 2 epochs. Sized so
          that a 2-core CPU runs table1 in under an hour (docs/RESULTS.md has the times). The
-         embed stage (downstream "embed"): 64 tokens, batches of 64 pairs, 1 epoch, 3 seeds.
+         embed stage (downstream "embed"): 64 tokens, batches of 64 pairs, 1 epoch, 3 seeds;
+         the cross-encoder (downstream "retrieval"): 128 tokens a pair, batches of 32 rows.
   small  ELECTRA-Small (configs/small.py) with its full fine-tuning recipe, for an accelerator;
          --config.reference_steps says how long (the paper: 1M steps). The embed stage:
-         configs/embed.py's recipe at 128 tokens, batches of 256 pairs.
+         configs/embed.py's recipe at 128 tokens, batches of 256 pairs; the cross-encoder
+         configs/rerank.py's (256 tokens a pair, batches of 32 rows).
 """
 
 import ml_collections
@@ -46,6 +48,13 @@ def experiment(scale: str) -> ml_collections.ConfigDict:
     e.max_seq_length = 64
     e.batch_size = 64
     e.eval_batch_size = 256
+    r = config.rerank
+    # The cross-encoder (downstream "retrieval"): a query and a document of up to 64 tokens
+    # each in one row of the position table's 128, 32 rows (each a positive and its negatives)
+    # a batch; pairs scored 256 at a time.
+    r.max_seq_length = 128
+    r.batch_size = 32
+    r.eval_batch_size = 256
   elif scale == "small":
     config.pretrain_config = "configs/small.py"
     config.pretrain_overrides = (
