@@ -184,6 +184,8 @@ def _converted_summary(result) -> str:
     finetuned = result.finetuned
     problem = PROBLEM_TYPES.get(finetuned["problem"])
     labels = _labels_summary(finetuned["labels"] if problem != "regression" else [], problem)
+    if finetuned.get("task") == "rerank":
+      labels = "a cross-encoder reranker (one relevance logit a pair)"
     if finetuned.get("label_scheme"):
       labels += f", label scheme {finetuned['label_scheme']}"
     return (f"wrote {result.step_dir}: fine-tuned {finetuned['architecture']}, "
@@ -236,6 +238,14 @@ def _to_sentence_transformers_command(fl) -> str:
   normalized = "normalized" if settings.normalized else "not normalized"
   tokenizer = (", ".join(result.tokenizer_files) if result.tokenizer_files
                else "no tokenizer files")
+  if result.multi is not None:
+    multi = result.multi
+    return (f"wrote step {result.step} as {result.directory} (sentence-transformers "
+            f"MultiVectorEncoder: {result.architecture}, {_millions(result.param_count)} "
+            f"parameters, {multi.colbert_dim} dimensions a token, queries of "
+            f"{multi.query_length} positions, documents of {multi.max_seq_length} tokens at "
+            f"most, prompts [Q] and [D]; {tokenizer}); load with "
+            f"sentence_transformers.MultiVectorEncoder({result.directory!r})")
   return (f"wrote step {result.step} as {result.directory} (sentence-transformers: "
           f"{result.architecture}, {_millions(result.param_count)} parameters, "
           f"{settings.pooling} pooling, {normalized}, max_seq_length "
@@ -250,6 +260,17 @@ def _embedding_summary(result) -> str:
   tokenizer_dir = os.path.join(output, pretrained.TOKENIZER_DIR)
   normalized = "normalized" if finetuned["normalized"] else "not normalized"
   notes = "".join(f"; {note}" for note in result.notes)
+  if finetuned.get("vectors") == "multi":
+    markers = finetuned["markers"]
+    return (f"wrote {result.step_dir}: ColBERT (multi-vector) model, encoder "
+            f"{_millions(count_params(result.params))} parameters, "
+            f"{finetuned['colbert_dim']} dimensions a token, queries of "
+            f"{finetuned['query_length']} positions ([Q] {markers['query']}), documents of "
+            f"{finetuned['max_seq_length']} tokens at most ([D] {markers['document']}); "
+            f"{_vocabulary_summary(result)} in {tokenizer_dir}{notes}; evaluate it with "
+            f"python -m electra_jax.embed evaluate --checkpoint={output}, fine-tune it further "
+            "with configs/embed.py --config.vectors=multi, or export it with "
+            "to-sentence-transformers")
   return (f"wrote {result.step_dir}: embedding model, encoder "
           f"{_millions(count_params(result.params))} parameters, {finetuned['pooling']} "
           f"pooling, {normalized}, max_seq_length {finetuned['max_seq_length']}; "

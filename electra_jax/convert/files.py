@@ -941,6 +941,7 @@ class ToSentenceTransformersResult(NamedTuple):
   tokenizer_files: list[str]
   settings: st_folder.EmbeddingSettings
   step: int
+  multi: st_folder.MultiVectorSettings | None = None  # A ColBERT model's (MultiVectorEncoder).
 
 
 def _encoder_groups(step_dir: str) -> tuple[str, list[str]]:
@@ -1041,7 +1042,8 @@ def convert_to_sentence_transformers(checkpoint: str, output_dir: str,
     else:
       st_folder.write_modules(staging, int(model_config.hidden_size), settings)
   return ToSentenceTransformersResult(output_dir, st_folder.base_architecture(model_config),
-                                      count, tokenizer_files, settings, loaded.step)
+                                      count, tokenizer_files, settings, loaded.step,
+                                      multi_settings if multi else None)
 
 
 def to_sentence_transformers(checkpoint: str, output_dir: str, pooling: str | None = None,
