@@ -64,7 +64,7 @@ class Features:
 
 
 def featurize(rows: Rows, tokenizer: tokenizer_lib.SubwordTokenizer, max_seq_length: int,
-              layout: "late.Layout | None" = None) -> Features:
+              layout: late.Layout | None = None) -> Features:
   """The rows' texts as `[CLS] text [SEP]` inputs cut to max_seq_length tokens, and their ids
   (equal token ids, equal id). With a ColBERT `layout`: the anchors as queries, the others as
   documents (`late.Layout`), T = max(query_length, max_seq_length); cut texts are counted in

@@ -55,10 +55,12 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from absl import logging
+import jax
 import numpy as np
 
 from electra_jax import fileio
 from electra_jax.errors import ElectraError
+from electra_jax.finetune.embed import late
 # The shared evaluation files and metrics (`finetune.shared.retrieval`), under the names
 # this module has always given them.
 from electra_jax.finetune.shared.retrieval import (  # pylint: disable=unused-import
@@ -167,36 +169,22 @@ def multi_chunk_size(num_documents: int, max_seq_length: int, dim: int, corpus_c
   return max(1, num_documents)
 
 
+_MAXSIM = jax.jit(late.maxsim_blocked)  # (query vectors, mask, document vectors, mask).
+_PAIR_MAXSIM = jax.jit(late.candidate_maxsim)
+
+
 def maxsim_scores(queries: tuple[np.ndarray, np.ndarray],
                   documents: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
   """float32 [Q, C] MaxSim of (vectors [Q, Tq, D], mask [Q, Tq]) queries with (vectors
   [C, Td, D], mask [C, Td]) documents (`late.maxsim_blocked`, jitted)."""
-  return np.asarray(_maxsim_jit(*queries, *documents))
-
-
-def _maxsim(qv, qm, dv, dm):
-  from electra_jax.finetune.embed import late  # pylint: disable=import-outside-toplevel
-  return late.maxsim_blocked(qv, qm, dv, dm)
-
-
-def _maxsim_jit(*args):
-  import jax  # pylint: disable=import-outside-toplevel
-  global _MAXSIM_COMPILED
-  if _MAXSIM_COMPILED is None:
-    _MAXSIM_COMPILED = jax.jit(_maxsim)
-  return _MAXSIM_COMPILED(*args)
-
-
-_MAXSIM_COMPILED = None
+  return np.asarray(_MAXSIM(*queries, *documents))
 
 
 def pair_maxsim(queries: tuple[np.ndarray, np.ndarray], documents: tuple[np.ndarray, np.ndarray]
                 ) -> np.ndarray:
   """float32 [N]: the MaxSim of query i with document i ((vectors, mask) each, N rows)."""
-  import jax  # pylint: disable=import-outside-toplevel
-  from electra_jax.finetune.embed import late  # pylint: disable=import-outside-toplevel
   (qv, qm), (dv, dm) = queries, documents
-  return np.asarray(jax.jit(late.candidate_maxsim)(qv, qm, dv[:, None], dm[:, None]))[:, 0]
+  return np.asarray(_PAIR_MAXSIM(qv, qm, dv[:, None], dm[:, None]))[:, 0]
 
 
 def _checked_vectors(vectors: np.ndarray, mask: np.ndarray, texts: Sequence[str], what: str

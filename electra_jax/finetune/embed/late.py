@@ -33,6 +33,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 
+from absl import logging
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -353,6 +354,5 @@ class Layout:
 def warn_cut(what: str, cut: int, total: int, limit: str) -> None:
   """Logs how many texts were cut (never silently)."""
   if cut:
-    from absl import logging  # pylint: disable=import-outside-toplevel
     logging.warning("%d of %d %s are longer than %s and were cut to it", cut, total, what,
                     limit)

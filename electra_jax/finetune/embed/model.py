@@ -25,6 +25,7 @@ import numpy as np
 from electra_jax.data import tokenizer as tokenizer_lib
 from electra_jax.errors import ElectraError
 from electra_jax.finetune import heads
+from electra_jax.finetune.embed import late
 from electra_jax.models import electra
 from electra_jax.models import encoder as enc
 from electra_jax.training import pretrained as pretrained_lib
@@ -227,7 +228,7 @@ class MultiVectorTextEmbedder:
   model: MultiVectorEmbedder
   params: dict[str, Any]
   tokenizer: tokenizer_lib.SubwordTokenizer
-  layout: Any  # late.Layout
+  layout: late.Layout
   weights: pretrained_lib.Pretrained
   vectors: str = "multi"
 
@@ -263,7 +264,6 @@ class MultiVectorTextEmbedder:
     in their order; W the longest. Documents are embedded longest first in batches padded to a
     multiple of `LENGTH_BUCKET`; cut texts are counted in a warning; with `progress`, a line
     with texts/s about every 10 s."""
-    from electra_jax.finetune.embed import late  # pylint: disable=import-outside-toplevel
     if batch_size < 1:
       raise ElectraError(f"batch_size={batch_size} must be at least 1")
     texts = list(texts)
@@ -331,7 +331,6 @@ def load_embedder(path: str, pooling: str | None = None, max_seq_length: int | N
     ElectraError: no checkpoint, an unknown pooling, a pooling other than the model's, a length
       beyond its position table, no tokenizer.
   """
-  from electra_jax.finetune.embed import late  # pylint: disable=import-outside-toplevel
   step_dir = pretrained_lib.find_step_dir(path)
   meta_finetuned = pretrained_lib.read_meta(step_dir).get("finetuned") or {}
   multi = meta_finetuned.get("task") == TASK and meta_finetuned.get("vectors") == "multi"
