@@ -25,7 +25,7 @@ from electra_jax.finetune.embed import task as embed_task
 from electra_jax.models import encoder as enc
 from electra_jax.training import pretrained
 from tests import testing
-from tests.test_embed_family import WORDS, _document, _jsonl, _query
+from tests.test_embed_family import WORDS, _document, _jsonl, _query, write_beir
 
 
 def unit(rng, *shape):
@@ -249,14 +249,7 @@ def colbert_fixture(tmp_path_factory):
           for i, w in enumerate(WORDS)]
   _jsonl(root / "train.jsonl", rows)
   _jsonl(root / "dev.jsonl", rows[::-1][:12])
-  beir = root / "beir"
-  (beir / "qrels").mkdir(parents=True)
-  _jsonl(beir / "corpus.jsonl", [{"_id": f"d{i}", "title": "", "text": _document(w)}
-                                 for i, w in enumerate(WORDS)])
-  _jsonl(beir / "queries.jsonl", [{"_id": f"q{i}", "text": _query(w)}
-                                  for i, w in enumerate(WORDS)])
-  (beir / "qrels" / "test.tsv").write_text(
-      "query-id\tcorpus-id\tscore\n" + "".join(f"q{i}\td{i}\t1\n" for i in range(len(WORDS))))
+  write_beir(root / "beir")
   return root
 
 

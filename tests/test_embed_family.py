@@ -225,6 +225,19 @@ def _jsonl(path, records):
   return str(path)
 
 
+def write_beir(beir):
+  """The BEIR-layout set of the WORDS: query i asks about word i, document i describes it, the
+  one relevant document of query i."""
+  (beir / "qrels").mkdir(parents=True)
+  _jsonl(beir / "corpus.jsonl", [{"_id": f"d{i}", "title": "", "text": _document(w)}
+                                 for i, w in enumerate(WORDS)])
+  _jsonl(beir / "queries.jsonl", [{"_id": f"q{i}", "text": _query(w)}
+                                  for i, w in enumerate(WORDS)])
+  (beir / "qrels" / "test.tsv").write_text(
+      "query-id\tcorpus-id\tscore\n" + "".join(f"q{i}\td{i}\t1\n" for i in range(len(WORDS))))
+  return beir
+
+
 @pytest.fixture(scope="module")
 def fixture_dir(tmp_path_factory):
   """Pairs that share a rare word (a query and the page about it), the same as a BEIR-layout
@@ -233,14 +246,7 @@ def fixture_dir(tmp_path_factory):
   pairs = [{"anchor": _query(w), "positive": _document(w)} for w in WORDS]
   _jsonl(root / "train.jsonl", pairs)
   _jsonl(root / "dev.jsonl", pairs[::-1][:12])
-  beir = root / "beir"
-  (beir / "qrels").mkdir(parents=True)
-  _jsonl(beir / "corpus.jsonl", [{"_id": f"d{i}", "title": "", "text": _document(w)}
-                                 for i, w in enumerate(WORDS)])
-  _jsonl(beir / "queries.jsonl", [{"_id": f"q{i}", "text": _query(w)}
-                                  for i, w in enumerate(WORDS)])
-  (beir / "qrels" / "test.tsv").write_text(
-      "query-id\tcorpus-id\tscore\n" + "".join(f"q{i}\td{i}\t1\n" for i in range(len(WORDS))))
+  write_beir(root / "beir")
   return root
 
 

@@ -293,17 +293,22 @@ def module_files(dimension: int, settings: EmbeddingSettings) -> dict[str, Any]:
   }
 
 
-def write_modules(directory: str, dimension: int, settings: EmbeddingSettings) -> list[str]:
-  """Writes `module_files` into `directory` (the folder's root, holding the transformers model)
-  and, for a normalised model, the empty 2_Normalize/; returns the paths written."""
-  written = []
-  for path, value in module_files(dimension, settings).items():
+def write_json_files(directory: str, files: Mapping[str, Any]) -> list[str]:
+  """Writes each {path in `directory`: JSON value} of `files` (indented, a final newline),
+  making the directories it needs; returns the paths written."""
+  for path, value in files.items():
     full = os.path.join(directory, path)
     os.makedirs(os.path.dirname(full), exist_ok=True)
     with open(full, "w", encoding="utf-8") as f:
       json.dump(value, f, indent=2)
       f.write("\n")
-    written.append(path)
+  return list(files)
+
+
+def write_modules(directory: str, dimension: int, settings: EmbeddingSettings) -> list[str]:
+  """Writes `module_files` into `directory` (the folder's root, holding the transformers model)
+  and, for a normalised model, the empty 2_Normalize/; returns the paths written."""
+  written = write_json_files(directory, module_files(dimension, settings))
   if settings.normalized:
     os.makedirs(os.path.join(directory, NORMALIZE_DIR), exist_ok=True)
     written.append(NORMALIZE_DIR + "/")
@@ -614,14 +619,7 @@ def write_multi_vector_modules(directory: str, dimension: int, settings: MultiVe
   """Writes `multi_vector_module_files` and the Dense module's weights (`kernel` float [H, D],
   stored transposed as torch's Linear) into `directory`; returns the paths written."""
   from safetensors.numpy import save_file  # pylint: disable=import-outside-toplevel
-  written = []
-  for path, value in multi_vector_module_files(dimension, settings).items():
-    full = os.path.join(directory, path)
-    os.makedirs(os.path.dirname(full), exist_ok=True)
-    with open(full, "w", encoding="utf-8") as f:
-      json.dump(value, f, indent=2)
-      f.write("\n")
-    written.append(path)
+  written = write_json_files(directory, multi_vector_module_files(dimension, settings))
   weights = os.path.join(MULTI_DIRS["Dense"], "model.safetensors")
   save_file({DENSE_WEIGHT: np.ascontiguousarray(np.asarray(kernel, np.float32).T)},
             os.path.join(directory, weights))

@@ -141,8 +141,30 @@ def token_lengths(tokenizer: tokenizer_lib.SubwordTokenizer, texts: Sequence[str
                    for t in tokenizer.encode_batch(list(texts))], np.int64)
 
 
+class _CompiledModel:
+  """What both embedders share: `model.apply` jitted once (dropout off) on the parameters,
+  which `use_params` swaps without compiling again, put on the device when first used."""
+
+  def __post_init__(self):
+    self._apply = jax.jit(lambda params, ids, mask, segments: self.model.apply(
+        {"params": params}, ids, mask, segments, deterministic=True))
+    self._device_params = None
+
+  def use_params(self, params: dict[str, Any]) -> None:
+    """Embeds with `params` (same shapes: a training state's) from now on, without compiling
+    again."""
+    self.params = params
+    self._device_params = None
+
+  def _run(self, ids, mask, segments) -> jax.Array:
+    """The model's output for [N, T] inputs."""
+    if self._device_params is None:
+      self._device_params = jax.device_put(self.params)
+    return self._apply(self._device_params, ids, mask, segments)
+
+
 @dataclasses.dataclass
-class TextEmbedder:
+class TextEmbedder(_CompiledModel):
   """Embeds texts with a checkpoint's encoder (`load_embedder`).
 
   Attributes:
@@ -158,17 +180,6 @@ class TextEmbedder:
   max_seq_length: int
   weights: pretrained_lib.Pretrained
   vectors: str = "single"
-
-  def __post_init__(self):
-    self._apply = jax.jit(lambda params, ids, mask, segments: self.model.apply(
-        {"params": params}, ids, mask, segments, deterministic=True))
-    self._device_params = None
-
-  def use_params(self, params: dict[str, Any]) -> None:
-    """Embeds with `params` (same shapes: a training state's) from now on, without compiling
-    again."""
-    self.params = params
-    self._device_params = None
 
   @property
   def dim(self) -> int:
@@ -186,8 +197,6 @@ class TextEmbedder:
     texts = list(texts)
     if not texts:
       return np.zeros((0, self.model.config.hidden_size), np.float32)
-    if self._device_params is None:
-      self._device_params = jax.device_put(self.params)
     lengths = token_lengths(self.tokenizer, texts, self.max_seq_length)
     order = np.argsort(-lengths, kind="stable")
     out = np.zeros((len(texts), self.model.config.hidden_size), np.float32)
@@ -201,8 +210,8 @@ class TextEmbedder:
       if len(rows) < batch_size:  # One shape per width: pad the last batch with row 0.
         inputs = {k: np.concatenate([v, np.repeat(v[:1], batch_size - len(rows), 0)])
                   for k, v in inputs.items()}
-      embeddings = self._apply(self._device_params, inputs["input_ids"],
-                               inputs["input_mask"], inputs["segment_ids"])
+      embeddings = self._run(inputs["input_ids"], inputs["input_mask"],
+                             inputs["segment_ids"])
       out[rows] = np.asarray(embeddings)[:len(rows)]
       now = time.perf_counter()
       if progress and (now - last_log > 10 or begin + batch_size >= len(texts)):
@@ -214,7 +223,7 @@ class TextEmbedder:
 
 
 @dataclasses.dataclass
-class MultiVectorTextEmbedder:
+class MultiVectorTextEmbedder(_CompiledModel):
   """Embeds queries and documents as token vectors with a ColBERT checkpoint
   (`load_embedder` of a model trained with vectors=multi).
 
@@ -232,16 +241,6 @@ class MultiVectorTextEmbedder:
   weights: pretrained_lib.Pretrained
   vectors: str = "multi"
 
-  def __post_init__(self):
-    self._apply = jax.jit(lambda params, ids, mask, segments: self.model.apply(
-        {"params": params}, ids, mask, segments, deterministic=True))
-    self._device_params = None
-
-  def use_params(self, params: dict[str, Any]) -> None:
-    """Embeds with `params` (same shapes) from now on, without compiling again."""
-    self.params = params
-    self._device_params = None
-
   @property
   def max_seq_length(self) -> int:
     return int(self.layout.max_seq_length)
@@ -252,10 +251,8 @@ class MultiVectorTextEmbedder:
 
   def apply(self, inputs: dict[str, np.ndarray]) -> np.ndarray:
     """float32 [N, T, D] token vectors of laid-out inputs (`late.Layout`)."""
-    if self._device_params is None:
-      self._device_params = jax.device_put(self.params)
-    return np.asarray(self._apply(self._device_params, inputs["input_ids"],
-                                  inputs["input_mask"], inputs["segment_ids"]))
+    return np.asarray(self._run(inputs["input_ids"], inputs["input_mask"],
+                                inputs["segment_ids"]))
 
   def encode(self, texts: Sequence[str], *, query: bool, batch_size: int = 64,
              progress: str | None = None) -> tuple[np.ndarray, np.ndarray]:

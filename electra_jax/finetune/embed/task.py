@@ -33,9 +33,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import shutil
 import statistics
-import tempfile
 from typing import Any, Callable
 
 from absl import logging
@@ -45,7 +43,6 @@ import jax.numpy as jnp
 import ml_collections
 import numpy as np
 
-from electra_jax import fileio
 from electra_jax.errors import ElectraError
 from electra_jax.finetune import driver
 from electra_jax.finetune import task as task_lib
@@ -53,6 +50,7 @@ from electra_jax.finetune.batches import INPUT_KEYS, packed_examples
 from electra_jax.finetune.embed import data as data_lib
 from electra_jax.finetune.embed import evaluation
 from electra_jax.finetune.embed import late
+from electra_jax.finetune.shared import retrieval
 from electra_jax.finetune.embed import losses as losses_lib
 from electra_jax.finetune.embed import model as model_lib
 from electra_jax.finetune.recipe import (TRAINING_RANGES, Hyperparameters, check_all,
@@ -579,18 +577,9 @@ class EmbedTask(task_lib.Task):
 
   def evaluate(self, run: task_lib.Run, prepared: task_lib.Prepared,
                state: Any) -> task_lib.Evaluation:
-    out_dir = (tempfile.mkdtemp(prefix="embed_eval_")
-               if run.config.retrieval_dir and jax.process_index() == 0 else None)
-    try:
-      metrics = measure(run, prepared, state, out_dir)
-      files = {}
-      if out_dir is not None:
-        ranking = fileio.read_bytes(fileio.join(out_dir, evaluation.RUN_FILE)).decode("utf-8")
-        files[evaluation.RUN_FILE] = lambda path: fileio.write_atomic(path, ranking)
-    finally:
-      if out_dir is not None:
-        shutil.rmtree(out_dir, ignore_errors=True)
-    return task_lib.Evaluation(metrics, files)
+    return retrieval.evaluation_with_run(
+        lambda out_dir: measure(run, prepared, state, out_dir),
+        bool(run.config.retrieval_dir), "embed_eval_")
 
   def seed_record(self, prepared: task_lib.Prepared) -> dict[str, Any]:
     own = prepared.data

@@ -35,9 +35,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import shutil
 import statistics
-import tempfile
 from typing import Any
 
 from absl import logging
@@ -46,7 +44,6 @@ import jax.numpy as jnp
 import ml_collections
 import numpy as np
 
-from electra_jax import fileio
 from electra_jax.errors import ElectraError
 from electra_jax.finetune import driver
 from electra_jax.finetune import heads
@@ -410,18 +407,9 @@ class RerankTask(task_lib.Task):
 
   def evaluate(self, run: task_lib.Run, prepared: task_lib.Prepared,
                state: Any) -> task_lib.Evaluation:
-    out_dir = (tempfile.mkdtemp(prefix="rerank_eval_")
-               if run.extra.retrieval is not None and jax.process_index() == 0 else None)
-    try:
-      metrics = measure(run, prepared, state, out_dir)
-      files = {}
-      if out_dir is not None:
-        ranking = fileio.read_bytes(fileio.join(out_dir, evaluation.RUN_FILE)).decode("utf-8")
-        files[evaluation.RUN_FILE] = lambda path: fileio.write_atomic(path, ranking)
-    finally:
-      if out_dir is not None:
-        shutil.rmtree(out_dir, ignore_errors=True)
-    return task_lib.Evaluation(metrics, files)
+    return retrieval.evaluation_with_run(
+        lambda out_dir: measure(run, prepared, state, out_dir),
+        run.extra.retrieval is not None, "rerank_eval_")
 
   def seed_record(self, prepared: task_lib.Prepared) -> dict[str, Any]:
     own = prepared.data

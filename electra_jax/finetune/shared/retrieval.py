@@ -35,16 +35,20 @@ import dataclasses
 import io
 import json
 import math
+import shutil
+import tempfile
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from absl import logging
+import jax
 import numpy as np
 import pytrec_eval
 
 from electra_jax import fileio
 from electra_jax.errors import ElectraError
 from electra_jax.finetune import metrics as metrics_lib
+from electra_jax.finetune import task as task_lib
 from electra_jax.finetune.shared import rows as rows_lib
 
 STS_METRICS = ("sts/spearman", "sts/pearson")
@@ -496,3 +500,23 @@ def trec_run(ranking: dict[str, list[tuple[str, float]]], tag: str = RUN_TAG) ->
   return "".join(f"{query_id} Q0 {doc_id} {rank} {score!r} {tag}\n"
                  for query_id, hits in ranking.items()
                  for rank, (doc_id, score) in enumerate(hits, start=1))
+
+
+def evaluation_with_run(measure: Callable[[str | None], dict[str, float]], writes_run: bool,
+                        prefix: str) -> task_lib.Evaluation:
+  """A family's `task.Evaluation` of a seed whose scoring may rank a retrieval set:
+  `measure(output_dir)` gives the metrics and, given a directory (only when `writes_run`, on
+  the chief process), writes its RUN_FILE there; that ranking becomes the seed's RUN_FILE
+  (written atomically by the driver). The temporary directory is removed either way."""
+  out_dir = (tempfile.mkdtemp(prefix=prefix) if writes_run and jax.process_index() == 0
+             else None)
+  try:
+    metrics = measure(out_dir)
+    files = {}
+    if out_dir is not None:
+      ranking = fileio.read_bytes(fileio.join(out_dir, RUN_FILE)).decode("utf-8")
+      files[RUN_FILE] = lambda path: fileio.write_atomic(path, ranking)
+  finally:
+    if out_dir is not None:
+      shutil.rmtree(out_dir, ignore_errors=True)
+  return task_lib.Evaluation(metrics, files)
