@@ -31,6 +31,9 @@ setuptools.setup(
         "pytrec-eval-terrier>=0.5",
         "orbax-checkpoint>=0.11,<0.13",
         "safetensors>=0.4",  # convert to-hf writes model.safetensors.
+        # The fine-tuning metrics (electra_jax/finetune/metrics.py): accuracy, F1, MCC, MSE.
+        "scikit-learn>=1.3",
+        "scipy>=1.11",  # ... and the correlations (Pearson, Spearman); jax needs it too.
         "sentencepiece>=0.2,<0.3",
         "tensorboard>=2.18,<3",
         "tensorflow-cpu>=2.18,<3",
