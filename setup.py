@@ -35,6 +35,8 @@ setuptools.setup(
         "scikit-learn>=1.3",
         "scipy>=1.11",  # ... and the correlations (Pearson, Spearman); jax needs it too.
         "sentencepiece>=0.2,<0.3",
+        # Tagging's entities and their precision / recall / F1 (finetune/tagging/metrics.py).
+        "seqeval>=1.2.2",
         "tensorboard>=2.18,<3",
         "tensorflow-cpu>=2.18,<3",
         "tensorflow-datasets>=4.9,<5",

@@ -1,19 +1,21 @@
-"""Token-classification metrics as conlleval reports them, in pure Python.
+"""Token-classification metrics as conlleval reports them, computed by seqeval.
 
 Entity-level (CoNLL NER and chunking): an entity counts as correct when the prediction has an
-entity of the same type over exactly the same words (`schemes.spans`, conlleval's chunks).
-Over all sentences (micro average):
+entity of the same type over exactly the same words (`schemes.spans`: seqeval's
+`get_entities` in its default, conlleval-compatible mode). Over all sentences (micro average):
 
   precision = correct / predicted entities      recall = correct / gold entities
   F1 = 2 precision recall / (precision + recall)
 
-and the same per entity type. Token accuracy is the fraction of all tokens (O included) whose
-predicted tag equals the gold tag, as conlleval's "accuracy".
+and the same per entity type: seqeval's `precision_recall_fscore_support` (average="micro"
+overall, None per type; same mode). Token accuracy is the fraction of all tokens (O included)
+whose predicted tag equals the gold tag, as conlleval's "accuracy".
 
 Every number is a fraction in [0, 1], not conlleval's percentage (multiply by 100 for the
 numbers of papers); one that is undefined is 0, as conlleval prints it and as
-`electra_jax.finetune.metrics` does: precision with nothing predicted, recall with nothing gold,
-F1 where precision + recall is 0, accuracy of no token.
+`electra_jax.finetune.metrics` does (seqeval's zero_division=0): precision with nothing
+predicted, recall with nothing gold, F1 where precision + recall is 0, accuracy of no token.
+`EntityCounts`' own fractions are the same numbers from its counts.
 """
 
 from __future__ import annotations
@@ -60,11 +62,16 @@ class Scores:
       sorted by type.
     correct_tokens: tokens whose predicted tag is the gold tag.
     tokens: all tokens.
+    fractions: seqeval's ((precision, recall, F1) overall, {type: (precision, recall, F1)})
+      that `metrics` reports, None where there are no tag sequences to give seqeval (then the
+      counts' own fractions, the same numbers).
   """
   overall: EntityCounts
   per_type: dict[str, EntityCounts]
   correct_tokens: int
   tokens: int
+  fractions: tuple[tuple[float, float, float], dict[str, tuple[float, float, float]]] | None = (
+      dataclasses.field(default=None, compare=False, repr=False))
 
   @property
   def accuracy(self) -> float:
@@ -72,13 +79,13 @@ class Scores:
 
   def metrics(self) -> dict[str, float]:
     """{"precision", "recall", "f1", "accuracy"} overall, then "precision/TYPE", "recall/TYPE",
-    "f1/TYPE" for each type; fractions in [0, 1]."""
-    out = {"precision": self.overall.precision, "recall": self.overall.recall,
-           "f1": self.overall.f1, "accuracy": self.accuracy}
+    "f1/TYPE" for each type; fractions in [0, 1] (seqeval's when `score` made these Scores,
+    else those of the counts)."""
+    overall = self.fractions[0] if self.fractions else _fractions(self.overall)
+    out = dict(zip(("precision", "recall", "f1"), overall), accuracy=self.accuracy)
     for kind, counts in self.per_type.items():
-      out[f"precision/{kind}"] = counts.precision
-      out[f"recall/{kind}"] = counts.recall
-      out[f"f1/{kind}"] = counts.f1
+      values = self.fractions[1][kind] if self.fractions else _fractions(counts)
+      out[f"precision/{kind}"], out[f"recall/{kind}"], out[f"f1/{kind}"] = values
     return out
 
 
@@ -117,8 +124,30 @@ def score(gold: Sequence[Sequence[str]], predicted: Sequence[Sequence[str]],
   per_type = {kind: EntityCounts(correct[kind], found_gold[kind], found_predicted[kind])
               for kind in sorted(set(found_gold) | set(found_predicted))}
   overall = sum(per_type.values(), EntityCounts())
+  # Under NONE there are no entities; seqeval takes no empty list of sentences.
+  fractions = (_seqeval_fractions(gold, predicted, per_type)
+               if scheme != schemes.NONE and gold else None)
   return Scores(overall=overall, per_type=per_type, correct_tokens=correct_tokens,
-                tokens=tokens)
+                tokens=tokens, fractions=fractions)
+
+
+def _fractions(counts: EntityCounts) -> tuple[float, float, float]:
+  return counts.precision, counts.recall, counts.f1
+
+
+def _seqeval_fractions(gold: Sequence[Sequence[str]], predicted: Sequence[Sequence[str]],
+                       per_type: dict[str, EntityCounts]):
+  """seqeval's (precision, recall, F1) overall (micro) and per type, in its default
+  (conlleval-compatible) mode, undefined ones 0 (zero_division=0), for tags already checked."""
+  from seqeval.metrics import sequence_labeling  # pylint: disable=import-outside-toplevel
+  gold, predicted = [list(t) for t in gold], [list(t) for t in predicted]
+  prf = sequence_labeling.precision_recall_fscore_support
+  overall = prf(gold, predicted, average="micro", zero_division=0)[:3]
+  precision, recall, f1, _ = prf(gold, predicted, average=None, zero_division=0)
+  # seqeval lists the types sorted, as per_type.
+  by_type = {kind: (float(p), float(r), float(f))
+             for kind, p, r, f in zip(per_type, precision, recall, f1, strict=True)}
+  return tuple(float(x) for x in overall), by_type
 
 
 def tagging_metrics(gold: Sequence[Sequence[str]], predicted: Sequence[Sequence[str]],

@@ -14,8 +14,12 @@ A tag is "O" (outside any entity) or PREFIX-TYPE, split at the FIRST hyphen as c
                  allowed, a tag sequence holds no entity, only token accuracy means something.
 
 `spans` finds entities exactly as conlleval (the CoNLL shared tasks' scorer, in the version
-that also knows E- and S-) decides where a chunk starts and ends, between a previous tag
-(P-T1, or O) and the current one (C-T2, or O):
+that also knows E- and S-) decides where a chunk starts and ends: seqeval's `get_entities`,
+its default (conlleval-compatible) mode, for every scheme. Not seqeval's strict mode: it drops
+an entity that does not begin with B- (IOB2) or B-/S- (IOBES), where conlleval counts one, so
+IOB1 files, ill-formed predictions (B-PER I-LOC, an I-X after O) and IO (no strict scheme in
+seqeval) would score otherwise. The rules, between a previous tag (P-T1, or O) and the current
+one (C-T2, or O):
 
   a chunk ends before the current tag when P is B or I and C is B, S or O; P is E or S
     (always); or P is not O and the type changes (T1 != T2);
@@ -159,32 +163,9 @@ def label_set(sentences: Sequence[Sentence], scheme: str) -> list[str]:
   return [OUTSIDE] + rest if OUTSIDE in tags else rest
 
 
-def _ends(previous: tuple[str, str], current: tuple[str, str]) -> bool:
-  """Whether a chunk ends between the previous tag and the current one (conlleval's rule)."""
-  (p, p_type), (c, c_type) = previous, current
-  if p == OUTSIDE:
-    return False
-  if p in ("E", "S"):
-    return True
-  if c in ("B", "S", OUTSIDE):
-    return True
-  return p_type != c_type
-
-
-def _starts(previous: tuple[str, str], current: tuple[str, str]) -> bool:
-  """Whether a chunk starts at the current tag (conlleval's rule)."""
-  (p, p_type), (c, c_type) = previous, current
-  if c == OUTSIDE:
-    return False
-  if c in ("B", "S"):
-    return True
-  if p in (OUTSIDE, "E", "S"):
-    return True
-  return p_type != c_type
-
-
 def spans(tags: Sequence[str], scheme: str) -> list[Span]:
-  """The entities of one sentence's tags, as conlleval counts them (module docstring).
+  """The entities of one sentence's tags, as conlleval counts them (module docstring): seqeval's
+  `get_entities` (its default mode, conlleval's rules).
 
   Args:
     tags: [num_words] tags of one sentence.
@@ -200,16 +181,9 @@ def spans(tags: Sequence[str], scheme: str) -> list[Span]:
   scheme = check_scheme(scheme)
   if scheme == NONE:
     return []
+  tags = list(tags)
   check_tags(tags, scheme)
-  found: list[Span] = []
-  previous = (OUTSIDE, "")
-  start = -1
-  for i, tag in enumerate(list(tags) + [OUTSIDE]):
-    current = split_tag(tag)
-    if start >= 0 and _ends(previous, current):
-      found.append((previous[1], start, i))
-      start = -1
-    if _starts(previous, current):
-      start = i
-    previous = current
-  return found
+  from seqeval.metrics import sequence_labeling  # pylint: disable=import-outside-toplevel
+  # seqeval's end is inclusive. A checked tag is O or a one-letter prefix, a hyphen and a type,
+  # the form seqeval reads (prefix = first character, type = after the first hyphen).
+  return [(kind, start, end + 1) for kind, start, end in sequence_labeling.get_entities(tags)]
