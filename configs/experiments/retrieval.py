@@ -49,7 +49,7 @@ def get_config(scale: str = "tiny"):
     # ColBERT queries of 48 positions: in the tiny vocabulary 12% of QQP's questions are
     # longer than ColBERT's 32 (cut), 2% than 48; the single-vector stage reads 64 tokens.
     config.embed.query_length = 48
-    # One seed per stage: the three stages of two checkpoints then fit about 35 minutes of a
+    # One seed per stage: the three stages of two checkpoints then take about 30 minutes of a
     # 2-core CPU with the pretraining (raise both for medians of several).
     config.embed.num_seeds = 1
     config.rerank.num_seeds = 1
