@@ -163,7 +163,9 @@ def test_splash_with_a_traced_window_flag_keeps_documents_apart():
 def test_xla_attention_on_unpacked_rows_is_the_formula_it_was(causal, window):
   """On 1 ... 1 0 ... 0 masks the document bias is the padding bias it replaced, broadcast:
   the outputs are bit for bit those of the formula before packing (padding bias [B, 1, 1, T]
-  plus the causal and window biases), padded queries included."""
+  plus the causal and window biases), padded queries included, except that a query the causal
+  side and the window leave without any real key gets zeros (as PyTorch's attention gives it;
+  the formula averaged the masked keys there)."""
   q, k, v, _ = attention_inputs()
   mask = jnp.asarray((np.arange(SEQ_LEN)[None] < np.array([[SEQ_LEN], [70]])).astype(np.int32))
   big_negative = jnp.finfo(jnp.float32).min / 2
@@ -174,8 +176,18 @@ def test_xla_attention_on_unpacked_rows_is_the_formula_it_was(causal, window):
   if window is not None:
     bias = bias + jnp.where(attention.local_window_allows(SEQ_LEN, window), 0.0, big_negative)
   before = nn.dot_product_attention(q, k, v, bias=bias, deterministic=True, dtype=jnp.float32)
-  np.testing.assert_array_equal(np.asarray(attend("xla", q, k, v, mask, causal, window)),
-                                np.asarray(before))
+  keys = np.broadcast_to(np.asarray(mask)[:, None, :] > 0, (2, SEQ_LEN, SEQ_LEN))
+  if allowed is not None:
+    keys = keys & np.asarray(allowed)[None]
+  if window is not None:
+    keys = keys & np.asarray(attention.local_window_allows(SEQ_LEN, window))[None]
+  has_key = keys.any(axis=-1)  # [B, T]
+  if window is None:  # A global layer always leaves a query some real key.
+    assert has_key.all()
+  else:
+    assert not has_key.all()  # The case this test is for: padding past the window.
+  want = np.where(has_key[:, :, None, None], np.asarray(before), 0.0)
+  np.testing.assert_array_equal(np.asarray(attend("xla", q, k, v, mask, causal, window)), want)
 
 
 # ------------------------------------------------------------------------------------------

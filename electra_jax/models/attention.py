@@ -140,10 +140,12 @@ def xla_attention(query, key, value, input_mask, *, dropout_rng, dropout_rate: f
                   deterministic: bool, dtype, causal: str = "none", window=None) -> jax.Array:
   """softmax(Q K^T / sqrt(D) + document/padding (and causal, and window) bias) V in plain XLA
   ops (flax's `dot_product_attention`), with dropout on the attention probabilities. A query
-  attends only the real keys of its own document (`document_allowed`); a query that may
-  attend no key at all (a padding position farther than half a window from every real token,
-  e.g. a ColBERT query's [MASK] expansion) gets a zero output, as PyTorch's scaled-dot-product
-  attention gives such a row (so transformers' ModernBERT agrees with these positions too)."""
+  attends only the real keys of its own document (`document_allowed`); in a windowed layer, a
+  query that may attend no key at all (a padding position farther than half a window from every
+  real token, e.g. a ColBERT query's [MASK] expansion) gets a zero output, as PyTorch's
+  scaled-dot-product attention gives such a row (so transformers' ModernBERT agrees with these
+  positions too). (Without a window only a causal side can leave a padding query without keys;
+  such outputs are never read and keep the average of the masked keys.)"""
   bias = document_bias(input_mask, dtype)  # [B, 1, T, T]
   allowed = causal_allowed(query.shape[1], causal)
   if allowed is not None:
