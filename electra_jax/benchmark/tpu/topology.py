@@ -221,6 +221,23 @@ def build_squad(config: ml_collections.ConfigDict, devices,
                    flops_lib.training_flops(forward), int(ft.get("grad_accum_steps", 1)))
 
 
+def _padded_rows_step(config: ml_collections.ConfigDict,
+                      finetune_config: ml_collections.ConfigDict | None, step: str, validate):
+  """(the step's fine-tuning config, its encoder with unrolled layers as fine-tuning loads
+  them) for the embed and rerank steps, which compile padded rows: `validate(ft, inputs=False)`
+  first; packed rows are refused (their count depends on the data)."""
+  from electra_jax.finetune import setup as setup_lib  # pylint: disable=import-outside-toplevel
+  ft = finetune_config_for(config, finetune_config, step)
+  validate(ft, inputs=False)
+  if ft.packing:
+    raise ElectraError("--finetune_config.packing=True: the compiled step takes padded rows "
+                       "(packed rows' count depends on the data); set "
+                       "--finetune_config.packing=False")
+  model = config.model.copy_and_resolve_references()
+  model.scan_layers = False  # Fine-tuning loads the layers unrolled.
+  return ft, setup_lib.encoder_config(ft, model)
+
+
 def build_embed(config: ml_collections.ConfigDict, devices,
                 finetune_config: ml_collections.ConfigDict | None = None) -> BuiltStep:
   """The embed family's contrastive step (configs/embed.py's settings: loss, pooling, hard
@@ -235,19 +252,10 @@ def build_embed(config: ml_collections.ConfigDict, devices,
   """
   # pylint: disable=import-outside-toplevel
   from electra_jax.benchmark import embed as embed_benchmark
-  from electra_jax.finetune import setup as setup_lib
   from electra_jax.finetune.batches import INPUT_KEYS
   from electra_jax.finetune.embed import task as embed_task
   # pylint: enable=import-outside-toplevel
-  ft = finetune_config_for(config, finetune_config, "embed")
-  embed_task.validate(ft, inputs=False)
-  if ft.packing:
-    raise ElectraError("--finetune_config.packing=True: the compiled step takes padded rows "
-                       "(packed rows' count depends on the data); set "
-                       "--finetune_config.packing=False")
-  model = config.model.copy_and_resolve_references()
-  model.scan_layers = False  # Fine-tuning loads the layers unrolled.
-  encoder = setup_lib.encoder_config(ft, model)
+  ft, encoder = _padded_rows_step(config, finetune_config, "embed", embed_task.validate)
   objective = embed_task.objective_of(ft)
   too_long = [d for d in objective.dims if d > encoder.hidden_size]
   if too_long:
@@ -291,19 +299,10 @@ def build_rerank(config: ml_collections.ConfigDict, devices,
       the data).
   """
   # pylint: disable=import-outside-toplevel
-  from electra_jax.finetune import setup as setup_lib
   from electra_jax.finetune.batches import INPUT_KEYS
   from electra_jax.finetune.rerank import task as rerank_task
   # pylint: enable=import-outside-toplevel
-  ft = finetune_config_for(config, finetune_config, "rerank")
-  rerank_task.validate(ft, inputs=False)
-  if ft.packing:
-    raise ElectraError("--finetune_config.packing=True: the compiled step takes padded rows "
-                       "(packed rows' count depends on the data); set "
-                       "--finetune_config.packing=False")
-  model = config.model.copy_and_resolve_references()
-  model.scan_layers = False  # Fine-tuning loads the layers unrolled.
-  encoder = setup_lib.encoder_config(ft, model)
+  ft, encoder = _padded_rows_step(config, finetune_config, "rerank", rerank_task.validate)
   if ft.pooling != "cls" and not encoder.is_modern:
     raise ElectraError(f"--finetune_config.pooling={ft.pooling} is ModernBERT's; ELECTRA's "
                        "head reads [CLS]")

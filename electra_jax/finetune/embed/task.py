@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import statistics
 from typing import Any, Callable
 
 from absl import logging
@@ -422,7 +421,7 @@ def with_markers(weights: pretrained_lib.Pretrained, tokenizer_size: int
 # --------------------------------------------------------------------------------------------
 # The family.
 
-class EmbedTask(task_lib.Task):
+class EmbedTask(retrieval.ScoredByMetric, task_lib.Task):
   """Sentence embeddings: an encoder pooled and normalised, trained on a contrastive loss."""
 
   name = NAME
@@ -586,25 +585,11 @@ class EmbedTask(task_lib.Task):
     return {"train_examples": own.train_rows, "texts_per_example": own.texts_per_row,
             "dev_examples": 0 if own.dev is None else len(own.dev.text_ids)}
 
-  def scores_line(self, metrics: dict[str, float]) -> str:
-    return " | ".join(f"{k} {v:.4f}" for k, v in sorted(metrics.items()))
-
   def model_meta(self, run: task_lib.Run, prepared: task_lib.Prepared) -> dict[str, Any]:
     return model_meta(run.config, run.extra)
 
   def primary_metric(self, run: task_lib.Run, unit: str) -> str:
     return primary_metric(run.config)
-
-  def score(self, run: task_lib.Run, unit: str, metrics: dict[str, float]) -> float:
-    metric = self.primary_metric(run, unit)
-    return -metrics[metric] if metric == "dev/loss" else metrics[metric]
-
-  def summarize(self, run: task_lib.Run, unit: str, results: list[dict[str, Any]]
-                ) -> dict[str, Any]:
-    summary = super().summarize(run, unit, results)
-    metric = summary["primary_metric"]  # The median of the metric itself, not of the score.
-    summary["median_score"] = float(statistics.median(r["metrics"][metric] for r in results))
-    return summary
 
   def report(self, run: task_lib.Run, summaries: dict[str, dict[str, Any]]) -> Any:
     summary = summaries[NAME]

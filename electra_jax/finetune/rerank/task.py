@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import statistics
 from typing import Any
 
 from absl import logging
@@ -291,7 +290,7 @@ def read_first_stage(config: ml_collections.ConfigDict) -> Retrieval | None:
 # --------------------------------------------------------------------------------------------
 # The family.
 
-class RerankTask(task_lib.Task):
+class RerankTask(retrieval.ScoredByMetric, task_lib.Task):
   """A cross-encoder: (query, document) pairs scored by the encoder and a one-output head."""
 
   name = NAME
@@ -416,24 +415,15 @@ class RerankTask(task_lib.Task):
     return {"train_examples": own.train_rows, "pairs_per_example": own.candidates,
             "dev_examples": 0 if own.dev is None else len(own.dev)}
 
-  def scores_line(self, metrics: dict[str, float]) -> str:
-    return " | ".join(f"{k} {v:.4f}" for k, v in sorted(metrics.items()))
-
   def model_meta(self, run: task_lib.Run, prepared: task_lib.Prepared) -> dict[str, Any]:
     return model_meta(run.config)
 
   def primary_metric(self, run: task_lib.Run, unit: str) -> str:
     return primary_metric(run.config)
 
-  def score(self, run: task_lib.Run, unit: str, metrics: dict[str, float]) -> float:
-    metric = self.primary_metric(run, unit)
-    return -metrics[metric] if metric == "dev/loss" else metrics[metric]
-
   def summarize(self, run: task_lib.Run, unit: str, results: list[dict[str, Any]]
                 ) -> dict[str, Any]:
     summary = super().summarize(run, unit, results)
-    metric = summary["primary_metric"]  # The median of the metric itself, not of the score.
-    summary["median_score"] = float(statistics.median(r["metrics"][metric] for r in results))
     found = run.extra.retrieval
     if found is not None:
       summary["first_stage"] = {"source": found.source, "top_k": int(run.config.top_k),

@@ -36,6 +36,7 @@ import io
 import json
 import math
 import shutil
+import statistics
 import tempfile
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
@@ -520,3 +521,25 @@ def evaluation_with_run(measure: Callable[[str | None], dict[str, float]], write
     if out_dir is not None:
       shutil.rmtree(out_dir, ignore_errors=True)
   return task_lib.Evaluation(metrics, files)
+
+
+class ScoredByMetric:
+  """A mixin, before `task.Task` among a family's bases: the seed scoring the retrieval-shaped
+  families share (embed, rerank): each seed is ranked
+  by its `primary_metric` (lower is better only for dev/loss), the scores line lists every
+  metric, and the summary's median_score is the median of the metric itself (not of the
+  negated score)."""
+
+  def scores_line(self, metrics: dict[str, float]) -> str:
+    return " | ".join(f"{k} {v:.4f}" for k, v in sorted(metrics.items()))
+
+  def score(self, run: task_lib.Run, unit: str, metrics: dict[str, float]) -> float:
+    metric = self.primary_metric(run, unit)
+    return -metrics[metric] if metric == "dev/loss" else metrics[metric]
+
+  def summarize(self, run: task_lib.Run, unit: str, results: list[dict[str, Any]]
+                ) -> dict[str, Any]:
+    summary = super().summarize(run, unit, results)  # pytype: disable=attribute-error
+    metric = summary["primary_metric"]
+    summary["median_score"] = float(statistics.median(r["metrics"][metric] for r in results))
+    return summary
