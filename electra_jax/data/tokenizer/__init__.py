@@ -1,9 +1,9 @@
 r"""Subword tokenizers: sentencepiece, WordPiece and Hugging Face tokenizer.json files, trained
 here or loaded, with one interface.
 
-Modules: `base` (the interface, special tokens), `sentencepiece_model`, `wordpiece`,
-`tokenizer_json`, `training` (training on text files), `loading` (`load_tokenizer`),
-`__main__` (the command).
+Modules: `base` (the interface, special tokens), `sentencepiece_model`, `hf_backed` (the
+base of the kinds Hugging Face `tokenizers` encodes), `wordpiece`, `tokenizer_json`,
+`training` (training on text files), `loading` (`load_tokenizer`), `__main__` (the command).
 
 Three kinds of vocabulary, picked by `--config.data.tokenizer_type` (see `load_tokenizer`):
 
@@ -42,6 +42,7 @@ from electra_jax.data.tokenizer.base import (
     AUTO, CLS, LOAD_KINDS, MASK, MAX_SENTENCE_BYTES, MAX_WORD_CHARS, PAD, SENTENCEPIECE, SEP,
     SPECIAL_TOKENS, TOKENIZER_JSON, TOKENIZER_JSON_FILE, TOKENIZER_KINDS, UNK, WORDPIECE,
     WORDPIECE_PREFIX, SubwordTokenizer)
+from electra_jax.data.tokenizer.hf_backed import HfBackedTokenizer
 from electra_jax.data.tokenizer.loading import kind_of_file, load_tokenizer
 from electra_jax.data.tokenizer.sentencepiece_model import SentencePieceTokenizer, Tokenizer
 from electra_jax.data.tokenizer.tokenizer_json import TokenizerJsonTokenizer

@@ -27,7 +27,9 @@ class SubwordTokenizer(abc.ABC):
   """What the data pipeline needs of a tokenizer, whichever its kind.
 
   Subclasses set `kind`, `model_file` and `_ids` (special token -> id) and implement
-  `vocab_size`, `encode`, `encode_batch`, `id_to_piece` and `_decode_run`.
+  `vocab_size`, `encode`, `encode_batch`, `encode_with_offsets`, `id_to_piece` and
+  `_decode_run`: `SentencePieceTokenizer` does so over sentencepiece, `HfBackedTokenizer` over
+  Hugging Face `tokenizers` for its kinds WordPiece and tokenizer.json.
   """
 
   kind: str

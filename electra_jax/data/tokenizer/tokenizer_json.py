@@ -22,7 +22,8 @@ from absl import logging
 from electra_jax import fileio
 from electra_jax.data.tokenizer.base import (CLS, MASK, PAD, SENTENCEPIECE_WORD_MARK, SEP,
                                             SPECIAL_TOKENS, TOKENIZER_JSON, UNK,
-                                            WORDPIECE_PREFIX, SubwordTokenizer)
+                                            WORDPIECE_PREFIX)
+from electra_jax.data.tokenizer.hf_backed import HfBackedTokenizer
 from electra_jax.errors import ElectraError
 
 BYTE_LEVEL_SPACE = "\u0120"  # "Ġ": the space byte of byte-level BPE, begins a word's first piece.
@@ -156,7 +157,7 @@ def _special_ids(hf: tokenizers.Tokenizer, path: str) -> dict[str, int]:
   return ids
 
 
-class TokenizerJsonTokenizer(SubwordTokenizer):
+class TokenizerJsonTokenizer(HfBackedTokenizer):
   """A Hugging Face tokenizer.json with a BPE (byte-level or not) or WordPiece model.
 
   Attributes:
@@ -198,35 +199,13 @@ class TokenizerJsonTokenizer(SubwordTokenizer):
           f"{' or '.join(SUPPORTED_MODELS)} model (byte-level BPE as in ModernBERT and RoBERTa, "
           "or BERT's WordPiece). For a sentencepiece Unigram model pass its .model file with "
           "--config.data.tokenizer_type=sentencepiece")
-    self.model_file = path
     self.word_starts = word_start_rule(spec)
-    self.lowercase = normalizer_lowercases(spec)
-    self._ids = _special_ids(hf, path)
-    hf.no_padding()
-    hf.no_truncation()
-    hf.encode_special_tokens = True  # "[MASK]" in text is text, as with the other kinds.
-    self._hf = hf
-    vocab = hf.get_vocab(with_added_tokens=True)
-    self._pieces = [""] * (max(vocab.values()) + 1)  # An id no token has (none in real files).
-    for piece, i in vocab.items():
-      self._pieces[i] = piece
+    super().__init__(path, hf, _special_ids(hf, path), normalizer_lowercases(spec))
     self._added = sorted(hf.get_added_tokens_decoder())
     if self.word_starts.mark == "" and self.word_starts.continuing_prefix == "":
       logging.warning("%s marks no word boundaries in its pieces (%s model, no ByteLevel or "
                       "Metaspace pre-tokenizer, no continuing-subword prefix): every piece "
                       "counts as a word start", path, self.model_type)
-
-  @property
-  def vocab_size(self) -> int:
-    return len(self._pieces)
-
-  def encode(self, text: str) -> list[int]:
-    return self._hf.encode(text, add_special_tokens=False).ids
-
-  def encode_batch(self, texts: Sequence[str]) -> list[list[int]]:
-    # encode_batch_fast skips computing character offsets; older `tokenizers` lack it.
-    encode = getattr(self._hf, "encode_batch_fast", self._hf.encode_batch)
-    return [e.ids for e in encode(list(texts), add_special_tokens=False)]
 
   def encode_words(self, words: Sequence[str]) -> list[list[int]]:
     """Byte-level BPE: the ids of " " + word, so each word starts with its "Ġ" piece as inside
@@ -235,18 +214,6 @@ class TokenizerJsonTokenizer(SubwordTokenizer):
     if self.word_starts.mark == BYTE_LEVEL_SPACE:
       return self.encode_batch([" " + w for w in words])
     return self.encode_batch(words)
-
-  def encode_with_offsets(self, texts: Sequence[str]
-                          ) -> list[tuple[list[int], list[tuple[int, int]]]]:
-    encodings = self._hf.encode_batch(list(texts), add_special_tokens=False)
-    return [(e.ids, [self._trim_leading_space(text, start, end) for start, end in e.offsets])
-            for text, e in zip(texts, encodings, strict=True)]
-
-  def id_to_piece(self, i: int) -> str:
-    i = int(i)
-    if not 0 <= i < len(self._pieces):
-      raise IndexError(f"token id {i} is out of range 0..{len(self._pieces) - 1}")
-    return self._pieces[i]
 
   def starts_word_table(self) -> np.ndarray:
     """bool [vocab_size]: the pieces that begin a word, by `word_starts` (byte-level BPE: the
@@ -259,8 +226,3 @@ class TokenizerJsonTokenizer(SubwordTokenizer):
     table[self._added] = True
     table[list(self._ids.values())] = True
     return table
-
-  def _decode_run(self, ids: list[int]) -> str:
-    for i in (min(ids), max(ids)):  # IndexError as in sentencepiece; `tokenizers` drops them.
-      self.id_to_piece(i)
-    return self._hf.decode(ids, skip_special_tokens=False)

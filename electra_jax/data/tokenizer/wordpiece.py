@@ -3,8 +3,6 @@ BERT's normalizer and pre-tokenizer."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 import tokenizers
 from tokenizers import decoders as hf_decoders
 from tokenizers import models as hf_models
@@ -13,7 +11,8 @@ from tokenizers import pre_tokenizers as hf_pre_tokenizers
 
 from electra_jax import fileio
 from electra_jax.data.tokenizer.base import (HINT_TRAIN, MAX_WORD_CHARS, SPECIAL_TOKENS, UNK,
-                                            WORDPIECE, WORDPIECE_PREFIX, SubwordTokenizer)
+                                            WORDPIECE, WORDPIECE_PREFIX)
+from electra_jax.data.tokenizer.hf_backed import HfBackedTokenizer
 from electra_jax.errors import ElectraError
 
 
@@ -71,7 +70,7 @@ def _parse_vocab(data: bytes, vocab_file: str) -> list[str]:
   return tokens
 
 
-class WordPieceTokenizer(SubwordTokenizer):
+class WordPieceTokenizer(HfBackedTokenizer):
   """A BERT-style WordPiece vocabulary (vocab.txt), encoded by Hugging Face `tokenizers`.
 
   Text is normalised as BERT does (control characters dropped, CJK characters split, and for
@@ -100,47 +99,15 @@ class WordPieceTokenizer(SubwordTokenizer):
       raise ElectraError(
           f"WordPiece vocabulary {vocab_file!r} does not exist; check "
           f"--config.data.tokenizer_model, or {HINT_TRAIN}")
-    self.model_file = vocab_file
-    self.lowercase = lowercase
-    self._tokens = _parse_vocab(fileio.read_bytes(vocab_file), vocab_file)
-    ids = {token: i for i, token in enumerate(self._tokens)}
+    tokens = _parse_vocab(fileio.read_bytes(vocab_file), vocab_file)
+    ids = {token: i for i, token in enumerate(tokens)}
     missing = [t for t in SPECIAL_TOKENS if t not in ids]
     if missing:
       raise ElectraError(
           f"WordPiece vocabulary {vocab_file!r} lacks the special token(s) {' '.join(missing)} "
           f"(it needs all of {' '.join(SPECIAL_TOKENS)}, each on a line of its own); add them, "
           f"e.g. in place of [unused] lines, or {HINT_TRAIN} with --type=wordpiece")
-    self._ids = {t: ids[t] for t in SPECIAL_TOKENS}
     model = hf_models.WordPiece(ids, unk_token=UNK, continuing_subword_prefix=WORDPIECE_PREFIX,
                                 max_input_chars_per_word=MAX_WORD_CHARS)
-    self._hf = bert_pipeline(tokenizers.Tokenizer(model), lowercase)
-
-  @property
-  def vocab_size(self) -> int:
-    return len(self._tokens)
-
-  def encode(self, text: str) -> list[int]:
-    return self._hf.encode(text, add_special_tokens=False).ids
-
-  def encode_batch(self, texts: Sequence[str]) -> list[list[int]]:
-    # encode_batch_fast skips computing character offsets; older `tokenizers` lack it.
-    encode = getattr(self._hf, "encode_batch_fast", self._hf.encode_batch)
-    return [e.ids for e in encode(list(texts), add_special_tokens=False)]
-
-  def encode_with_offsets(self, texts: Sequence[str]
-                          ) -> list[tuple[list[int], list[tuple[int, int]]]]:
-    encodings = self._hf.encode_batch(list(texts), add_special_tokens=False)
-    return [(e.ids, [self._trim_leading_space(text, start, end) for start, end in e.offsets])
-            for text, e in zip(texts, encodings, strict=True)]
-
-  def id_to_piece(self, i: int) -> str:
-    i = int(i)
-    if not 0 <= i < len(self._tokens):
-      raise IndexError(f"token id {i} is out of range 0..{len(self._tokens) - 1}")
-    return self._tokens[i]
-
-  def _decode_run(self, ids: list[int]) -> str:
-    for i in (min(ids), max(ids)):  # IndexError as in sentencepiece; `tokenizers` drops them.
-      self.id_to_piece(i)
-    return self._hf.decode(ids, skip_special_tokens=False)
-
+    super().__init__(vocab_file, bert_pipeline(tokenizers.Tokenizer(model), lowercase),
+                     {t: ids[t] for t in SPECIAL_TOKENS}, lowercase)
