@@ -99,6 +99,23 @@ def corpus_and_tokenizer(tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
+def corpus_shards(tmp_path_factory, corpus_and_tokenizer):
+  """Shards of the session corpus (its 3 files as `electra-jax-build-shards` writes them: 4
+  shards of 32-token examples, 10% held out; tests/shard_testing.py), built once per test run
+  and shared by every worker: for the shard reader's and loader's tests (tests/test_loader.py)
+  and the shard source's (tests/test_data_sources.py). Read it, never write it."""
+  import filelock  # pylint: disable=import-outside-toplevel
+  from tests import shard_testing  # pylint: disable=import-outside-toplevel
+  shared = _shared_dir(tmp_path_factory)
+  output, done = shared / "corpus_shards" / "shards", shared / "corpus_shards.done"
+  with filelock.FileLock(str(shared / "corpus_shards.lock")):
+    if not done.exists():
+      shard_testing.build(*corpus_and_tokenizer, str(output))
+      done.write_text("ok")
+  return str(output)
+
+
+@pytest.fixture(scope="session")
 def pretrained_fast(tmp_path_factory, corpus_and_tokenizer):
   """A pretraining workdir of tests.testing.fast_config (8 steps of the 1-layer model, a
   checkpoint at steps 4 and 8), built once per test run and shared by every worker: for the
@@ -154,3 +171,20 @@ def forks():
   errors, --help); a test of what a cold start prints runs a real subprocess."""
   from tests import cli_forks  # pylint: disable=import-outside-toplevel
   return cli_forks.shared()
+
+
+@pytest.fixture
+def sandbox(tmp_path):
+  """(environment, calls file) for launch/'s TPU scripts: a fake gcloud first on PATH that
+  fails loudly (and records the call), no caller settings (tests/cloud_testing.py)."""
+  from tests import cloud_testing  # pylint: disable=import-outside-toplevel
+  return cloud_testing.gcloud_sandbox(tmp_path)
+
+
+@pytest.fixture
+def gke_sandbox(tmp_path):
+  """(environment, calls file) for launch/'s GKE scripts: recording fakes of kubectl, docker
+  and gcloud first on PATH, a python that fakes the fit check, no caller settings
+  (tests/cloud_testing.py)."""
+  from tests import cloud_testing  # pylint: disable=import-outside-toplevel
+  return cloud_testing.gke_sandbox(tmp_path)

@@ -18,16 +18,6 @@ from tests import tfds_testing
 T = 32
 
 
-@pytest.fixture(scope="module")
-def shard_dir(corpus_and_tokenizer, tmp_path_factory):
-  """The session corpus (3 files of the embedded corpus) in 3 shards, 10% held out."""
-  files, model = corpus_and_tokenizer
-  output = str(tmp_path_factory.mktemp("source_shards") / "shards")
-  build_lib.build(output=output, num_shards=3, tokenizer_model=model, input_patterns=files,
-                  processes=1, max_seq_length=T, eval_fraction=0.1, progress=False)
-  return output
-
-
 def shard_config(shard_dir):
   config = testing.fast_config()
   config.data.source = "shards"
@@ -41,11 +31,11 @@ def shard_config(shard_dir):
 # and a training run stopped by SIGTERM on a stream (tests/test_streaming.py).
 @pytest.mark.full
 @pytest.mark.parametrize("order", ["global", "window"])
-def test_training_on_shards_stopped_by_sigterm_resumes_exactly(shard_dir, tmp_path, monkeypatch,
-                                                               order):
+def test_training_on_shards_stopped_by_sigterm_resumes_exactly(corpus_shards, tmp_path,
+                                                               monkeypatch, order):
   """The shard reader's position is restored: the same batches after a SIGTERM and a restart,
   read by two Grain worker processes after it (the worker count may change on resume)."""
-  config = shard_config(shard_dir)
+  config = shard_config(corpus_shards)
   config.data.shard_order = order
   testing.assert_sigterm_resume_is_exact(config, tmp_path, monkeypatch, loader.Loader,
                                          {"data.loader_workers": 2})
@@ -62,20 +52,20 @@ def test_training_on_text_in_memory_stopped_by_sigterm_resumes_exactly(tmp_path,
 
 
 @pytest.mark.full  # Three short runs; the mixture's resumption at a position: test_mixture.py.
-def test_training_on_a_mixture_stopped_by_sigterm_resumes_exactly(shard_dir, tmp_path,
+def test_training_on_a_mixture_stopped_by_sigterm_resumes_exactly(corpus_shards, tmp_path,
                                                                   monkeypatch,
                                                                   corpus_and_tokenizer):
   """A mixture of text files and shards: the same batches after a SIGTERM and a restart."""
   files, _ = corpus_and_tokenizer
   config = testing.fast_config()  # The shards' tokenizer (a mixture's shards carry it).
-  config.data.mixture = f"3:{files.split(',')[0]},1:shards:{shard_dir}"
+  config.data.mixture = f"3:{files.split(',')[0]},1:shards:{corpus_shards}"
   testing.assert_sigterm_resume_is_exact(config, tmp_path, monkeypatch, loader.Loader)
 
 
-def test_shard_data_follows_the_manifest(shard_dir):
-  config = shard_config(shard_dir)
+def test_shard_data_follows_the_manifest(corpus_shards):
+  config = shard_config(corpus_shards)
   data = pipeline.build_pretraining_data(config.data, "unused", config.model.vocab_size, seed=0)
-  manifest = shards.read_manifest(shard_dir)
+  manifest = shards.read_manifest(corpus_shards)
   assert data.train is None and data.tokenizer.vocab_size == manifest.vocab_size
   assert len(data.eval["input_ids"]) == manifest.examples("eval") > 0
   batch = next(data.train_iterator(8, seed=0))
@@ -94,8 +84,8 @@ def test_shard_data_follows_the_manifest(shard_dir):
     ("data.shards_dir", "/nonexistent/shards", "does not exist; build shards with"),
     ("data.source", "files", "--config.data.source='files' is not a source"),
 ])
-def test_shard_config_errors(shard_dir, field, value, message):
-  config = shard_config(shard_dir)
+def test_shard_config_errors(corpus_shards, field, value, message):
+  config = shard_config(corpus_shards)
   section, name = field.split(".")
   config[section][name] = value
   with pytest.raises(ElectraError, match=message):

@@ -5,7 +5,8 @@ launch/gke_run.sh's dry runs (golden files), its fit check before kubectl, the b
 gke_logs.sh, gke_delete.sh, image.sh and the Dockerfile.
 
 No cluster, registry or Docker daemon is needed: fake `kubectl`, `docker` and `gcloud` come
-first on PATH and record their calls (the dry runs assert they were never called).
+first on PATH and record their calls (the dry runs assert they were never called): the
+`gke_sandbox` fixture of tests/conftest.py, made by tests/cloud_testing.py.
 """
 
 import json
@@ -20,27 +21,12 @@ import pytest
 
 from electra_jax.errors import ElectraError
 from electra_jax.launch import jobset
+from tests import cloud_testing
 from tests import testing
 
-LAUNCH = pathlib.Path(testing.REPO) / "launch"
-GOLDEN = pathlib.Path(__file__).parent / "golden" / "launch"
 SCHEMA = pathlib.Path(__file__).parent / "schemas" / "jobset-v1alpha2.schema.json"
 KUBERNETES_VERSION = "1.33"  # The schema kubernetes-validate checks a Job template against.
 IMAGE = "us-docker.pkg.dev/proj/repo/electra-jax:v1"
-
-RECORDING = """#!/bin/sh
-echo "$(basename "$0") $*" >> "{calls}"
-exit {status}
-"""
-# A python that records the fit check (electra_jax.benchmark) and exits FIT_STATUS, and runs
-# everything else (the JobSet generator) with the real interpreter.
-FAKE_PYTHON = """#!/bin/sh
-if [ "$2" = electra_jax.benchmark ]; then
-  echo "python $*" >> "{calls}"
-  exit "${{FIT_STATUS:-0}}"
-fi
-exec "{python}" "$@"
-"""
 
 SLICES = {  # name: (accelerator type, slices, hosts per slice, chips per host, topology)
     "v5litepod-16": ("v5litepod-16", 1, 4, 4, "4x4"),
@@ -48,31 +34,8 @@ SLICES = {  # name: (accelerator type, slices, hosts per slice, chips per host, 
 }
 
 
-@pytest.fixture
-def sandbox(tmp_path):
-  """(environment, calls file): recording fakes of kubectl, docker and gcloud first on PATH,
-  a python that fakes the fit check, no caller settings."""
-  bin_dir = tmp_path / "bin"
-  bin_dir.mkdir()
-  calls = tmp_path / "calls"
-  for tool in ("kubectl", "docker", "gcloud"):
-    (bin_dir / tool).write_text(RECORDING.format(calls=calls, status=0))
-    (bin_dir / tool).chmod(0o755)
-  (bin_dir / "python").write_text(FAKE_PYTHON.format(calls=calls, python=sys.executable))
-  (bin_dir / "python").chmod(0o755)
-  env = {k: v for k, v in os.environ.items() if not k.startswith(("ELECTRA_", "CLOUDSDK_"))}
-  env["PATH"] = f"{bin_dir}{os.pathsep}{env['PATH']}"
-  env["TMPDIR"] = str(tmp_path)
-  env["ELECTRA_PYTHON_BIN"] = str(bin_dir / "python")
-  return env, calls
-
-
 def _run(script, *args, env, check=True):
-  proc = subprocess.run([str(LAUNCH / script), *args], env=env, capture_output=True, text=True,
-                        timeout=120, check=False)
-  if check:
-    assert proc.returncode == 0, proc.stderr
-  return proc
+  return cloud_testing.run(script, *args, env=env, check=check)
 
 
 def _calls(calls):
@@ -91,21 +54,13 @@ def _gke_args(name):
           f"--image={IMAGE}", "--bucket=bucket1", "--config=configs/base.py"]
 
 
-def _check_golden(name, text):
-  path = GOLDEN / name
-  if os.environ.get("ELECTRA_JAX_RECORD_GOLDEN"):
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text)
-  assert text == path.read_text(), f"{name} differs; ELECTRA_JAX_RECORD_GOLDEN=1 records it"
-
-
 @pytest.mark.parametrize("name", sorted(SLICES))
-def test_gke_run_dry_run_prints_the_jobset_and_the_commands(name, sandbox):
-  env, calls = sandbox
+def test_gke_run_dry_run_prints_the_jobset_and_the_commands(name, gke_sandbox):
+  env, calls = gke_sandbox
   proc = _run("gke_run.sh", *_gke_args(name), "--queue=team-a", "--dry-run", "--",
               "--config.train.batch_size=512", env=env)
   assert not _calls(calls), "a dry run ran a command"
-  _check_golden(f"gke_run_{name}.txt", _normalized(proc.stdout, env))
+  cloud_testing.check_golden(f"gke_run_{name}.txt", _normalized(proc.stdout, env))
 
 
 def _validate(document):
@@ -186,8 +141,8 @@ def test_a_jobset_the_schemas_refuse():
     (["--accelerator-type=v5p-8", "--image="], ["missing --image"]),
     (["--accelerator-type=v5p-8", "--num-slices=0"], ["--num-slices must be a positive number"]),
 ])
-def test_bad_settings_are_one_line_before_anything_runs(args, words, sandbox):
-  env, calls = sandbox
+def test_bad_settings_are_one_line_before_anything_runs(args, words, gke_sandbox):
+  env, calls = gke_sandbox
   base = ["--name=run1", f"--image={IMAGE}", "--bucket=bucket1"]
   proc = _run("gke_run.sh", *base, *args, env=env, check=False)
   assert proc.returncode == 2
@@ -198,8 +153,8 @@ def test_bad_settings_are_one_line_before_anything_runs(args, words, sandbox):
   assert not _calls(calls)
 
 
-def test_the_fit_check_runs_before_kubectl_and_a_failure_submits_nothing(sandbox):
-  env, calls = sandbox
+def test_the_fit_check_runs_before_kubectl_and_a_failure_submits_nothing(gke_sandbox):
+  env, calls = gke_sandbox
   env["FIT_STATUS"] = "1"
   proc = _run("gke_run.sh", *_gke_args("2x-v5p-16"), "--", "--config.train.batch_size=512",
               env=env, check=False)
@@ -220,8 +175,8 @@ def test_the_fit_check_runs_before_kubectl_and_a_failure_submits_nothing(sandbox
   assert _calls(calls)[-1].startswith("kubectl ") and len(_calls(calls)) == 3
 
 
-def test_gke_logs_and_delete(sandbox):
-  env, calls = sandbox
+def test_gke_logs_and_delete(gke_sandbox):
+  env, calls = gke_sandbox
   proc = _run("gke_logs.sh", "--name=run1", "--worker=0", "--lines=20", "--follow", "--dry-run",
               env=env)
   assert proc.stdout.splitlines() == [
@@ -236,8 +191,8 @@ def test_gke_logs_and_delete(sandbox):
   assert proc.returncode == 2 and "--worker must be all or a host index" in proc.stderr
 
 
-def test_image_builds_tags_and_pushes(sandbox):
-  env, calls = sandbox
+def test_image_builds_tags_and_pushes(gke_sandbox):
+  env, calls = gke_sandbox
   proc = _run("image.sh", "--registry=us-docker.pkg.dev/proj/repo", "--tag=v1", "--variant=gpu",
               "--dry-run", env=env)
   assert _normalized(proc.stdout, env).splitlines() == [

@@ -1,7 +1,9 @@
 """launch/: shellcheck, --help, the commands --dry-run prints, errors, and the worker scripts.
 
-No real gcloud ever runs: a fake `gcloud` is first on PATH. In dry-run tests it fails loudly and
-the tests assert it was never called; elsewhere it records its arguments and plays the TPU
+No real gcloud ever runs: a fake `gcloud` is first on PATH (the `sandbox` fixture of
+tests/conftest.py; the fakes and helpers are tests/cloud_testing.py's, shared with
+tests/test_launch_slices.py and tests/test_gke.py). In dry-run tests it fails loudly and the
+tests assert it was never called; elsewhere it records its arguments and plays the TPU
 API. The scripts the workers would run are executed here, in a temporary $HOME.
 """
 
@@ -16,94 +18,11 @@ import sys
 
 import pytest
 
-LAUNCH = pathlib.Path(__file__).resolve().parents[1] / "launch"
+from tests.cloud_testing import (LAUNCH, PLAYING_GCLOUD, assert_one_error_line, commands,
+                                 dry_run, fake_worker_home, remote_script, run, shell_syntax_ok)
+
 SCRIPTS = sorted(p.name for p in LAUNCH.glob("*.sh") if p.name != "common.sh")
 TARGET = ["--project=proj", "--zone=us-central2-b", "--name=tpu1"]
-
-FAILING_GCLOUD = """#!/bin/sh
-echo "$*" >> "{calls}"
-echo "FAKE GCLOUD CALLED: $*" >&2
-exit 97
-"""
-
-# Records each call as a JSON list. `describe` answers with the next word of STATES (the last
-# one repeats; GONE: fails as for a TPU that does not exist); an ssh to worker 0 (tpu_watch.sh's
-# check of the training process) answers `stopped`, or the contents of ALIVE if it exists.
-PLAYING_GCLOUD = """#!{python}
-import json, os, sys
-args = sys.argv[1:]
-with open("{calls}", "a") as f:
-  f.write(json.dumps(args) + "\\n")
-if "describe" in args:
-  with open("{states}") as f:
-    states = f.read().split()
-  if len(states) > 1:
-    with open("{states}", "w") as f:
-      f.write("\\n".join(states[1:]))
-  if states[0] == "GONE":
-    sys.exit("ERROR: (gcloud) NOT_FOUND")
-  print(states[0])
-elif "ssh" in args and "--worker=0" in args:
-  alive = "{states}.alive"
-  print(open(alive).read() if os.path.exists(alive) else "stopped")
-"""
-
-
-@pytest.fixture
-def sandbox(tmp_path):
-  """(environment, calls file): a failing fake gcloud first on PATH, no caller settings."""
-  bin_dir = tmp_path / "bin"
-  bin_dir.mkdir()
-  calls = tmp_path / "gcloud_calls"
-  gcloud = bin_dir / "gcloud"
-  gcloud.write_text(FAILING_GCLOUD.format(calls=calls))
-  gcloud.chmod(0o755)
-  env = {k: v for k, v in os.environ.items()
-         if not k.startswith(("ELECTRA_", "CLOUDSDK_", "JAX_", "SLURM_", "GPUS_"))}
-  env["PATH"] = f"{bin_dir}{os.pathsep}{env['PATH']}"
-  env["TMPDIR"] = str(tmp_path)
-  return env, calls
-
-
-def run(script, *args, env, check=True):
-  proc = subprocess.run([str(LAUNCH / script), *args], env=env, capture_output=True, text=True,
-                        timeout=60, check=False)
-  if check:
-    assert proc.returncode == 0, proc.stderr
-  return proc
-
-
-def commands(stdout):
-  """The argv of every `+ ` line (what --dry-run prints)."""
-  return [shlex.split(line[2:]) for line in stdout.splitlines() if line.startswith("+ ")]
-
-
-def dry_run(script, *args, env, calls):
-  proc = run(script, "--dry-run", *args, env=env)
-  assert not calls.exists(), f"gcloud ran in a dry run: {calls.read_text()}"
-  return commands(proc.stdout)
-
-
-def remote_script(argv):
-  """The --command= of an ssh line."""
-  (command,) = [a[len("--command="):] for a in argv if a.startswith("--command=")]
-  return command
-
-
-def assert_one_error_line(proc, *words):
-  assert proc.returncode != 0
-  lines = proc.stderr.strip().splitlines()
-  assert len(lines) == 1, proc.stderr
-  assert "error" in lines[0]
-  for word in words:
-    assert word in lines[0]
-
-
-def shell_syntax_ok(script):
-  for shell in ("sh", "bash"):
-    proc = subprocess.run([shell, "-n", "-c", script], capture_output=True, text=True,
-                          check=False)
-    assert proc.returncode == 0, f"{shell}: {proc.stderr}\n{script}"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -380,27 +299,6 @@ def test_run_workdir_rules(sandbox):
   run("tpu_run.sh", *base, "--workdir=runs/base", "--accelerator-type=v4-8", env=env)
   assert_one_error_line(run("tpu_run.sh", *base, "--accelerator-type=v4-8", env=env,
                             check=False), "--workdir", "--bucket")
-
-
-FAKE_TRAINING = 'printf "%s\\n" "$PWD" "$@" > "$HOME/args"\necho training output\nexec sleep 60\n'
-
-
-def fake_worker_home(tmp_path, python_body=FAKE_TRAINING, curl_body="exit 7"):
-  """A $HOME with the code directory and a venv whose python runs `python_body` (by default:
-  records its arguments and waits); `curl` (the TPU metadata) runs `curl_body` (fails)."""
-  home = tmp_path / "home"
-  (home / "electra-jax").mkdir(parents=True)
-  python = home / "electra_venv" / "bin" / "python"
-  python.parent.mkdir(parents=True)
-  python.write_text(f"#!/bin/sh\n{python_body}")
-  python.chmod(0o755)
-  bin_dir = tmp_path / "workerbin"
-  bin_dir.mkdir()
-  for name, body in (("curl", curl_body), ("hostname", "echo t1v-n-0123abcd-w-3")):
-    (bin_dir / name).write_text(f"#!/bin/sh\n{body}\n")
-    (bin_dir / name).chmod(0o755)
-  env = {"HOME": str(home), "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"}
-  return home, env
 
 
 def test_run_script_on_a_worker(sandbox, tmp_path):

@@ -4,23 +4,21 @@ The dry runs of one and of two v5p-8 slices are golden files (`ELECTRA_JAX_RECOR
 records them); the rest checks what differs per slice: the node each command goes to, the
 multi-slice environment and `--config.mesh.dcn_data` each worker's training process gets, the
 fit check for the slices, the slices run at once (a failing slice fails the script), the watch
-that recovers when any slice is preempted, and the bad settings. No real gcloud runs (see
-tests/test_launch.py, whose fake gcloud, sandbox and worker home these tests share).
+that recovers when any slice is preempted, and the bad settings. No real gcloud runs (the fake
+gcloud, sandbox and worker home are tests/cloud_testing.py's, as for tests/test_launch.py).
 """
 
 import json
 import os
-import pathlib
 import subprocess
 import sys
 
 import pytest
 
 from tests import testing
-from tests.test_launch import (PLAYING_GCLOUD, assert_one_error_line, dry_run, fake_worker_home,
-                               remote_script, run, sandbox, shell_syntax_ok)  # pylint: disable=unused-import
+from tests.cloud_testing import (PLAYING_GCLOUD, assert_one_error_line, check_golden, dry_run,
+                                 fake_worker_home, remote_script, run, shell_syntax_ok)
 
-GOLDEN = pathlib.Path(__file__).parent / "golden" / "launch"
 TARGET = ["--project=proj", "--zone=us-central2-b", "--name=ms", "--accelerator-type=v5p-8"]
 OVERRIDES = ["--config.train.batch_size=512", "--config.model.dtype=bfloat16"]
 
@@ -58,10 +56,7 @@ def test_dry_runs_of_one_and_two_slices(slices, sandbox, tmp_path):
     out.append(f"$ launch/{script} {' '.join(args)}\n{proc.stdout}")
   assert not calls.exists(), "gcloud ran in a dry run"
   text = "\n".join(out).replace(testing.REPO, "REPO").replace(str(tmp_path), "TMPDIR")
-  path = GOLDEN / f"tpu_{slices}x-v5p-8.txt"
-  if os.environ.get("ELECTRA_JAX_RECORD_GOLDEN"):
-    path.write_text(text)
-  assert text == path.read_text(), f"{path.name} differs; ELECTRA_JAX_RECORD_GOLDEN=1 records it"
+  check_golden(f"tpu_{slices}x-v5p-8.txt", text)
 
 
 def test_every_command_goes_to_every_slice(sandbox):
