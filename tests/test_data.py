@@ -320,7 +320,7 @@ def test_pipeline_trains_and_reuses_tokenizer(stdlib_files, tmp_path):
   data = pipeline.build_pretraining_data(config, workdir, vocab_size=1000, seed=0)
   model_file = os.path.join(workdir, "tokenizer", "spm.model")
   assert data.tokenizer.model_file == model_file
-  assert data.source == "--config.data.train_files"
+  assert data.source.name == "--config.data.train_files"
   check_structure(data.train, 64)
   check_structure(data.eval, 64)
   assert len(data.eval["input_ids"]) > 0 and len(data.train["input_ids"]) > 1000
@@ -343,7 +343,7 @@ def test_pipeline_default_corpus_and_eval_files(small_tokenizer, stdlib_files, t
   config = data_config(tokenizer_model=small_tokenizer.model_file, eval_files=stdlib_files[-1])
   data = pipeline.build_pretraining_data(config, str(tmp_path), vocab_size=1000, seed=0)
   # The embedded corpus is built in memory: nothing is written into the workdir.
-  assert data.source == "the embedded corpus" and not os.path.exists(tmp_path / "corpus")
+  assert data.source.name == "the embedded corpus" and not os.path.exists(tmp_path / "corpus")
   assert len(data.eval["input_ids"]) > 0
   # With eval_files nothing is held out of the training documents.
   no_eval = pipeline.build_pretraining_data(data_config(tokenizer_model=small_tokenizer.model_file,

@@ -16,6 +16,7 @@ import pytest
 
 from electra_jax.data import build as build_lib
 from electra_jax.data import pipeline
+from electra_jax.data.sources import in_memory
 from tests import testing
 
 GLOBAL_BATCH = 8
@@ -110,7 +111,7 @@ def test_shards_with_more_eval_shards_on_one_host(monkeypatch, tmp_path, corpus_
   shards = build_shards(files, model, tmp_path)
   datas = built_on_each_host(monkeypatch, data_config(source="shards", shards_dir=shards),
                              tmp_path / "run")
-  assert len(datas[0].eval["input_ids"]) == datas[0].manifest.examples("eval")
+  assert len(datas[0].eval["input_ids"]) == datas[0].source.manifest.examples("eval")
   assert_each_example_once(datas)
   # More hosts than eval shards: every host still evaluates the whole held-out set.
   assert_each_example_once(built_on_each_host(
@@ -155,7 +156,7 @@ def test_a_held_out_set_smaller_than_a_batch_is_one_batch_on_every_host():
   held_out = {"input_ids": np.arange(5 * 4, dtype=np.int32).reshape(5, 4),
               "input_mask": np.ones((5, 4), np.int32),
               "segment_ids": np.zeros((5, 4), np.int32)}
-  data = pipeline.PretrainingData(tokenizer=None, train=None, eval=held_out, source="test")
+  data = pipeline.PretrainingData(in_memory.InMemorySource(None, None, held_out, "test"))
   per_host = [data.eval_batches(GLOBAL_BATCH, 10, host, HOSTS) for host in range(HOSTS)]
   assert [len(b) for b in per_host] == [1, 1]
   np.testing.assert_array_equal(

@@ -21,6 +21,7 @@ from electra_jax.convert import vocab_extension
 from electra_jax.data import build as build_lib
 from electra_jax.data import compressed
 from electra_jax.data import pipeline
+from electra_jax.data import recipe
 from electra_jax.data import streaming
 from electra_jax.data import text_files
 from electra_jax.data import tokenizer as tokenizer_lib
@@ -93,7 +94,7 @@ def _streamed(path, piece_bytes=20, **options):
   be cut), and the number of pieces."""
   spec_options = text_files.TextOptions(**options)
   pieces = streaming.pieces_of([path], spec_options, piece_bytes=piece_bytes)
-  spec = streaming.StreamSpec((), (), spec_options, "", "", True, 32, 0.1, 0.05, False, 0, 0,
+  spec = streaming.StreamSpec((), (), spec_options, recipe.Recipe("", "", True, 32), 0, 0,
                               0.0)
   documents = [d for piece in pieces
                for d in streaming.piece_documents(spec, piece, text_files.TextStats())]

@@ -10,7 +10,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from electra_jax.data import mixture as mixture_lib
 from electra_jax.data import pipeline
+from electra_jax.data import recipe
 from electra_jax.data import streaming
 from electra_jax.data import text_files
 from electra_jax.errors import ElectraError
@@ -61,7 +63,7 @@ def test_pieces_cut_text_at_documents_and_keep_record_files_whole(formats):
   options = text_files.TextOptions()
   pieces = streaming.pieces_of(text, options, piece_bytes=50_000)
   assert len(pieces) > len(text) and all(end > begin for _, begin, end in pieces)
-  spec = streaming.StreamSpec((), (), options, "", "", True, 32, 0.1, 0.05, False, 0, 0, 0.0)
+  spec = streaming.StreamSpec((), (), options, recipe.Recipe("", "", True, 32), 0, 0, 0.0)
   read = [d for piece in pieces
           for d in streaming.piece_documents(spec, piece, text_files.TextStats())]
   assert read == [d for path in text for d in _documents(path)]  # Every document once.
@@ -96,8 +98,8 @@ def test_a_stream_resumes_exactly_from_its_state(formats, kind):
 
 def test_held_out_documents_are_a_seeded_share_never_trained_on(formats):
   files, model = formats
-  spec = streaming.StreamSpec((), (), text_files.TextOptions(), model, "auto", True, 32, 0.1,
-                              0.05, False, 0, 0, 0.25)
+  spec = streaming.StreamSpec((), (), text_files.TextOptions(),
+                              recipe.Recipe(model, "auto", True, 32), 0, 0, 0.25)
   documents = [[f"sentence {i}."] for i in range(2000)]
   train, held = streaming.split_held_out(spec, 3, documents)
   assert len(held) / len(documents) == pytest.approx(0.25, abs=0.03)
@@ -129,17 +131,69 @@ def test_training_stopped_by_sigterm_and_resumed_streams_the_same_batches(
                                          {"data.loader_workers": 1})
 
 
+def _mixture_config(files, model, **data):
+  """A streamed mixture: the Parquet files (60%) and the .jsonl.gz files (40%)."""
+  mixture = (f"0.6:{files['parquet'].replace(',', '|')},"
+             f"0.4:{files['jsonl.gz'].replace(',', '|')}")
+  return _config("", model, mixture=mixture, **data)
+
+
+def test_a_streamed_mixture_resumes_exactly_from_its_state(formats):
+  """A mixture streams (data.streaming with data.mixture): its sources' shares hold, its
+  batches from the state at batch 12 (each stream's piece and examples dealt) are the
+  uninterrupted run's, read in this process and with a worker process per stream."""
+  files, model = formats
+  data = pipeline.build_pretraining_data(_mixture_config(files, model).data, "unused", 512,
+                                         seed=0)
+  assert data.train is None and data.source.streamed == [0, 1]
+  assert len(data.eval["input_ids"]) > 0
+  reader = data.train_iterator(8, seed=0)
+  assert isinstance(reader, mixture_lib.StreamedMixtureLoader)
+  want = [next(reader) for _ in range(30)]
+  state = reader.state_at(12)
+  assert len(state) == 2 and all(len(s) == 2 for s in state)
+  shares = reader.take_shares()
+  rows = reader.mixture.schedule.counts_before(100 * 8)  # A round: the shares exactly.
+  assert rows.tolist() == [480, 320]
+  assert set(shares) == {"mixture/0_part0.parquet", "mixture/1_part0.jsonl.gz"}
+  reader.close()
+  for workers in (0, 1):
+    data.loader_workers = workers
+    resumed = data.train_iterator(8, seed=0, position=12, state=state)
+    got = [next(resumed) for _ in range(18)]
+    resumed.close()
+    _assert_same_batches(got, want[12:])
+  with pytest.raises(ElectraError, match="holds no stream state"):
+    data.train_iterator(8, seed=0, position=12)
+  # The two files of each format hold the same documents: a source's stream is its own.
+  assert not all(np.array_equal(a["input_ids"], b["input_ids"])
+                 for a, b in zip(want, want[1:]))
+
+
+@pytest.mark.full  # Three short training runs.
+def test_a_streamed_mixture_stopped_by_sigterm_resumes_the_same_batches(formats, tmp_path,
+                                                                        monkeypatch):
+  """A Parquet and a JSON Lines source streamed as one mixture: SIGTERM mid-run, the
+  checkpoint keeps both streams' states, and the resumed run (a worker process per stream)
+  trains on the batches of the run that never stopped."""
+  files, model = formats
+  testing.assert_sigterm_resume_is_exact(_mixture_config(files, model), tmp_path, monkeypatch,
+                                         mixture_lib.StreamedMixtureLoader,
+                                         {"data.loader_workers": 1})
+
+
 @pytest.mark.parametrize("change, message", [
     ({"tokenizer_model": ""}, "no tokenizer is trained on it first: set "
      "--config.data.tokenizer_model"),
     ({"train_files": ""}, "streams --config.data.train_files"),
-    ({"mixture": "1:{files}"}, "does not stream a mixture's sources yet"),
+    ({"mixture": "1:{files}", "train_files": "", "tokenizer_model": ""},
+     "no tokenizer is trained on it first"),
 ])
 def test_streaming_errors(formats, change, message):
   files, model = formats
   config = _config(files["text"], model)
   for key, value in change.items():
-    config.data[key] = value.format(files=files["text"])
+    config.data[key] = value.format(files=files["text"].replace(",", "|"))
   with pytest.raises(ElectraError, match=message):
     pipeline.build_pretraining_data(config.data, "unused", 512, seed=0)
 

@@ -18,7 +18,7 @@ import pytest
 import tokenizers
 from tokenizers import decoders, models, normalizers, pre_tokenizers, trainers
 
-from electra_jax.data import pipeline
+from electra_jax.data.sources import in_memory
 from electra_jax.data import shard_reader
 from electra_jax.data import shards
 from electra_jax.data import tokenizer as tokenizer_lib
@@ -340,5 +340,6 @@ def test_pretraining_does_not_train_a_tokenizer_json(tmp_path):
   data = ml_collections.ConfigDict({"tokenizer_model": "", "lowercase": True,
                                     "tokenizer_type": tokenizer_lib.TOKENIZER_JSON})
   with pytest.raises(ElectraError, match="tokenizer_type=tokenizer_json needs the file"):
-    pipeline._load_tokenizer(data, str(tmp_path), 500, None, [])  # pylint: disable=protected-access
+    in_memory.configured_tokenizer_file(data, str(tmp_path), 500,
+                                        in_memory.DocumentSplit([], [], "text"))
   assert not os.listdir(tmp_path)  # Nothing was trained.

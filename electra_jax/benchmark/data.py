@@ -49,6 +49,7 @@ from electra_jax.data import corpus as corpus_lib
 from electra_jax.data import examples as examples_lib
 from electra_jax import fileio
 from electra_jax.data import loader
+from electra_jax.data import recipe as recipe_lib
 from electra_jax.data import shard_reader
 from electra_jax.data import shards as shards_lib
 from electra_jax.data import streaming
@@ -110,13 +111,12 @@ def _streaming_loader(files: list[str], text: text_files.TextOptions, shards_dir
   """(d): the input files streamed as `data.streaming=True` reads them, with the shards'
   tokenizer and recipe."""
   info = manifest.tokenizer
-  spec = streaming.StreamSpec(
-      pieces=(), numbers=(), options=text,
-      tokenizer_file=fileio.join(shards_dir, info["file"]), tokenizer_type=info["kind"],
-      lowercase=info["lowercase"], max_seq_length=manifest.max_seq_length,
-      single_segment_prob=manifest.recipe.get("single_segment_prob", 0.1),
-      short_seq_prob=manifest.recipe.get("short_seq_prob", 0.05), packing=manifest.packed,
-      seed=seed, host=0, eval_fraction=0.0)
+  recipe = recipe_lib.Recipe(
+      fileio.join(shards_dir, info["file"]), info["kind"], info["lowercase"],
+      manifest.max_seq_length, manifest.recipe.get("single_segment_prob", 0.1),
+      manifest.recipe.get("short_seq_prob", 0.05), manifest.packed)
+  spec = streaming.StreamSpec(pieces=(), numbers=(), options=text, recipe=recipe, seed=seed,
+                              host=0, eval_fraction=0.0)
   spec = streaming.host_spec(spec, streaming.pieces_of(files, text), 0, 1)
   return streaming.StreamLoader(streaming.PieceExamples(spec), batch_size, **read_options)
 

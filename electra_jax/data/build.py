@@ -55,8 +55,8 @@ from absl import logging
 from electra_jax import cli
 from electra_jax import fileio
 from electra_jax.data import documents as documents_lib
-from electra_jax.data import examples as examples_lib
 from electra_jax.data import packing as packing_lib
+from electra_jax.data import recipe as recipe_lib
 from electra_jax.data import records
 from electra_jax.data import shards as shards_lib
 from electra_jax.data import text_files
@@ -79,34 +79,27 @@ class BuildSpec:
   Attributes:
     output: the shard directory.
     num_shards: N.
-    tokenizer_file: the tokenizer copied into the output directory.
-    tokenizer_type, lowercase: how to load it (`tokenizer.load_tokenizer`).
-    max_seq_length, single_segment_prob, short_seq_prob: the example recipe.
+    recipe: the tokenizer (the copy in the output directory) and the example recipe
+      (`recipe.Recipe`, shared with training's in-memory and streamed paths; `packing`: write
+      packed rows (`electra_jax.data.packing`), one record each, not examples).
     seed: base seed; shard s uses seeds derived from (seed, s).
     eval_fraction: share of documents held out into eval shards.
     text: how text files become documents.
     units_per_shard: the (path, start, end) input units of each shard (text input), else None.
     tfds: tfds_documents keyword arguments (tfds input), else None.
     token_dtype: record element type.
-    packing: write packed rows (`electra_jax.data.packing`), one record each, not examples.
     group_size: records per compressed ArrayRecord chunk.
   """
 
   output: str
   num_shards: int
-  tokenizer_file: str
-  tokenizer_type: str
-  lowercase: bool
-  max_seq_length: int
-  single_segment_prob: float
-  short_seq_prob: float
+  recipe: recipe_lib.Recipe
   seed: int
   eval_fraction: float
   text: text_files.TextOptions
   units_per_shard: list[list[Unit]] | None
   tfds: dict[str, Any] | None
   token_dtype: str
-  packing: bool = False
   group_size: int = GROUP_SIZE
 
 
@@ -222,17 +215,6 @@ def _log_held_out_share(manifest: shards_lib.Manifest, eval_fraction: float) -> 
   documents_lib.warn_if_far(share, eval_fraction, "of the tokens", "--eval_fraction")
 
 
-_TOKENIZER_CACHE: dict[str, Any] = {}
-
-
-def _tokenizer(spec: BuildSpec):
-  key = spec.tokenizer_file
-  if key not in _TOKENIZER_CACHE:
-    _TOKENIZER_CACHE[key] = tokenizer_lib.load_tokenizer(spec.tokenizer_file,
-                                                         spec.tokenizer_type, spec.lowercase)
-  return _TOKENIZER_CACHE[key]
-
-
 def _write_shard(path: str, records: list[bytes], group_size: int = GROUP_SIZE) -> None:
   """Writes records to `path` through a temporary sibling and an atomic rename."""
   from array_record.python import array_record_module  # pylint: disable=import-outside-toplevel
@@ -250,12 +232,13 @@ def _write_shard(path: str, records: list[bytes], group_size: int = GROUP_SIZE) 
 
 
 class _RecordWriter:
-  """One split's records: an example each, or (spec.packing) a packed row each, the rows
+  """One split's records: an example each, or (spec.recipe.packing) a packed row each, the rows
   decided as the examples arrive (`packing.RowPacker`)."""
 
   def __init__(self, spec: BuildSpec):
     self.dtype = spec.token_dtype
-    self.packer = packing_lib.RowPacker(spec.max_seq_length) if spec.packing else None
+    recipe = spec.recipe
+    self.packer = packing_lib.RowPacker(recipe.max_seq_length) if recipe.packing else None
     self.records: list[bytes] = []
     self.waiting: dict[int, tuple[list[int], int]] = {}  # Examples in open rows, by number.
     self.added = 0
@@ -281,11 +264,10 @@ class _RecordWriter:
 
 def build_shard(spec: BuildSpec, shard: int) -> dict[str, Any]:
   """Builds train (and eval) shard number `shard`; returns its ShardInfos and text stats."""
-  tokenizer = _tokenizer(spec)
+  tokenizer = spec.recipe.tokenizer()
   stats = text_files.TextStats()
-  builders = {split: examples_lib.ExampleBuilder(
-      tokenizer, spec.max_seq_length, [spec.seed, shard, stream], spec.single_segment_prob,
-      spec.short_seq_prob) for split, stream in (("train", 0), ("eval", 2))}
+  builders = {split: spec.recipe.builder([spec.seed, shard, stream], tokenizer)
+              for split, stream in (("train", 0), ("eval", 2))}
   records = {split: _RecordWriter(spec) for split in ("train", "eval")}
   counts = np.zeros(tokenizer.vocab_size, np.int64)  # Train tokens, for a unigram generator.
   tokens = {"train": 0, "eval": 0}
@@ -442,14 +424,13 @@ def build(*, output: str, num_shards: int, tokenizer_model: str, input_patterns:
   tokenizer = _load_build_tokenizer(tokenizer_model, tokenizer_type, lowercase)
   units_per_shard, source = _plan_input(input_patterns, tfds, text, num_shards)
   _clear_output(output, overwrite)
+  recipe = recipe_lib.Recipe(_copy_tokenizer_into(output, tokenizer_model), tokenizer.kind,
+                             lowercase, max_seq_length, single_segment_prob, short_seq_prob,
+                             packing)
   spec = BuildSpec(
-      output=output, num_shards=num_shards,
-      tokenizer_file=_copy_tokenizer_into(output, tokenizer_model),
-      tokenizer_type=tokenizer.kind, lowercase=lowercase, max_seq_length=max_seq_length,
-      single_segment_prob=single_segment_prob, short_seq_prob=short_seq_prob, seed=seed,
+      output=output, num_shards=num_shards, recipe=recipe, seed=seed,
       eval_fraction=eval_fraction, text=text, units_per_shard=units_per_shard, tfds=tfds,
-      token_dtype=shards_lib.token_dtype(tokenizer.vocab_size), packing=packing,
-      group_size=group_size)
+      token_dtype=shards_lib.token_dtype(tokenizer.vocab_size), group_size=group_size)
   if runner == "beam":
     from electra_jax.data import build_beam  # pylint: disable=import-outside-toplevel
     results = build_beam.build_shards(spec, list(beam_args), processes, progress, build_shard)
@@ -477,7 +458,8 @@ def _check_arguments(*, num_shards: int, input_patterns: str, tfds: dict[str, An
     ElectraError: the first argument that cannot work.
   """
   text.validate(prefix="--")
-  examples_lib.check_recipe(max_seq_length, single_segment_prob, short_seq_prob, prefix="--")
+  recipe_lib.Recipe(tokenizer_model, "auto", True, max_seq_length, single_segment_prob,
+                    short_seq_prob).check(prefix="--")
   if num_shards < 1:
     raise ElectraError(f"--num_shards={num_shards} must be at least 1")
   if processes < 0:
@@ -556,7 +538,7 @@ def _build_shards(spec: BuildSpec, processes: int, progress: bool, start: float
         if progress:
           info = result["infos"]["train"]
           print(f"[{len(results)}/{num_shards}] {info.file}: {info.examples:,} "
-                f"{'packed rows' if spec.packing else 'examples'}, "
+                f"{'packed rows' if spec.recipe.packing else 'examples'}, "
                 f"{info.tokens:,} tokens, {info.documents:,} documents "
                 f"({time.perf_counter() - start:.1f}s)", flush=True)
   except Interrupted as e:
@@ -584,15 +566,16 @@ def _manifest_of(spec: BuildSpec, results: list[dict[str, Any]], tokenizer,
   splits = {split: [r["infos"][split] for r in results]
             for split in ("train", "eval") if split in results[0]["infos"]}
   return shards_lib.Manifest(
-      max_seq_length=spec.max_seq_length, vocab_size=tokenizer.vocab_size,
+      max_seq_length=spec.recipe.max_seq_length, vocab_size=tokenizer.vocab_size,
       token_dtype=spec.token_dtype,
       tokenizer={"kind": tokenizer.kind, "file": f"tokenizer/{os.path.basename(tokenizer_model)}",
                  # A tokenizer.json's own normalizer decides (`lowercase` is ignored for it).
-                 "lowercase": bool(getattr(tokenizer, "lowercase", spec.lowercase))},
-      recipe={"seed": spec.seed, "single_segment_prob": spec.single_segment_prob,
-              "short_seq_prob": spec.short_seq_prob, "eval_fraction": spec.eval_fraction,
+                 "lowercase": bool(getattr(tokenizer, "lowercase", spec.recipe.lowercase))},
+      recipe={"seed": spec.seed, "single_segment_prob": spec.recipe.single_segment_prob,
+              "short_seq_prob": spec.recipe.short_seq_prob, "eval_fraction": spec.eval_fraction,
               **dataclasses.asdict(spec.text)},
-      source=source, splits=splits, text_stats=dataclasses.asdict(stats), packed=spec.packing)
+      source=source, splits=splits, text_stats=dataclasses.asdict(stats),
+      packed=spec.recipe.packing)
 
 
 # --------------------------------------------------------------------------------------------

@@ -110,7 +110,7 @@ def build_shards(spec, beam_args: list[str], processes: int, progress: bool, job
     for result in results:
       info = result["infos"]["train"]
       print(f"[{result['shard'] + 1}/{spec.num_shards}] {info.file}: {info.examples:,} "
-            f"{'packed rows' if spec.packing else 'examples'}, {info.tokens:,} tokens, "
+            f"{'packed rows' if spec.recipe.packing else 'examples'}, {info.tokens:,} tokens, "
             f"{info.documents:,} documents (Beam)", flush=True)
   fileio.rmtree(fileio.join(spec.output, RESULTS_DIR))
   return results

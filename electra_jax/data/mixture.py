@@ -208,13 +208,19 @@ class MixtureBatches:
     return self.schedule.rows(position * self.batch_size, self.batch_size)
 
   def batch_at(self, position: int) -> Arrays:
+    """Batch `position`, every source addressed by position (`examples_at`); a source read in
+    order (`take`) gives its next examples instead, so such a mixture's batches must be asked
+    for in order (`StreamedMixtureLoader`)."""
     start = position * self.batch_size
     sources = self.sources(position)
     before = self.schedule.counts_before(start)
     parts = {}
     for k in np.unique(sources):
       rows = np.flatnonzero(sources == k)
-      parts[int(k)] = (rows, self.streams[k].examples_at(int(before[k]), len(rows)))
+      stream = self.streams[k]
+      examples = (stream.take(len(rows)) if hasattr(stream, "take")
+                  else stream.examples_at(int(before[k]), len(rows)))
+      parts[int(k)] = (rows, examples)
     first = next(iter(parts.values()))[1]
     batch = {key: np.empty((self.batch_size, *v.shape[1:]), v.dtype) for key, v in first.items()}
     for rows, examples in parts.values():
@@ -226,7 +232,7 @@ class MixtureBatches:
 class ShareCounter:
   """Each source's real tokens in the batches delivered (`add`), as shares (`take_shares`)."""
 
-  def __init__(self, batches: MixtureBatches, names: Sequence[str]):
+  def __init__(self, batches: "MixtureBatches", names: Sequence[str]):
     self.batches, self.names = batches, list(names)
     self._tokens = np.zeros(len(self.names), np.float64)
 
@@ -262,3 +268,56 @@ class MixtureLoader(loader.Loader):
 
   def take_shares(self) -> dict[str, float]:
     return self._counter.take_shares()
+
+
+class StreamedMixtureLoader:
+  """This host's batches of a mixture with streamed sources (`streamed`: their indices, read
+  in order with `take`), from `position` on, made in order in this process (the streams read
+  their pieces ahead on Grain themselves), with `take_shares` and `state_at`: every streamed
+  source's state (`streaming.PieceReader.state`) before a batch, what a checkpoint keeps.
+
+  Args:
+    batches: the mixture's batches (its streams, the streamed ones started at their states).
+    names: the sources' names; streamed: the streamed sources' indices.
+    position: the batches already delivered (the streams' states are theirs at it).
+  """
+
+  def __init__(self, batches: MixtureBatches, names: Sequence[str], streamed: Sequence[int],
+               position: int = 0):
+    from electra_jax.data import streaming  # pylint: disable=import-outside-toplevel
+    self.mixture = batches
+    self._streamed = list(streamed)
+    self._counter = ShareCounter(batches, names)
+    self._log = streaming.StateLog(position, self._states())
+
+  def _states(self) -> list[list[int]]:
+    return [list(self.mixture.streams[k].state) for k in self._streamed]
+
+  @property
+  def position(self) -> int:
+    return self._log.position
+
+  def __iter__(self) -> "StreamedMixtureLoader":
+    return self
+
+  def __next__(self) -> Arrays:
+    batch = self.mixture.batch_at(self.position)
+    self._counter.add(self.position, batch)
+    self._log.record(self.position + 1, self._states())
+    return batch
+
+  def state_at(self, position: int) -> list[list[int]]:
+    """[[piece index, examples of it dealt] of each streamed source] before batch `position`
+    (one of the last 64 delivered, or the next one).
+
+    Raises:
+      ValueError: the position is older or not reached yet.
+    """
+    return self._log.state_at(position)
+
+  def take_shares(self) -> dict[str, float]:
+    return self._counter.take_shares()
+
+  def close(self) -> None:
+    for k in self._streamed:
+      self.mixture.streams[k].close()

@@ -22,7 +22,6 @@ uninterrupted run, with any number of workers (tested).
 from __future__ import annotations
 
 import dataclasses
-import functools
 from collections.abc import Sequence
 from typing import Any
 
@@ -30,9 +29,9 @@ import grain
 import numpy as np
 
 from electra_jax import fileio
-from electra_jax.data import examples as examples_lib
+from electra_jax.data import loader
+from electra_jax.data import recipe as recipe_lib
 from electra_jax.data import text_files
-from electra_jax.data import tokenizer as tokenizer_lib
 from electra_jax.errors import ElectraError
 
 Arrays = dict[str, np.ndarray]
@@ -63,31 +62,19 @@ class StreamSpec:
   Attributes:
     pieces: this host's pieces; numbers: their numbers in the file order of all pieces.
     options: how text becomes documents (`text_files.TextOptions`).
-    tokenizer_file, tokenizer_type, lowercase: the tokenizer (`tokenizer.load_tokenizer`).
-    max_seq_length, single_segment_prob, short_seq_prob, packing: the example recipe.
-    seed: the run's seed; host: this host's index (seeds its piece order).
+    recipe: the tokenizer and the example settings (`recipe.Recipe`; worker processes load
+      the tokenizer once each).
+    seed: the stream's seed; host: this host's index (seeds its piece order).
     eval_fraction: each document is held out of training with this probability.
   """
 
   pieces: tuple[Piece, ...]
   numbers: tuple[int, ...]
   options: text_files.TextOptions
-  tokenizer_file: str
-  tokenizer_type: str
-  lowercase: bool
-  max_seq_length: int
-  single_segment_prob: float
-  short_seq_prob: float
-  packing: bool
+  recipe: recipe_lib.Recipe
   seed: int
   host: int
   eval_fraction: float
-
-
-@functools.lru_cache(maxsize=4)
-def _tokenizer(file: str, kind: str, lowercase: bool):
-  """The tokenizer, loaded once per process (worker processes load their own)."""
-  return tokenizer_lib.load_tokenizer(file, kind, lowercase)
 
 
 def piece_documents(spec: StreamSpec, piece: Piece, stats: text_files.TextStats) -> list:
@@ -147,14 +134,106 @@ class PieceExamples(grain.MapDataset):
     number = self._numbers[k]
     documents = piece_documents(spec, spec.pieces[k], text_files.TextStats())
     train, _ = split_held_out(spec, number, documents)
-    tokenizer = _tokenizer(spec.tokenizer_file, spec.tokenizer_type, spec.lowercase)
-    arrays = examples_lib.build_examples(
-        train, tokenizer, spec.max_seq_length, seed=[spec.seed, epoch, number],
-        single_segment_prob=spec.single_segment_prob, short_seq_prob=spec.short_seq_prob,
-        packing=spec.packing)
+    arrays = spec.recipe.build(train, [spec.seed, epoch, number])
     order = np.random.default_rng([spec.seed, epoch, number, 13]).permutation(
         len(arrays["input_ids"]))
     return {key: value[order] for key, value in arrays.items()}
+
+
+class PieceReader:
+  """A host's stream of examples in order, read ahead on Grain: `take(count)` gives the next
+  `count` examples; `state` is where the next one is, (piece index in the host's endless
+  sequence, examples of it dealt), what a resumed reader starts from.
+
+  Args:
+    examples: the host's `PieceExamples`.
+    state: (piece index, examples of it already dealt) to start from; (0, 0) for a new run.
+    workers, threads, buffer: Grain's worker processes, read-ahead threads and buffer (pieces).
+  """
+
+  def __init__(self, examples: PieceExamples, state: Sequence[int] = (0, 0), workers: int = 0,
+               threads: int = 0, buffer: int = 2):
+    loader.check_workers(workers, threads)
+    self._piece, skip = int(state[0]), int(state[1])
+    # The pieces' examples, read ahead (in the workers); the iterator is Grain's.
+    self._pieces = loader.Loader(examples, position=self._piece, workers=workers,
+                                 threads=threads, buffer=buffer)
+    self._rows: Arrays | None = None  # The current piece's examples not dealt yet.
+    self._dealt = skip
+    self._skip = skip
+
+  def _next_piece(self) -> None:
+    arrays = next(self._pieces)
+    if self._rows is not None:
+      self._piece += 1
+    skip, self._skip = self._skip, 0
+    self._rows = {k: v[skip:] for k, v in arrays.items()}
+    self._dealt = skip
+
+  def take(self, count: int) -> Arrays:
+    """The next `count` examples, [count, T] arrays.
+
+    Raises:
+      ElectraError: 1000 pieces in a row gave no example.
+    """
+    parts, need = [], count
+    empty_in_a_row = 0
+    while need:
+      if self._rows is None or not len(self._rows["input_ids"]):
+        self._next_piece()
+        if not len(self._rows["input_ids"]):
+          empty_in_a_row += 1
+          if empty_in_a_row > 1000:
+            raise ElectraError("1000 pieces of the streamed corpus in a row gave no "
+                               "training examples; check --config.data.train_files and "
+                               "--config.data.text_field")
+          continue
+        empty_in_a_row = 0
+      take = min(need, len(self._rows["input_ids"]))
+      parts.append({k: v[:take] for k, v in self._rows.items()})
+      self._rows = {k: v[take:] for k, v in self._rows.items()}
+      self._dealt += take
+      need -= take
+    if len(parts) == 1:
+      return parts[0]
+    return {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
+
+  @property
+  def state(self) -> tuple[int, int]:
+    """(piece index, examples of it dealt) of the next example."""
+    if self._rows is None:
+      return self._piece, self._skip
+    left = len(self._rows["input_ids"])
+    return self._piece + (0 if left else 1), self._dealt if left else 0
+
+  def close(self) -> None:
+    self._pieces.close()
+
+
+class StateLog:
+  """The states of the last 64 batch positions of a stream read in order (`state_at`)."""
+
+  def __init__(self, position: int, state):
+    self.position = position
+    self._states = {position: state}
+
+  def record(self, position: int, state) -> None:
+    self.position = position
+    self._states[position] = state
+    for old in [p for p in self._states if p < position - 64]:
+      del self._states[old]
+
+  def state_at(self, position: int):
+    """The state before batch `position` (one of the last 64 delivered, or the next one):
+    what a checkpoint at that position stores.
+
+    Raises:
+      ValueError: the position is older or not reached yet.
+    """
+    if position not in self._states:
+      raise ValueError(f"the stream's state at batch {position} is not kept (have "
+                       f"{sorted(self._states)[:1]}..{self.position})")
+    return self._states[position]
 
 
 class StreamLoader:
@@ -173,58 +252,21 @@ class StreamLoader:
 
   def __init__(self, examples: PieceExamples, batch_size: int, state: Sequence[int] = (0, 0),
                position: int = 0, workers: int = 0, threads: int = 0, buffer: int = 2):
-    from electra_jax.data import loader  # pylint: disable=import-outside-toplevel
-    loader.check_workers(workers, threads)
     self.batch_size = batch_size
-    self.position = position
-    self._piece, skip = int(state[0]), int(state[1])
-    self._states = {position: (self._piece, skip)}
-    # The pieces' examples, read ahead (in the workers); the iterator is Grain's.
-    self._pieces = loader.Loader(examples, position=self._piece, workers=workers,
-                                 threads=threads, buffer=buffer)
-    self._rows: Arrays | None = None  # The current piece's examples not dealt yet.
-    self._dealt = skip
-    self._skip = skip
+    self._reader = PieceReader(examples, state, workers, threads, buffer)
+    self._log = StateLog(position, tuple(int(s) for s in state))
 
-  def _next_piece(self) -> None:
-    arrays = next(self._pieces)
-    if self._rows is not None:
-      self._piece += 1
-    skip, self._skip = self._skip, 0
-    self._rows = {k: v[skip:] for k, v in arrays.items()}
-    self._dealt = skip
+  @property
+  def position(self) -> int:
+    return self._log.position
 
   def __iter__(self) -> "StreamLoader":
     return self
 
   def __next__(self) -> Arrays:
-    parts, need = [], self.batch_size
-    empty_in_a_row = 0
-    while need:
-      if self._rows is None or not len(self._rows["input_ids"]):
-        self._next_piece()
-        if not len(self._rows["input_ids"]):
-          empty_in_a_row += 1
-          if empty_in_a_row > 1000:
-            raise ElectraError("1000 pieces of the streamed corpus in a row gave no "
-                               "training examples; check --config.data.train_files and "
-                               "--config.data.text_field")
-          continue
-        empty_in_a_row = 0
-      take = min(need, len(self._rows["input_ids"]))
-      parts.append({k: v[:take] for k, v in self._rows.items()})
-      self._rows = {k: v[take:] for k, v in self._rows.items()}
-      self._dealt += take
-      need -= take
-    self.position += 1
-    piece = self._piece + (0 if len(self._rows["input_ids"]) else 1)
-    dealt = self._dealt if len(self._rows["input_ids"]) else 0
-    self._states[self.position] = (piece, dealt)
-    for old in [p for p in self._states if p < self.position - 64]:
-      del self._states[old]
-    if len(parts) == 1:
-      return parts[0]
-    return {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
+    batch = self._reader.take(self.batch_size)
+    self._log.record(self.position + 1, self._reader.state)
+    return batch
 
   def state_at(self, position: int) -> list[int]:
     """[piece index, examples of it dealt] before batch `position` (one of the last 64
@@ -233,13 +275,10 @@ class StreamLoader:
     Raises:
       ValueError: the position is older or not reached yet.
     """
-    if position not in self._states:
-      raise ValueError(f"the stream's state at batch {position} is not kept (have "
-                       f"{sorted(self._states)[:1]}..{self.position})")
-    return list(self._states[position])
+    return list(self._log.state_at(position))
 
   def close(self) -> None:
-    self._pieces.close()
+    self._reader.close()
 
 
 def host_spec(spec: StreamSpec, all_pieces: Sequence[Piece], process_index: int,
@@ -277,7 +316,6 @@ def eval_examples(spec: StreamSpec, all_pieces: Sequence[Piece], cap: int) -> Ar
   Returns:
     [min(held-out examples, cap), T] arrays (0 rows when nothing is held out).
   """
-  tokenizer = _tokenizer(spec.tokenizer_file, spec.tokenizer_type, spec.lowercase)
   parts, total = [], 0
   for number, piece in enumerate(all_pieces):
     if total >= cap or not spec.eval_fraction:
@@ -285,12 +323,9 @@ def eval_examples(spec: StreamSpec, all_pieces: Sequence[Piece], cap: int) -> Ar
     documents = piece_documents(spec, piece, text_files.TextStats())
     _, held = split_held_out(spec, number, documents)
     if held:
-      arrays = examples_lib.build_examples(
-          held, tokenizer, spec.max_seq_length, seed=[spec.seed, number, 1],
-          single_segment_prob=spec.single_segment_prob, short_seq_prob=spec.short_seq_prob,
-          packing=spec.packing)
+      arrays = spec.recipe.build(held, [spec.seed, number, 1])
       parts.append(arrays)
       total += len(arrays["input_ids"])
   if not parts:
-    return examples_lib.pad_examples([], spec.max_seq_length, tokenizer.pad_id)
+    return spec.recipe.empty()
   return {k: np.concatenate([p[k] for p in parts])[:cap] for k in parts[0]}

@@ -10,8 +10,8 @@ from electra_jax.models import attention
 from electra_jax.models import electra
 from electra_jax.models import encoder
 from electra_jax.models import layers
-from electra_jax.data import mixture_sources
-from electra_jax.data.shard_reader import ORDERS as SHARD_ORDERS
+from electra_jax.data import pipeline
+from electra_jax.data.sources import mixture as mixture_source
 from electra_jax.pretrain import continued
 from electra_jax.pretrain import objectives
 from electra_jax.pretrain.objectives.base import SpecialIds
@@ -92,7 +92,7 @@ def validate(config: ml_collections.ConfigDict) -> None:
   m, d, t, o = config.model, config.data, config.train, config.objective
   continued.check_choices(config)
   if d.get("mixture", ""):  # Its syntax and weights, before any source is read.
-    mixture_sources.check_config(d)
+    mixture_source.check_config(d)
   extends = bool(config.get("init_checkpoint", "")) and config.init_extend_positions == "copy"
   _require(extends or d.max_seq_length <= m.max_position_embeddings,
            f"data.max_seq_length={d.max_seq_length} exceeds model.max_position_embeddings="
@@ -152,8 +152,7 @@ def validate(config: ml_collections.ConfigDict) -> None:
   _require(t.eval_batches >= 1, f"train.eval_batches={t.eval_batches} must be >= 1")
   _require(t.get("prefetch_batches", 2) >= 0,
            f"train.prefetch_batches={t.get('prefetch_batches')} must be >= 0 (0: no prefetch)")
-  _require(d.get("shard_order", "window") in SHARD_ORDERS,
-           f"data.shard_order={d.get('shard_order')!r}; choose one of {', '.join(SHARD_ORDERS)}")
+  pipeline.read_options(d)  # data.shard_order, loader_workers, loader_threads: checked there.
   _require(0.0 <= d.eval_fraction < 1.0,
            f"data.eval_fraction={d.eval_fraction} must be in [0, 1)")
   _check_ranges(config)
@@ -180,8 +179,6 @@ RANGES = (
     ("data.short_seq_prob", "[0, 1]"),
     ("data.max_line_chars", "[1, inf)"),
     ("data.shuffle_buffer", "[1, inf)"),
-    ("data.loader_workers", "[0, inf)"),
-    ("data.loader_threads", "[0, inf)"),
     ("train.learning_rate", "[0, inf)"),  # 0: no updates (the untrained baseline).
     ("train.weight_decay", "[0, inf)"),
     ("train.adam_b1", "[0, 1)"),
