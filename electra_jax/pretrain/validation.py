@@ -11,6 +11,8 @@ from electra_jax.models import electra
 from electra_jax.models import encoder
 from electra_jax.models import layers
 from electra_jax.data import pipeline
+from electra_jax.data import recipe as recipe_lib
+from electra_jax.data import text_files
 from electra_jax.data.sources import mixture as mixture_source
 from electra_jax.pretrain import continued
 from electra_jax.pretrain import objectives
@@ -153,6 +155,9 @@ def validate(config: ml_collections.ConfigDict) -> None:
   _require(t.get("prefetch_batches", 2) >= 0,
            f"train.prefetch_batches={t.get('prefetch_batches')} must be >= 0 (0: no prefetch)")
   pipeline.read_options(d)  # data.shard_order, loader_workers, loader_threads: checked there.
+  # The example recipe and the text options, by the checks the data path makes (one place).
+  recipe_lib.Recipe.from_config(d, d.tokenizer_model)
+  text_files.TextOptions.from_config(d).validate()
   _require(0.0 <= d.eval_fraction < 1.0,
            f"data.eval_fraction={d.eval_fraction} must be in [0, 1)")
   _check_ranges(config)
@@ -175,9 +180,6 @@ RANGES = (
     ("model.type_vocab_size", "[1, inf)"),
     ("objective.gen_weight", "[0, inf)"),
     ("objective.disc_weight", "[0, inf)"),
-    ("data.single_segment_prob", "[0, 1]"),
-    ("data.short_seq_prob", "[0, 1]"),
-    ("data.max_line_chars", "[1, inf)"),
     ("data.shuffle_buffer", "[1, inf)"),
     ("train.learning_rate", "[0, inf)"),  # 0: no updates (the untrained baseline).
     ("train.weight_decay", "[0, inf)"),

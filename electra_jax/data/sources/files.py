@@ -30,18 +30,11 @@ Arrays = dict[str, np.ndarray]
 STREAM_EVAL_EXAMPLES = 8192  # data.streaming: held-out examples read at startup, at most.
 
 
-def text_options(data_config: Any) -> text_files.TextOptions:
-  """How the config's text files become documents, checked."""
-  options = text_files.TextOptions.from_config(data_config)
-  options.validate()
-  return options
-
-
 def read_split(data_config: Any, seed: int) -> in_memory.DocumentSplit:
   """source=text: the train files (or the embedded corpus) and the eval files or a held-out
   share (seeded by `seed`). A new tokenizer trains on every training document, held-out ones
   included."""
-  options = text_options(data_config)
+  options = in_memory.text_options(data_config)
   if data_config.train_files:
     source = text_files.TextFileSource.from_patterns(data_config.train_files,
                                                      "--config.data.train_files", options)
@@ -84,7 +77,7 @@ def _streamed(data_config: Any, vocab_size: int, seed: int, eval_cap: int) -> ba
     raise ElectraError("--config.data.streaming=True streams --config.data.train_files (text "
                        "or record files); set them (with data.source='text'), or set "
                        "--config.data.streaming=False")
-  options = text_options(data_config)
+  options = in_memory.text_options(data_config)
   recipe = in_memory.document_recipe(data_config, "", vocab_size, None)
   files = text_files.expand_patterns(data_config.train_files, "--config.data.train_files")
   evaluation = None
@@ -189,7 +182,7 @@ class StreamPart:
     stream with the run's seed)."""
     files = text_files.expand_patterns(self.target.split("|"),
                                        f"--config.data.mixture source {self.name}")
-    return StreamedSource(files, text_options(self.data_config), recipe,
+    return StreamedSource(files, in_memory.text_options(self.data_config), recipe,
                           int(np.random.SeedSequence([seed, index]).generate_state(1)[0]),
                           self.name, self.data_config.eval_fraction, eval_cap)
 
@@ -202,7 +195,7 @@ def part(component: Any, data_config: Any, seed: int, index: int, stream: bool) 
     ElectraError: it gives no text (a mixture never drops a source silently).
   """
   where = f"--config.data.mixture source {component.name}"
-  options = text_options(data_config)
+  options = in_memory.text_options(data_config)
   if stream and component.kind == "files":
     text_files.expand_patterns(component.target.split("|"), where)  # Missing files fail now.
     return StreamPart(component.target, component.name, data_config)

@@ -50,6 +50,14 @@ class DocumentSplit:
   corpus_sha256: str = ""
 
 
+def text_options(data_config: Any) -> text_files.TextOptions:
+  """How the config's text becomes documents (`data.text_cleanup`, `document_boundary`,
+  `max_line_chars`, `text_field`), checked."""
+  options = text_files.TextOptions.from_config(data_config)
+  options.validate()
+  return options
+
+
 def read_documents(source: documents_lib.DocumentSource) -> list:
   """Every document of `source`, or ElectraError when it has none."""
   documents = list(source.documents())

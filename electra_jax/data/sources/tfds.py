@@ -22,7 +22,7 @@ def _read(data_config: Any, name: str, split: str, where: str = "") -> list:
   tfds_source.check_tfds_source(name, split, data_config.tfds_text_feature, data_dir)
   source = tfds_source.TfdsSource(
       name, split, data_config.tfds_text_feature, data_dir,
-      cleanup=text_files.get_cleanup(in_memory_options(data_config).cleanup),
+      cleanup=text_files.get_cleanup(in_memory.text_options(data_config).cleanup),
       max_documents=data_config.tfds_max_documents)
   documents = list(source.documents())
   if where:
@@ -37,16 +37,10 @@ def _read(data_config: Any, name: str, split: str, where: str = "") -> list:
   return documents
 
 
-def in_memory_options(data_config: Any) -> text_files.TextOptions:
-  options = text_files.TextOptions.from_config(data_config)
-  options.validate()
-  return options
-
-
 def read_split(data_config: Any, seed: int) -> in_memory.DocumentSplit:
   """source=tfds: the split's documents and the eval split or a held-out share (seeded by
   `seed`). A new tokenizer trains on the training documents."""
-  in_memory_options(data_config)
+  in_memory.text_options(data_config)
   if not data_config.tfds_name:
     raise ElectraError("--config.data.source=tfds needs --config.data.tfds_name, e.g. "
                        "wikipedia/20230601.en")
