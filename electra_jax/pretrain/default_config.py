@@ -93,7 +93,8 @@ def get_config() -> ml_collections.ConfigDict:
   # Weighted sources instead of train_files: "W:SOURCE,W:SOURCE" (weight first; a SOURCE is a
   # glob of text or record files, "|" joining several, a datasets directory, hf:NAME,
   # tfds:NAME[@SPLIT] or shards:DIR). Batches hold each source's share of rows exactly over every
-  # 100 batches (electra_jax/data/mixture.py); "": off.
+  # 100 batches (electra_jax/data/mixture.py); with data.streaming its file sources stream.
+  # "": off.
   data.mixture = ""
   data.tfds_name = ""  # source=tfds: dataset name, e.g. "wikipedia/20230601.en".
   data.tfds_split = "train"  # source=tfds: split to train on.
