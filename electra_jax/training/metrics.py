@@ -52,7 +52,7 @@ class RatioAccumulator:
 
 
 def binary_auc(scores: np.ndarray, labels: np.ndarray) -> float:
-  """Area under the ROC curve (Mann-Whitney U with tied scores counted half).
+  """Area under the ROC curve (scikit-learn's `roc_auc_score`: tied scores count half).
 
   Args:
     scores: float [N] scores, higher meaning "positive".
@@ -60,21 +60,12 @@ def binary_auc(scores: np.ndarray, labels: np.ndarray) -> float:
   Returns:
     AUC in [0, 1]; nan if only one class is present.
   """
+  from sklearn import metrics as sklearn_metrics  # pylint: disable=import-outside-toplevel
   scores = np.asarray(scores, np.float64).ravel()
   labels = np.asarray(labels).ravel().astype(bool)
-  num_pos = int(labels.sum())
-  num_neg = labels.size - num_pos
-  if num_pos == 0 or num_neg == 0:
+  if labels.all() or not labels.any():
     return float("nan")
-  order = np.argsort(scores, kind="mergesort")
-  sorted_scores = scores[order]
-  ranks = np.empty(scores.size, np.float64)
-  # Average ranks (1-based) over groups of tied scores.
-  _, first, counts = np.unique(sorted_scores, return_index=True, return_counts=True)
-  avg_rank = first + (counts + 1) / 2.0
-  ranks[order] = np.repeat(avg_rank, counts)
-  rank_sum = ranks[labels].sum()
-  return float((rank_sum - num_pos * (num_pos + 1) / 2.0) / (num_pos * num_neg))
+  return float(sklearn_metrics.roc_auc_score(labels, scores))
 
 
 class _NoTensorBoardWriter:
