@@ -19,6 +19,7 @@ import pytest
 
 from electra_jax.data import corpus
 from electra_jax.data import pipeline
+from electra_jax.data.sources import in_memory
 from tests import testing
 
 # Prints the SHA-256 of the corpus as pretraining reads it, through the API that predates the
@@ -142,7 +143,7 @@ def test_a_run_records_the_corpus_hash_with_its_source(tmp_path, caplog, hashes)
   assert data.provenance() == {"source": "the embedded corpus",
                                "embedded_corpus_sha256": hashes["fresh"]}
   assert f"sha256 {hashes['fresh']}" in caplog.text  # In the run's log.txt.
-  files = pipeline.PretrainingData(tokenizer=None, train=None, eval={}, source="a.txt")
+  files = pipeline.PretrainingData(in_memory.InMemorySource(None, None, {}, "a.txt"))
   assert files.provenance() == {"source": "a.txt"}
 
 
