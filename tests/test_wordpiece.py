@@ -300,7 +300,8 @@ def test_long_lines_are_counted_as_sentencepiece_skips_them(tmp_path, capfd):
   with open(log, "w", encoding="utf-8") as stream:
     spm.SentencePieceTrainer.train(input=[str(a), str(b)], model_prefix=str(tmp_path / "m"),
                                    vocab_size=30, hard_vocab_limit=False,
-                                   max_sentence_length=limit, logstream=stream)
+                                   max_sentence_length=limit, logstream=stream,
+                                   minloglevel=0)  # A process-wide flag: another test's 2 stays.
   # Under pytest, sentencepiece's log reaches the file descriptor 2 rather than `logstream`.
   sentencepiece_log = log.read_text(encoding="utf-8") + capfd.readouterr().err
   assert "Skipped 3 too long sentences." in sentencepiece_log
