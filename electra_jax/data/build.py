@@ -266,7 +266,7 @@ def build_shard(spec: BuildSpec, shard: int) -> dict[str, Any]:
   """Builds train (and eval) shard number `shard`; returns its ShardInfos and text stats."""
   tokenizer = spec.recipe.tokenizer()
   stats = text_files.TextStats()
-  builders = {split: spec.recipe.builder([spec.seed, shard, stream], tokenizer)
+  builders = {split: spec.recipe.builder([spec.seed, shard, stream])
               for split, stream in (("train", 0), ("eval", 2))}
   records = {split: _RecordWriter(spec) for split in ("train", "eval")}
   counts = np.zeros(tokenizer.vocab_size, np.int64)  # Train tokens, for a unigram generator.

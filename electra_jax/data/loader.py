@@ -125,3 +125,48 @@ class Loader:
     close = getattr(self._iterator, "close", None)
     if close is not None:
       close()
+
+
+class InOrderLoader:
+  """Batches made in order, with the state of the stream(s) before each of the last 64
+  positions (`state_at`), what a checkpoint at that position stores. A subclass makes the
+  next batch (`_next_batch`) and says its state (`_state`).
+
+  Args:
+    position: the batches already delivered.
+
+  Attributes:
+    position: the batches delivered so far.
+  """
+
+  def __init__(self, position: int):
+    self.position = position
+    self._states = {position: self._state()}
+
+  def _next_batch(self) -> Arrays:
+    raise NotImplementedError
+
+  def _state(self) -> Any:
+    raise NotImplementedError
+
+  def __iter__(self) -> "InOrderLoader":
+    return self
+
+  def __next__(self) -> Arrays:
+    batch = self._next_batch()
+    self.position += 1
+    self._states[self.position] = self._state()
+    for old in [p for p in self._states if p < self.position - 64]:
+      del self._states[old]
+    return batch
+
+  def state_at(self, position: int) -> Any:
+    """The state before batch `position` (one of the last 64 delivered, or the next one).
+
+    Raises:
+      ValueError: the position is older or not reached yet.
+    """
+    if position not in self._states:
+      raise ValueError(f"the stream's state at batch {position} is not kept (have "
+                       f"{sorted(self._states)[:1]}..{self.position})")
+    return self._states[position]

@@ -270,11 +270,11 @@ class MixtureLoader(loader.Loader):
     return self._counter.take_shares()
 
 
-class StreamedMixtureLoader:
+class StreamedMixtureLoader(loader.InOrderLoader):
   """This host's batches of a mixture with streamed sources (`streamed`: their indices, read
   in order with `take`), from `position` on, made in order in this process (the streams read
-  their pieces ahead on Grain themselves), with `take_shares` and `state_at`: every streamed
-  source's state (`streaming.PieceReader.state`) before a batch, what a checkpoint keeps.
+  their pieces ahead on Grain themselves), with `take_shares` and `state_at`: [[piece index,
+  examples of it dealt] of each streamed source] before a batch, what a checkpoint keeps.
 
   Args:
     batches: the mixture's batches (its streams, the streamed ones started at their states).
@@ -284,36 +284,18 @@ class StreamedMixtureLoader:
 
   def __init__(self, batches: MixtureBatches, names: Sequence[str], streamed: Sequence[int],
                position: int = 0):
-    from electra_jax.data import streaming  # pylint: disable=import-outside-toplevel
     self.mixture = batches
     self._streamed = list(streamed)
     self._counter = ShareCounter(batches, names)
-    self._log = streaming.StateLog(position, self._states())
+    super().__init__(position)
 
-  def _states(self) -> list[list[int]]:
+  def _state(self) -> list[list[int]]:
     return [list(self.mixture.streams[k].state) for k in self._streamed]
 
-  @property
-  def position(self) -> int:
-    return self._log.position
-
-  def __iter__(self) -> "StreamedMixtureLoader":
-    return self
-
-  def __next__(self) -> Arrays:
+  def _next_batch(self) -> Arrays:
     batch = self.mixture.batch_at(self.position)
     self._counter.add(self.position, batch)
-    self._log.record(self.position + 1, self._states())
     return batch
-
-  def state_at(self, position: int) -> list[list[int]]:
-    """[[piece index, examples of it dealt] of each streamed source] before batch `position`
-    (one of the last 64 delivered, or the next one).
-
-    Raises:
-      ValueError: the position is older or not reached yet.
-    """
-    return self._log.state_at(position)
 
   def take_shares(self) -> dict[str, float]:
     return self._counter.take_shares()

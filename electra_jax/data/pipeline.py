@@ -149,9 +149,7 @@ def prepare_tokenizer(data_config: Any, workdir: str, vocab_size: int, seed: int
 def _read_split(data_config: Any, seed: int) -> in_memory.DocumentSplit:
   """The documents of source=text or tfds, split as pretraining splits them."""
   sources_lib.check_kind(data_config)
-  if data_config.source == "tfds":
-    return sources_lib.tfds.read_split(data_config, seed)
-  return sources_lib.files.read_split(data_config, seed)
+  return sources_lib.DOCUMENT_SPLITS[data_config.source](data_config, seed)
 
 
 def held_out_sentences(data_config: Any, seed: int) -> list[str]:

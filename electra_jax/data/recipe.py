@@ -78,21 +78,19 @@ class Recipe:
     """The tokenizer, loaded once per process."""
     return load_cached(self.tokenizer_file, self.tokenizer_type, self.lowercase)
 
-  def builder(self, seed: int | Sequence[int], tokenizer=None) -> examples_lib.ExampleBuilder:
+  def builder(self, seed: int | Sequence[int]) -> examples_lib.ExampleBuilder:
     """An `examples.ExampleBuilder` of this recipe seeded by `seed` (unpacked examples, for
     the shard build, which packs as it writes)."""
-    return examples_lib.ExampleBuilder(tokenizer or self.tokenizer(), self.max_seq_length,
+    return examples_lib.ExampleBuilder(self.tokenizer(), self.max_seq_length,
                                        seed, self.single_segment_prob, self.short_seq_prob)
 
-  def build(self, documents: Sequence[Sequence[str]], seed: int | Sequence[int],
-            tokenizer=None) -> Arrays:
+  def build(self, documents: Sequence[Sequence[str]], seed: int | Sequence[int]) -> Arrays:
     """The documents' rows, int32 [rows, T] arrays (`examples.build_examples`)."""
     return examples_lib.build_examples(
-        documents, tokenizer or self.tokenizer(), self.max_seq_length, seed=seed,
+        documents, self.tokenizer(), self.max_seq_length, seed=seed,
         single_segment_prob=self.single_segment_prob, short_seq_prob=self.short_seq_prob,
         packing=self.packing)
 
-  def empty(self, tokenizer=None) -> Arrays:
+  def empty(self) -> Arrays:
     """[0, T] arrays (no rows)."""
-    return examples_lib.pad_examples([], self.max_seq_length,
-                                     (tokenizer or self.tokenizer()).pad_id)
+    return examples_lib.pad_examples([], self.max_seq_length, self.tokenizer().pad_id)

@@ -210,34 +210,9 @@ class PieceReader:
     self._pieces.close()
 
 
-class StateLog:
-  """The states of the last 64 batch positions of a stream read in order (`state_at`)."""
-
-  def __init__(self, position: int, state):
-    self.position = position
-    self._states = {position: state}
-
-  def record(self, position: int, state) -> None:
-    self.position = position
-    self._states[position] = state
-    for old in [p for p in self._states if p < position - 64]:
-      del self._states[old]
-
-  def state_at(self, position: int):
-    """The state before batch `position` (one of the last 64 delivered, or the next one):
-    what a checkpoint at that position stores.
-
-    Raises:
-      ValueError: the position is older or not reached yet.
-    """
-    if position not in self._states:
-      raise ValueError(f"the stream's state at batch {position} is not kept (have "
-                       f"{sorted(self._states)[:1]}..{self.position})")
-    return self._states[position]
-
-
-class StreamLoader:
-  """This host's batches of a stream from a state on, read ahead on Grain.
+class StreamLoader(loader.InOrderLoader):
+  """This host's batches of a stream from a state on, read ahead on Grain; `state_at` gives
+  [piece index, examples of it dealt].
 
   Args:
     examples: the host's `PieceExamples`.
@@ -245,37 +220,19 @@ class StreamLoader:
     state: (piece index, examples of it already dealt) to start from; (0, 0) for a new run.
     position: the batch count at that state (for `position` and `state_at`).
     workers, threads, buffer: Grain's worker processes, read-ahead threads and buffer (pieces).
-
-  Attributes:
-    position: the batches delivered so far.
   """
 
   def __init__(self, examples: PieceExamples, batch_size: int, state: Sequence[int] = (0, 0),
                position: int = 0, workers: int = 0, threads: int = 0, buffer: int = 2):
     self.batch_size = batch_size
     self._reader = PieceReader(examples, state, workers, threads, buffer)
-    self._log = StateLog(position, tuple(int(s) for s in state))
+    super().__init__(position)
 
-  @property
-  def position(self) -> int:
-    return self._log.position
+  def _next_batch(self) -> Arrays:
+    return self._reader.take(self.batch_size)
 
-  def __iter__(self) -> "StreamLoader":
-    return self
-
-  def __next__(self) -> Arrays:
-    batch = self._reader.take(self.batch_size)
-    self._log.record(self.position + 1, self._reader.state)
-    return batch
-
-  def state_at(self, position: int) -> list[int]:
-    """[piece index, examples of it dealt] before batch `position` (one of the last 64
-    delivered, or the next one): what a checkpoint at that position stores.
-
-    Raises:
-      ValueError: the position is older or not reached yet.
-    """
-    return list(self._log.state_at(position))
+  def _state(self) -> list[int]:
+    return list(self._reader.state)
 
   def close(self) -> None:
     self._reader.close()

@@ -31,6 +31,9 @@ PARTS = {"files": files.part, "hf": files.part, "tfds": tfds.part, "shards": sha
 # data.source -> the function that opens it: (data_config, workdir, vocab_size, seed, eval_cap).
 KINDS = {"text": files.from_config, "tfds": tfds.from_config, "shards": shards.from_config}
 MIXTURE = functools.partial(mixture.from_config, parts=PARTS)
+# The kinds read as documents in memory -> their documents split as pretraining splits them
+# (what a tokenizer trains on, the held-out sentences scoring reads).
+DOCUMENT_SPLITS = {"text": files.read_split, "tfds": tfds.read_split}
 
 
 def check_kind(data_config: Any) -> None:

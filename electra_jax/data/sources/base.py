@@ -55,6 +55,16 @@ def local_batch_size(global_batch: int, process_count: int) -> int:
   return global_batch // process_count
 
 
+def check_state(position: int, state: Any) -> None:
+  """Raises ElectraError when a stream (or a mixture with one) is resumed at a position
+  without its state."""
+  if position and state is None:
+    raise ElectraError(
+        f"the checkpoint holds no stream state (it was written by a run that did not "
+        f"stream its data), so the stream cannot continue at batch {position}; resume "
+        "with --config.data.streaming=False, or start a new workdir")
+
+
 class Source(abc.ABC):
   """A pretraining source (see the module docstring)."""
 

@@ -130,7 +130,7 @@ class StreamedSource(base.Source):
   def iterator(self, local_batch, seed, position, process_index, process_count, state=None,
                workers=0, threads=0):
     del seed  # The stream's own (the run's seed, given when it was opened).
-    check_state(position, state)
+    base.check_state(position, state)
     return streaming.StreamLoader(self._host_examples(process_index, process_count),
                                   local_batch, state=state or (0, 0), position=position,
                                   workers=workers, threads=threads)
@@ -146,15 +146,6 @@ class StreamedSource(base.Source):
         "objective.generator='unigram' needs the corpus's token counts, which a streamed "
         "corpus does not have at startup; build shards (python -m electra_jax.data.build), "
         "which store them, or set --config.data.streaming=False")
-
-
-def check_state(position: int, state: Any) -> None:
-  """Raises ElectraError when a stream is resumed at a position without its state."""
-  if position and state is None:
-    raise ElectraError(
-        f"the checkpoint holds no stream state (it was written by a run that did not "
-        f"stream its data), so the stream cannot continue at batch {position}; resume "
-        "with --config.data.streaming=False, or start a new workdir")
 
 
 # --------------------------------------------------------------------------------------------

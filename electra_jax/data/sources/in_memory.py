@@ -94,8 +94,8 @@ class InMemorySource(base.Source):
       ElectraError: the training documents give no example.
     """
     tokenizer = recipe.tokenizer()
-    train = recipe.build(split.train, seeds[0], tokenizer)
-    evaluation = recipe.build(split.eval, seeds[1], tokenizer)
+    train = recipe.build(split.train, seeds[0])
+    evaluation = recipe.build(split.eval, seeds[1])
     if len(train["input_ids"]) == 0:
       raise ElectraError(
           empty_message or "the training text produced no examples (all sentences are empty "

@@ -104,10 +104,7 @@ def from_config(data_config: Any, workdir: str, vocab_size: int, seed: int, eval
     path, _ = in_memory.configured_tokenizer_file(data_config, workdir, vocab_size, split)
     recipe = recipe_lib.Recipe.from_config(data_config, path)
   tokenizer = recipe.tokenizer()
-  if tokenizer.vocab_size != vocab_size:
-    raise ElectraError(f"the mixture's tokenizer has {tokenizer.vocab_size} pieces but "
-                       f"--config.model.vocab_size={vocab_size}; set it to "
-                       f"{tokenizer.vocab_size}")
+  in_memory.check_vocab_size(tokenizer, vocab_size, "the mixture's tokenizer")
   sources = [p.open(recipe, seed, k, eval_cap // len(components)) for k, p in enumerate(read)]
   source = MixtureSource(components, sources, tokenizer, f"the mixture {data_config.mixture}")
   logging.info("Mixture: %s", source.describe())
@@ -159,11 +156,7 @@ class MixtureSource(base.Source):
       return mixture_lib.MixtureLoader(
           self._mixture_batches(local_batch, seed, process_index, process_count), names,
           position, workers=workers, threads=threads)
-    if position and state is None:
-      raise ElectraError(
-          f"the checkpoint holds no stream state (it was written by a run that did not "
-          f"stream its data), so the mixture cannot continue at batch {position}; resume "
-          "with --config.data.streaming=False, or start a new workdir")
+    base.check_state(position, state)
     states = dict(zip(self.streamed, state or [None] * len(self.streamed)))
     streams = []
     for k, source in enumerate(self.sources):
